@@ -1,0 +1,64 @@
+//! [`ClientHandler`]: how a host answers what a server asks of it.
+
+use serde_json::Value;
+
+use crate::jsonrpc::{Notification, RpcError};
+use crate::protocol::{ClientCapabilities, ListRootsResult};
+
+/// The host's side of server → client traffic.
+///
+/// `ping` is always answered by the client itself. For `roots/list`,
+/// `sampling/createMessage` and `elicitation/create`, the client asks [`capabilities`]
+/// what the handler implements, declares exactly that in `initialize`, and answers `-32601`
+/// (without calling the handler) for anything not declared. The default of every method
+/// is "not supported".
+///
+/// Requests are answered on a thread of their own, so a slow handler never stalls the
+/// connection. Notifications arrive in order on the connection's event thread; do not block
+/// there for long.
+///
+/// [`capabilities`]: ClientHandler::capabilities
+pub trait ClientHandler: Send + Sync + 'static {
+    /// What this handler implements; declared to the server during the handshake.
+    /// Set `roots`, `sampling` and `elicitation` (e.g. to `{}`) for each one implemented.
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities::default()
+    }
+
+    /// `roots/list`: the directories the server may work in.
+    fn list_roots(&self, server: &str) -> Result<ListRootsResult, RpcError> {
+        let _ = server;
+        Err(RpcError::method_not_found("roots/list"))
+    }
+
+    /// `sampling/createMessage`: `params` as the server sent them; the result is sent back as is
+    /// (a `CreateMessageResult`: `role`, `content`, `model`, `stopReason`).
+    fn create_message(&self, server: &str, params: Value) -> Result<Value, RpcError> {
+        let _ = (server, params);
+        Err(RpcError::method_not_found("sampling/createMessage"))
+    }
+
+    /// `elicitation/create`: `params` as the server sent them; the result (`action`, `content`)
+    /// is sent back as is.
+    fn elicit(&self, server: &str, params: Value) -> Result<Value, RpcError> {
+        let _ = (server, params);
+        Err(RpcError::method_not_found("elicitation/create"))
+    }
+
+    /// `notifications/tools/list_changed`: the server's tool list changed.
+    fn on_tools_list_changed(&self, server: &str) {
+        let _ = server;
+    }
+
+    /// Any other notification (progress, log messages and cancellations are handled by the
+    /// client and not passed here).
+    fn on_notification(&self, server: &str, notification: &Notification) {
+        let _ = (server, notification);
+    }
+}
+
+/// A handler that supports nothing: every server request gets `-32601`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoHandler;
+
+impl ClientHandler for NoHandler {}

@@ -1,0 +1,57 @@
+//! The handshake of the 2024-11-05 … 2025-11-25 revisions: `initialize`, version negotiation,
+//! `notifications/initialized`.
+
+use std::time::Instant;
+
+use super::{ConnectOptions, Connection, Wait};
+use crate::protocol::{
+    methods, InitializeParams, InitializeResult, ProtocolVersion, LATEST_PROTOCOL_VERSION,
+};
+use crate::Error;
+
+/// Runs the handshake on a fresh connection, bounded by `options.timeout` from `started`.
+pub(super) fn run(
+    conn: &Connection,
+    options: &ConnectOptions,
+    started: Instant,
+) -> Result<(InitializeResult, ProtocolVersion), Error> {
+    let params = InitializeParams {
+        protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
+        capabilities: options.handler.capabilities(),
+        client_info: options.client_info.clone(),
+    };
+    let params = serde_json::to_value(params).map_err(|e| Error::protocol(e.to_string()))?;
+    let wait = Wait {
+        timeout: options.timeout,
+        hard_deadline: started + options.timeout,
+        cancel: options.cancel.clone(),
+        on_progress: None,
+        notify_cancel: false,
+    };
+    let value = conn
+        .request(methods::INITIALIZE, Some(params), wait)
+        .map_err(|e| match e {
+            Error::Timeout { .. } => Error::ConnectTimeout {
+                server: conn.name.clone(),
+                after: options.timeout,
+                stderr_tail: conn.transport.stderr_tail(),
+            },
+            other => other,
+        })?;
+    let init: InitializeResult = serde_json::from_value(value)
+        .map_err(|e| Error::protocol(format!("invalid initialize result: {e}")))?;
+    let Some(version) = ProtocolVersion::parse(&init.protocol_version) else {
+        return Err(Error::UnsupportedProtocolVersion {
+            requested: LATEST_PROTOCOL_VERSION.to_owned(),
+            received: init.protocol_version,
+        });
+    };
+    conn.notify(methods::INITIALIZED, None)?;
+    log::debug!(
+        "[{}] connected to {} {} (protocol {version})",
+        conn.name,
+        init.server_info.name,
+        init.server_info.version
+    );
+    Ok((init, version))
+}

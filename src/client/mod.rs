@@ -1,0 +1,392 @@
+//! One server connection: request/response correlation, the handshake, typed calls,
+//! server → client requests and notifications.
+//!
+//! A [`Client`] is cheap to clone and safe to share: any number of threads may call it at once,
+//! and each caller gets its own answer. Every wait is bounded: a request ends with its response,
+//! its timeout, its cancellation, or [`Error::TransportClosed`] when the connection dies.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::select;
+use serde_json::{json, Map, Value};
+
+use crate::jsonrpc::Message;
+use crate::protocol::{
+    methods, CallToolResult, InitializeResult, ListToolsResult, ProtocolVersion,
+    ServerCapabilities, Tool,
+};
+use crate::transport::{StdioTransport, Transport};
+use crate::{CancelToken, Error};
+
+mod handler;
+mod handshake;
+mod options;
+mod router;
+
+pub use handler::{ClientHandler, NoHandler};
+pub use options::{CallOptions, ConnectOptions, Endpoint, ProgressFn};
+
+use router::{Router, Slot};
+
+/// The most `tools/list` pages we follow before stopping with a warning.
+pub const MAX_LIST_PAGES: usize = 1000;
+
+/// A connection to one MCP server.
+///
+/// ```no_run
+/// use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+/// use serde_json::json;
+///
+/// let endpoint = Endpoint::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]);
+/// let client = Client::connect("everything", &endpoint, ConnectOptions::default())?;
+/// for tool in client.list_tools()? {
+///     println!("{}", tool.name);
+/// }
+/// let out = client.call_tool("echo", json!({"message": "hi"}), CallOptions::default())?;
+/// println!("{}", out.text());
+/// client.close();
+/// # Ok::<(), mcp_runtime::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Connection,
+    request_timeout: Duration,
+    max_request_timeout: Duration,
+    init: InitializeResult,
+    version: ProtocolVersion,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.conn.transport.close();
+    }
+}
+
+/// The pieces of a connection before its handshake is done.
+pub(crate) struct Connection {
+    name: String,
+    transport: Arc<dyn Transport>,
+    router: Arc<Router>,
+    next_id: AtomicI64,
+}
+
+/// How one request waits.
+pub(crate) struct Wait<'a> {
+    timeout: Duration,
+    hard_deadline: Instant,
+    cancel: Option<CancelToken>,
+    on_progress: Option<ProgressFn<'a>>,
+    /// `initialize` must never be cancelled on the wire.
+    notify_cancel: bool,
+}
+
+impl Connection {
+    fn open(
+        name: &str,
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+    ) -> Result<Connection, Error> {
+        let router = Arc::new(Router::new(
+            name,
+            Arc::clone(&options.handler),
+            options.handler.capabilities(),
+        ));
+        let transport: Arc<dyn Transport> = match endpoint {
+            Endpoint::Stdio(cmd) => Arc::new(StdioTransport::spawn(
+                name,
+                cmd,
+                &options.stdio,
+                router.clone(),
+            )?),
+        };
+        router.attach(&transport);
+        Ok(Connection {
+            name: name.to_owned(),
+            transport,
+            router,
+            next_id: AtomicI64::new(1),
+        })
+    }
+
+    fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+        self.transport.send(&Message::notification(method, params))
+    }
+
+    /// Sends a request and waits for its outcome.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        mut wait: Wait<'_>,
+    ) -> Result<Value, Error> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let (progress_tx, progress_rx) = match wait.on_progress {
+            Some(_) => {
+                let (ptx, prx) = crossbeam_channel::unbounded();
+                (Some(ptx), prx)
+            }
+            None => (None, crossbeam_channel::never()),
+        };
+        let params = match progress_tx {
+            Some(_) => Some(with_progress_token(params, id)),
+            None => params,
+        };
+        self.router.register(
+            id,
+            Slot {
+                response: tx,
+                progress: progress_tx,
+            },
+        )?;
+        if let Err(e) = self.transport.send(&Message::request(id, method, params)) {
+            self.router.forget(id);
+            return Err(self.router.closed().unwrap_or(e));
+        }
+        let never = crossbeam_channel::never();
+        let cancel_rx = wait.cancel.as_ref().map(|c| c.receiver()).unwrap_or(&never);
+        let mut deadline = (Instant::now() + wait.timeout).min(wait.hard_deadline);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let abandoned = select! {
+                recv(rx) -> outcome => {
+                    return outcome.unwrap_or_else(|_| Err(Error::closed("the connection was dropped")));
+                }
+                recv(progress_rx) -> p => {
+                    if let (Ok(p), Some(cb)) = (p, wait.on_progress.as_mut()) {
+                        cb(&p);
+                        deadline = (Instant::now() + wait.timeout).min(wait.hard_deadline);
+                    }
+                    continue;
+                }
+                recv(cancel_rx) -> _ => Error::Cancelled,
+                default(left) => Error::Timeout { method: method.to_owned(), after: wait.timeout },
+            };
+            self.router.forget(id);
+            // The response may have won the race with the deadline; prefer it.
+            if let Ok(outcome) = rx.try_recv() {
+                return outcome;
+            }
+            if wait.notify_cancel {
+                let reason = abandoned.to_string();
+                let _ = self.notify(
+                    methods::CANCELLED,
+                    Some(json!({"requestId": id, "reason": reason})),
+                );
+            }
+            return Err(abandoned);
+        }
+    }
+}
+
+fn with_progress_token(params: Option<Value>, token: i64) -> Value {
+    let mut params = match params {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert("progressToken".into(), Value::from(token));
+    }
+    Value::Object(params)
+}
+
+impl Client {
+    /// Connects to a server: starts it (stdio) and runs the handshake, bounded by
+    /// `options.timeout`. On any failure the transport is closed again.
+    pub fn connect(
+        name: &str,
+        endpoint: &Endpoint,
+        options: ConnectOptions,
+    ) -> Result<Client, Error> {
+        let started = Instant::now();
+        let conn = Connection::open(name, endpoint, &options)?;
+        match handshake::run(&conn, &options, started) {
+            Ok((init, version)) => Ok(Client {
+                inner: Arc::new(Inner {
+                    conn,
+                    request_timeout: options.request_timeout,
+                    max_request_timeout: options.max_request_timeout,
+                    init,
+                    version,
+                }),
+            }),
+            Err(e) => {
+                conn.transport.close();
+                Err(e)
+            }
+        }
+    }
+
+    /// Sends a request and waits for its result, as raw JSON.
+    pub fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: CallOptions<'_>,
+    ) -> Result<Value, Error> {
+        let inner = &*self.inner;
+        let timeout = options.timeout.unwrap_or(inner.request_timeout);
+        let hard = if options.on_progress.is_some() {
+            inner.max_request_timeout.max(timeout)
+        } else {
+            timeout
+        };
+        let wait = Wait {
+            timeout,
+            hard_deadline: Instant::now() + hard,
+            cancel: options.cancel,
+            on_progress: options.on_progress,
+            notify_cancel: true,
+        };
+        inner.conn.request(method, params, wait)
+    }
+
+    /// Sends a notification.
+    pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+        self.inner
+            .conn
+            .transport
+            .send(&Message::notification(method, params))
+    }
+
+    /// Lists every tool, following `nextCursor` to the last page. Stops (with a warning) on a
+    /// cursor the server already sent or after [`MAX_LIST_PAGES`] pages. A server that did not
+    /// declare the `tools` capability has no tools.
+    pub fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        if self.inner.init.capabilities.tools.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut tools = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let page: ListToolsResult = parse(
+                methods::TOOLS_LIST,
+                self.request(methods::TOOLS_LIST, params, CallOptions::default())?,
+            )?;
+            tools.extend(page.tools);
+            match page.next_cursor {
+                None => return Ok(tools),
+                Some(next) if !seen.insert(next.clone()) => {
+                    log::warn!(
+                        "[{}] tools/list repeated the cursor {next:?}; stopping with {} tools",
+                        self.inner.conn.name,
+                        tools.len()
+                    );
+                    return Ok(tools);
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        log::warn!(
+            "[{}] tools/list still had more pages after {MAX_LIST_PAGES}; stopping with {} tools",
+            self.inner.conn.name,
+            tools.len()
+        );
+        Ok(tools)
+    }
+
+    /// Calls a tool and returns its result as the server sent it. A tool that failed is a
+    /// successful call whose result has `isError: true`; a protocol or transport failure is an
+    /// `Err`.
+    pub fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions<'_>,
+    ) -> Result<CallToolResult, Error> {
+        let params = json!({ "name": name, "arguments": arguments });
+        parse(
+            methods::TOOLS_CALL,
+            self.request(methods::TOOLS_CALL, Some(params), options)?,
+        )
+    }
+
+    /// Sends `ping` and waits for the answer.
+    pub fn ping(&self, timeout: Duration) -> Result<(), Error> {
+        self.request(methods::PING, None, CallOptions::timeout(timeout))
+            .map(|_| ())
+    }
+
+    /// Closes the connection (for stdio: stops the process and its group, bounded by twice the
+    /// close grace period plus a second). Every pending request fails with
+    /// [`Error::TransportClosed`]. Idempotent; dropping the last clone of a client closes it too.
+    pub fn close(&self) {
+        self.inner.conn.transport.close();
+        self.inner
+            .conn
+            .router
+            .fail_all(Error::closed("the connection was closed"));
+    }
+
+    /// Whether the connection has ended, and why.
+    pub fn closed_reason(&self) -> Option<Error> {
+        self.inner.conn.router.closed()
+    }
+
+    /// The server's configured name.
+    pub fn name(&self) -> &str {
+        &self.inner.conn.name
+    }
+
+    /// The negotiated protocol revision.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.inner.version
+    }
+
+    /// The server's `initialize` result (server info, capabilities, instructions).
+    pub fn initialize_result(&self) -> &InitializeResult {
+        &self.inner.init
+    }
+
+    /// The server's capabilities.
+    pub fn server_capabilities(&self) -> &ServerCapabilities {
+        &self.inner.init.capabilities
+    }
+
+    /// The server's instructions for the model, if it gave any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.init.instructions.as_deref()
+    }
+
+    /// The transport kind: `stdio`, `http` or `sse`.
+    pub fn transport_kind(&self) -> &'static str {
+        self.inner.conn.transport.kind()
+    }
+
+    /// The server's process id, for a local server.
+    pub fn pid(&self) -> Option<u32> {
+        self.inner.conn.transport.pid()
+    }
+
+    /// The last lines the server wrote to stderr.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.inner.conn.transport.stderr_tail()
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("name", &self.inner.conn.name)
+            .field("transport", &self.inner.conn.transport.kind())
+            .field("protocol_version", &self.inner.version)
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(method: &str, value: Value) -> Result<T, Error> {
+    serde_json::from_value(value)
+        .map_err(|e| Error::protocol(format!("invalid {method} result: {e}")))
+}

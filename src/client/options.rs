@@ -1,0 +1,123 @@
+//! Options of a connection and of a single call.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::handler::{ClientHandler, NoHandler};
+use crate::protocol::{Implementation, Progress};
+use crate::transport::{StdioCommand, StdioOptions};
+use crate::CancelToken;
+
+/// Where a server lives and how to reach it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Endpoint {
+    /// A local process speaking JSON-RPC over stdin/stdout.
+    Stdio(StdioCommand),
+}
+
+impl Endpoint {
+    /// A stdio server started from `program` and `args`.
+    pub fn stdio<I, S>(program: impl Into<String>, args: I) -> Endpoint
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Endpoint::Stdio(StdioCommand::new(program, args))
+    }
+}
+
+/// How to connect, and the defaults of the connection's requests.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// Bound on the whole handshake (spawn, `initialize`, `notifications/initialized`).
+    /// Default 30 s.
+    pub timeout: Duration,
+    /// Default bound on each later request. Default 60 s.
+    pub request_timeout: Duration,
+    /// Hard bound on a request whose timeout is extended by progress. Default 10 min.
+    pub max_request_timeout: Duration,
+    /// The host's answers to server requests, and its notification sink.
+    pub handler: Arc<dyn ClientHandler>,
+    /// Who we say we are.
+    pub client_info: Implementation,
+    /// Fires to abandon the handshake.
+    pub cancel: Option<CancelToken>,
+    /// stdio limits and close timings.
+    pub stdio: StdioOptions,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            max_request_timeout: Duration::from_secs(600),
+            handler: Arc::new(NoHandler),
+            client_info: Implementation::default(),
+            cancel: None,
+            stdio: StdioOptions::default(),
+        }
+    }
+}
+
+impl fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("timeout", &self.timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_request_timeout", &self.max_request_timeout)
+            .field("client_info", &self.client_info)
+            .field("stdio", &self.stdio)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A progress callback: called on the calling thread for each `notifications/progress`.
+pub type ProgressFn<'a> = Box<dyn FnMut(&Progress) + Send + 'a>;
+
+/// Options of one request (`call_tool`, `list_tools`, ...).
+#[derive(Default)]
+pub struct CallOptions<'a> {
+    /// Bound on the request (default: the connection's `request_timeout`). With `on_progress`,
+    /// each progress notification restarts it, up to `max_request_timeout` in all.
+    pub timeout: Option<Duration>,
+    /// Fires to abandon the request; the server is sent `notifications/cancelled`.
+    pub cancel: Option<CancelToken>,
+    /// Called on the calling thread for each progress notification. Setting it sends a
+    /// progress token with the request.
+    pub on_progress: Option<ProgressFn<'a>>,
+}
+
+impl<'a> CallOptions<'a> {
+    /// Options with a timeout.
+    pub fn timeout(timeout: Duration) -> Self {
+        CallOptions {
+            timeout: Some(timeout),
+            ..Default::default()
+        }
+    }
+
+    /// Adds a cancel token.
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// Adds a progress callback (and so a progress token on the request).
+    pub fn with_progress(mut self, f: impl FnMut(&Progress) + Send + 'a) -> Self {
+        self.on_progress = Some(Box::new(f));
+        self
+    }
+}
+
+impl fmt::Debug for CallOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("cancel", &self.cancel.is_some())
+            .field("on_progress", &self.on_progress.is_some())
+            .finish()
+    }
+}

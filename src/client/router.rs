@@ -1,0 +1,277 @@
+//! Routing what the server sends: responses to their waiting callers, server requests to the
+//! host's handler (off the reader thread), notifications to their consumers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use crossbeam_channel::Sender;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::handler::ClientHandler;
+use crate::jsonrpc::{
+    codes, empty_object, Message, Notification, Request, RequestId, Response, RpcError,
+};
+use crate::protocol::{methods, ClientCapabilities, LoggingMessageParams, Progress};
+use crate::transport::{Inbound, Transport};
+use crate::Error;
+
+/// How many server → client requests may be handled at once before we answer "overloaded".
+const MAX_SERVER_REQUESTS: usize = 16;
+
+/// Where a pending request's outcome goes.
+pub(crate) struct Slot {
+    /// The response (or the error that ended the request).
+    pub response: Sender<Result<Value, Error>>,
+    /// Progress notifications for this request, when the caller asked for them.
+    pub progress: Option<Sender<Progress>>,
+}
+
+struct Pending {
+    slots: HashMap<i64, Slot>,
+    closed: Option<Error>,
+}
+
+pub(crate) struct Router {
+    server: String,
+    pending: Mutex<Pending>,
+    handler: Arc<dyn ClientHandler>,
+    declared: ClientCapabilities,
+    transport: OnceLock<Weak<dyn Transport>>,
+    events: Sender<Notification>,
+    server_requests: Arc<AtomicUsize>,
+}
+
+impl Router {
+    pub(crate) fn new(
+        server: &str,
+        handler: Arc<dyn ClientHandler>,
+        declared: ClientCapabilities,
+    ) -> Router {
+        let (events, rx) = crossbeam_channel::unbounded::<Notification>();
+        let name = server.to_owned();
+        let h = Arc::clone(&handler);
+        // The event thread ends when the router (the only sender) is dropped.
+        let _ = std::thread::Builder::new()
+            .name(format!("mcp-{server}-events"))
+            .spawn(move || {
+                for n in rx.iter() {
+                    if n.method == methods::TOOLS_LIST_CHANGED {
+                        h.on_tools_list_changed(&name);
+                    } else {
+                        h.on_notification(&name, &n);
+                    }
+                }
+            });
+        Router {
+            server: server.to_owned(),
+            pending: Mutex::new(Pending {
+                slots: HashMap::new(),
+                closed: None,
+            }),
+            handler,
+            declared,
+            transport: OnceLock::new(),
+            events,
+            server_requests: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Gives the router the transport it answers server requests on.
+    pub(crate) fn attach(&self, transport: &Arc<dyn Transport>) {
+        let _ = self.transport.set(Arc::downgrade(transport));
+    }
+
+    /// Registers a pending request. Fails if the connection has already ended.
+    pub(crate) fn register(&self, id: i64, slot: Slot) -> Result<(), Error> {
+        let mut p = self.pending.lock();
+        if let Some(e) = &p.closed {
+            return Err(e.clone());
+        }
+        p.slots.insert(id, slot);
+        Ok(())
+    }
+
+    /// Drops a pending request (timed out or cancelled); a late response is then ignored.
+    pub(crate) fn forget(&self, id: i64) {
+        self.pending.lock().slots.remove(&id);
+    }
+
+    /// Why the connection ended, once it has.
+    pub(crate) fn closed(&self) -> Option<Error> {
+        self.pending.lock().closed.clone()
+    }
+
+    /// Ends the connection: every pending request fails with `error` (the first reason wins).
+    pub(crate) fn fail_all(&self, error: Error) {
+        let (slots, error) = {
+            let mut p = self.pending.lock();
+            let error = p.closed.get_or_insert(error).clone();
+            (std::mem::take(&mut p.slots), error)
+        };
+        for (_, slot) in slots {
+            let _ = slot.response.send(Err(error.clone()));
+        }
+    }
+
+    fn send(&self, message: &Message) {
+        let Some(transport) = self.transport.get().and_then(Weak::upgrade) else {
+            return;
+        };
+        if let Err(e) = transport.send(message) {
+            log::debug!("[{}] could not answer the server: {e}", self.server);
+        }
+    }
+
+    fn on_response(&self, response: Response) {
+        let Some(id) = response.id.as_ref().and_then(RequestId::as_i64) else {
+            if let Err(e) = &response.outcome {
+                log::warn!(
+                    "[{}] the server reported an error without a request id: {} {}",
+                    self.server,
+                    e.code,
+                    e.message
+                );
+            }
+            return;
+        };
+        let slot = self.pending.lock().slots.remove(&id);
+        match slot {
+            Some(slot) => {
+                let _ = slot.response.send(response.outcome.map_err(Error::from));
+            }
+            None => log::debug!(
+                "[{}] ignoring a response to an unknown or finished request {id}",
+                self.server
+            ),
+        }
+    }
+
+    fn on_request(&self, request: Request) {
+        let declared = |cap: &Option<Value>| cap.is_some();
+        let supported = match request.method.as_str() {
+            methods::PING => {
+                self.send(&Message::result(request.id, empty_object()));
+                return;
+            }
+            methods::ROOTS_LIST => declared(&self.declared.roots),
+            methods::SAMPLING_CREATE_MESSAGE => declared(&self.declared.sampling),
+            methods::ELICITATION_CREATE => declared(&self.declared.elicitation),
+            _ => false,
+        };
+        if !supported {
+            self.send(&Message::error(
+                request.id,
+                RpcError::method_not_found(&request.method),
+            ));
+            return;
+        }
+        if self.server_requests.fetch_add(1, Ordering::SeqCst) >= MAX_SERVER_REQUESTS {
+            self.server_requests.fetch_sub(1, Ordering::SeqCst);
+            self.send(&Message::error(
+                request.id,
+                RpcError::new(codes::SERVER_ERROR, "client overloaded"),
+            ));
+            return;
+        }
+        let handler = Arc::clone(&self.handler);
+        let transport = self.transport.get().cloned();
+        let counter = Arc::clone(&self.server_requests);
+        let server = self.server.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcp-{}-request", self.server))
+            .spawn(move || {
+                let id = request.id.clone();
+                let reply = match answer(&*handler, &server, request) {
+                    Ok(v) => Message::result(id, v),
+                    Err(e) => Message::error(id, e),
+                };
+                if let Some(t) = transport.and_then(|w| w.upgrade()) {
+                    let _ = t.send(&reply);
+                }
+                counter.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.server_requests.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn on_notification(&self, n: Notification) {
+        match n.method.as_str() {
+            methods::PROGRESS => {
+                let Some(progress) = n
+                    .params
+                    .and_then(|p| serde_json::from_value::<Progress>(p).ok())
+                else {
+                    return;
+                };
+                let token = match &progress.progress_token {
+                    Value::Number(n) => n.as_i64(),
+                    Value::String(s) => s.parse().ok(),
+                    _ => None,
+                };
+                let p = self.pending.lock();
+                if let Some(tx) = token
+                    .and_then(|t| p.slots.get(&t))
+                    .and_then(|s| s.progress.as_ref())
+                {
+                    let _ = tx.send(progress);
+                }
+            }
+            methods::LOG_MESSAGE => {
+                if let Some(m) = n
+                    .params
+                    .and_then(|p| serde_json::from_value::<LoggingMessageParams>(p).ok())
+                {
+                    let target = format!("mcp::{}", self.server);
+                    let data = match &m.data {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    match &m.logger {
+                        Some(logger) => {
+                            log::log!(target: &target, m.level.to_log_level(), "[{}] {logger}: {data}", self.server)
+                        }
+                        None => {
+                            log::log!(target: &target, m.level.to_log_level(), "[{}] {data}", self.server)
+                        }
+                    }
+                }
+            }
+            methods::CANCELLED => {
+                // We handle server requests to completion; a cancellation of one is only noted.
+                log::debug!("[{}] the server cancelled one of its requests", self.server);
+            }
+            _ => {
+                let _ = self.events.send(n);
+            }
+        }
+    }
+}
+
+fn answer(handler: &dyn ClientHandler, server: &str, request: Request) -> Result<Value, RpcError> {
+    let params = request.params.unwrap_or_else(empty_object);
+    match request.method.as_str() {
+        methods::ROOTS_LIST => handler.list_roots(server).and_then(|r| {
+            serde_json::to_value(r).map_err(|e| RpcError::new(codes::INTERNAL_ERROR, e.to_string()))
+        }),
+        methods::SAMPLING_CREATE_MESSAGE => handler.create_message(server, params),
+        methods::ELICITATION_CREATE => handler.elicit(server, params),
+        other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+impl Inbound for Router {
+    fn on_message(&self, message: Message) {
+        match message {
+            Message::Response(r) => self.on_response(r),
+            Message::Request(r) => self.on_request(r),
+            Message::Notification(n) => self.on_notification(n),
+        }
+    }
+
+    fn on_closed(&self, error: Error) {
+        self.fail_all(error);
+    }
+}

@@ -1,0 +1,260 @@
+//! The crate's one error type.
+//!
+//! Every failure a caller can see is an [`Error`]. It is `Clone`, so one startup failure can be
+//! handed to many waiters, and its variants are what a caller matches on: a timeout, a
+//! cancellation, a dead transport, a JSON-RPC error from the server, an HTTP status, and so on.
+//! The `Display` texts are stable (hosts show them to users and models).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A convenient alias for `Result<T, mcp_runtime::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong talking to an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A request got no answer in time. Renders as `Request timeout after <N>ms`.
+    Timeout {
+        /// The JSON-RPC method that timed out.
+        method: String,
+        /// How long the request waited.
+        after: Duration,
+    },
+    /// The whole connect sequence (spawn or first POST, `initialize`, `notifications/initialized`)
+    /// did not finish in time. Renders as `Connection to MCP server "<name>" timed out after <N>ms`.
+    ConnectTimeout {
+        /// The server's configured name.
+        server: String,
+        /// The handshake bound that ran out.
+        after: Duration,
+        /// The last lines the server wrote to stderr, if it is a local process.
+        stderr_tail: Vec<String>,
+    },
+    /// The caller's [`CancelToken`](crate::CancelToken) fired.
+    Cancelled,
+    /// The connection is gone: the process exited, stdout reached EOF, the stream ended, or the
+    /// client was closed. Every pending request ends with this.
+    TransportClosed {
+        /// Why the transport closed, in words.
+        reason: String,
+        /// The last lines the server wrote to stderr, if it is a local process.
+        stderr_tail: Vec<String>,
+    },
+    /// The server sent a message larger than the configured `max_message_bytes`. The message is
+    /// never buffered whole; the connection is closed and every pending request fails with this.
+    MessageTooLarge {
+        /// The configured limit, in bytes.
+        limit: usize,
+    },
+    /// The server answered with a JSON-RPC error. Renders as `MCP error <code>: <message>`.
+    Rpc {
+        /// The JSON-RPC error code (`-32601` method not found, `-32602` invalid params, ...).
+        code: i64,
+        /// The server's message.
+        message: String,
+        /// The error's `data` member, as the server sent it.
+        data: Option<Value>,
+    },
+    /// An HTTP request got a non-success status.
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body (capped).
+        body: String,
+        /// The `WWW-Authenticate` header, when the server sent one (a 401 asks for credentials).
+        www_authenticate: Option<String>,
+    },
+    /// The server forgot our HTTP session (404 on a request that carried `Mcp-Session-Id`) and the
+    /// request could not be re-sent safely.
+    SessionExpired,
+    /// The server chose a protocol version this crate does not speak.
+    UnsupportedProtocolVersion {
+        /// The version we offered.
+        requested: String,
+        /// The version the server answered with.
+        received: String,
+    },
+    /// The server could not be started (the command was not found, not executable, ...).
+    Spawn {
+        /// The server's configured name.
+        server: String,
+        /// What the operating system said.
+        message: String,
+    },
+    /// The server sent something that breaks the protocol (a result of the wrong shape, ...).
+    Protocol {
+        /// What was wrong.
+        message: String,
+    },
+    /// A configuration is invalid or could not be read.
+    Config {
+        /// What was wrong, naming the file or server where known.
+        message: String,
+    },
+    /// The named server is not connected. Renders as `MCP server not connected: <name>`.
+    NotConnected {
+        /// The server's configured name.
+        server: String,
+    },
+    /// A local I/O failure outside the transport (writing a file, ...).
+    Io {
+        /// What the operating system said.
+        message: String,
+    },
+}
+
+impl Error {
+    /// The JSON-RPC error code, when this is an error the server sent.
+    pub fn rpc_code(&self) -> Option<i64> {
+        match self {
+            Error::Rpc { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// True for errors after which the connection is unusable.
+    pub fn is_fatal_to_connection(&self) -> bool {
+        matches!(
+            self,
+            Error::TransportClosed { .. } | Error::MessageTooLarge { .. } | Error::SessionExpired
+        )
+    }
+
+    pub(crate) fn closed(reason: impl Into<String>) -> Error {
+        Error::TransportClosed {
+            reason: reason.into(),
+            stderr_tail: Vec::new(),
+        }
+    }
+
+    pub(crate) fn protocol(message: impl Into<String>) -> Error {
+        Error::Protocol {
+            message: message.into(),
+        }
+    }
+}
+
+fn write_tail(f: &mut fmt::Formatter<'_>, tail: &[String]) -> fmt::Result {
+    if tail.is_empty() {
+        return Ok(());
+    }
+    write!(f, "\nserver stderr (last {} lines):", tail.len())?;
+    for line in tail {
+        write!(f, "\n  {line}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Timeout { after, .. } => write!(f, "Request timeout after {}ms", after.as_millis()),
+            Error::ConnectTimeout {
+                server,
+                after,
+                stderr_tail,
+            } => {
+                write!(
+                    f,
+                    "Connection to MCP server \"{server}\" timed out after {}ms",
+                    after.as_millis()
+                )?;
+                write_tail(f, stderr_tail)
+            }
+            Error::Cancelled => f.write_str("Request cancelled"),
+            Error::TransportClosed {
+                reason,
+                stderr_tail,
+            } => {
+                write!(f, "Transport closed: {reason}")?;
+                write_tail(f, stderr_tail)
+            }
+            Error::MessageTooLarge { limit } => write!(
+                f,
+                "Message from server exceeds the limit of {limit} bytes; connection closed"
+            ),
+            Error::Rpc { code, message, .. } => write!(f, "MCP error {code}: {message}"),
+            Error::Http {
+                status,
+                body,
+                www_authenticate,
+            } => {
+                write!(f, "HTTP {status}")?;
+                if !body.is_empty() {
+                    write!(f, ": {body}")?;
+                }
+                if let Some(auth) = www_authenticate {
+                    write!(f, " [WWW-Authenticate: {auth}]")?;
+                }
+                Ok(())
+            }
+            Error::SessionExpired => f.write_str(
+                "MCP session expired; the request was not re-sent because it may not be idempotent",
+            ),
+            Error::UnsupportedProtocolVersion {
+                requested,
+                received,
+            } => write!(
+                f,
+                "Unsupported protocol version: the server answered \"{received}\" to our \"{requested}\""
+            ),
+            Error::Spawn { server, message } => {
+                write!(f, "Failed to start MCP server \"{server}\": {message}")
+            }
+            Error::Protocol { message } => write!(f, "Protocol error: {message}"),
+            Error::Config { message } => write!(f, "Invalid config: {message}"),
+            Error::NotConnected { server } => write!(f, "MCP server not connected: {server}"),
+            Error::Io { message } => write!(f, "I/O error: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_match_the_design() {
+        let t = Error::Timeout {
+            method: "tools/call".into(),
+            after: Duration::from_millis(1500),
+        };
+        assert_eq!(t.to_string(), "Request timeout after 1500ms");
+        let c = Error::ConnectTimeout {
+            server: "files".into(),
+            after: Duration::from_secs(30),
+            stderr_tail: vec![],
+        };
+        assert_eq!(
+            c.to_string(),
+            "Connection to MCP server \"files\" timed out after 30000ms"
+        );
+        let r = Error::Rpc {
+            code: -32601,
+            message: "Method not found".into(),
+            data: None,
+        };
+        assert_eq!(r.to_string(), "MCP error -32601: Method not found");
+        assert_eq!(r.rpc_code(), Some(-32601));
+        let n = Error::NotConnected { server: "x".into() };
+        assert_eq!(n.to_string(), "MCP server not connected: x");
+    }
+
+    #[test]
+    fn stderr_tail_is_shown() {
+        let e = Error::TransportClosed {
+            reason: "server exited with exit status: 3".into(),
+            stderr_tail: vec!["boom".into()],
+        };
+        assert!(e
+            .to_string()
+            .ends_with("server stderr (last 1 lines):\n  boom"));
+        assert!(e.is_fatal_to_connection());
+    }
+}

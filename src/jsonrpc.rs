@@ -1,0 +1,406 @@
+//! JSON-RPC 2.0 messages: the wire layer's envelope.
+//!
+//! A [`Message`] is a request, a response or a notification. Reading is lenient where the
+//! protocol allows it (a batch array is split into its messages, a string id that spells a number
+//! matches that number) and strict where it must be (a message that is none of the three is an
+//! error the transport can log and skip). Writing is compact, one message per line, never with
+//! an embedded newline.
+
+use std::fmt;
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// JSON-RPC's standard error codes, and the ones MCP adds.
+pub mod codes {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist or is not available.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Implementation-defined server error; we send it when we are overloaded.
+    pub const SERVER_ERROR: i64 = -32000;
+}
+
+/// A request id. We allocate integers; a server may echo them back as strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// An integer id (the kind we send).
+    Number(i64),
+    /// A string id (the kind some servers send).
+    String(String),
+}
+
+impl RequestId {
+    /// The id as an integer: a number, or a string that spells one (`"7"` is 7).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            RequestId::Number(n) => Some(*n),
+            RequestId::String(s) => s.parse().ok(),
+        }
+    }
+
+    fn from_value(v: Value) -> Option<RequestId> {
+        match v {
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+                .map(RequestId::Number),
+            Value::String(s) => Some(RequestId::String(s)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n)
+    }
+}
+
+/// The `error` member of a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// The error code (see [`codes`]).
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Extra information, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error with a code and a message.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// `-32601 Method not found: <method>`.
+    pub fn method_not_found(method: &str) -> Self {
+        RpcError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+    }
+}
+
+impl From<RpcError> for crate::Error {
+    fn from(e: RpcError) -> Self {
+        crate::Error::Rpc {
+            code: e.code,
+            message: e.message,
+            data: e.data,
+        }
+    }
+}
+
+/// A request: a method call that wants a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id the response will carry.
+    pub id: RequestId,
+    /// The method name, e.g. `tools/call`.
+    pub method: String,
+    /// The parameters, if any.
+    pub params: Option<Value>,
+}
+
+/// A notification: a method call without a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name, e.g. `notifications/progress`.
+    pub method: String,
+    /// The parameters, if any.
+    pub params: Option<Value>,
+}
+
+/// A response to a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request answered; `None` when the peer could not parse our request.
+    pub id: Option<RequestId>,
+    /// The result, or the error.
+    pub outcome: Result<Value, RpcError>,
+}
+
+/// One JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A response.
+    Response(Response),
+    /// A notification.
+    Notification(Notification),
+}
+
+/// Why a piece of input is not a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    /// Not JSON at all (a banner, a log line printed to stdout, ...).
+    NotJson(String),
+    /// JSON, but not a request, a response or a notification.
+    NotJsonRpc(String),
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::NotJson(e) => write!(f, "not JSON: {e}"),
+            ParseError::NotJsonRpc(e) => write!(f, "not a JSON-RPC message: {e}"),
+        }
+    }
+}
+
+impl Message {
+    /// A request with an integer id.
+    pub fn request(id: i64, method: impl Into<String>, params: Option<Value>) -> Message {
+        Message::Request(Request {
+            id: RequestId::Number(id),
+            method: method.into(),
+            params,
+        })
+    }
+
+    /// A notification.
+    pub fn notification(method: impl Into<String>, params: Option<Value>) -> Message {
+        Message::Notification(Notification {
+            method: method.into(),
+            params,
+        })
+    }
+
+    /// A successful response.
+    pub fn result(id: RequestId, result: Value) -> Message {
+        Message::Response(Response {
+            id: Some(id),
+            outcome: Ok(result),
+        })
+    }
+
+    /// An error response.
+    pub fn error(id: RequestId, error: RpcError) -> Message {
+        Message::Response(Response {
+            id: Some(id),
+            outcome: Err(error),
+        })
+    }
+
+    /// Parses one unit of input: a message, or (JSON-RPC batching, 2025-03-26) an array of them.
+    /// Elements of a batch that are not messages are dropped; the rest are kept.
+    pub fn parse(input: &[u8]) -> Result<Vec<Message>, ParseError> {
+        let value: Value =
+            serde_json::from_slice(input).map_err(|e| ParseError::NotJson(e.to_string()))?;
+        match value {
+            Value::Array(items) => {
+                let parsed: Vec<Message> = items
+                    .into_iter()
+                    .filter_map(|v| Message::from_value(v).ok())
+                    .collect();
+                if parsed.is_empty() {
+                    Err(ParseError::NotJsonRpc("an empty or invalid batch".into()))
+                } else {
+                    Ok(parsed)
+                }
+            }
+            other => Message::from_value(other).map(|m| vec![m]),
+        }
+    }
+
+    /// Classifies a JSON value as a message.
+    pub fn from_value(value: Value) -> Result<Message, ParseError> {
+        let Value::Object(mut obj) = value else {
+            return Err(ParseError::NotJsonRpc("not an object".into()));
+        };
+        let id = obj.remove("id").filter(|v| !v.is_null());
+        if let Some(Value::String(method)) = obj.remove("method") {
+            let params = obj.remove("params");
+            return Ok(match id {
+                Some(id) => Message::Request(Request {
+                    id: RequestId::from_value(id)
+                        .ok_or_else(|| ParseError::NotJsonRpc("invalid request id".into()))?,
+                    method,
+                    params,
+                }),
+                None => Message::Notification(Notification { method, params }),
+            });
+        }
+        let id = match id {
+            Some(v) => Some(
+                RequestId::from_value(v)
+                    .ok_or_else(|| ParseError::NotJsonRpc("invalid response id".into()))?,
+            ),
+            None => None,
+        };
+        if let Some(error) = obj.remove("error") {
+            let error = serde_json::from_value::<RpcError>(error)
+                .map_err(|e| ParseError::NotJsonRpc(format!("invalid error object: {e}")))?;
+            return Ok(Message::Response(Response {
+                id,
+                outcome: Err(error),
+            }));
+        }
+        if let Some(result) = obj.remove("result") {
+            return Ok(Message::Response(Response {
+                id,
+                outcome: Ok(result),
+            }));
+        }
+        Err(ParseError::NotJsonRpc(
+            "neither a request, a response nor a notification".into(),
+        ))
+    }
+
+    /// Serializes the message compactly and appends `\n` (the stdio framing).
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        self.write_json(&mut out);
+        out.push(b'\n');
+        out
+    }
+
+    /// Serializes the message compactly into `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        // Serializing a tree of `Value`s and strings into a Vec cannot fail.
+        serde_json::to_writer(&mut *out, self).expect("serializing a JSON-RPC message");
+    }
+
+    /// The method name, for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        match self {
+            Message::Request(r) => {
+                map.serialize_entry("id", &r.id)?;
+                map.serialize_entry("method", &r.method)?;
+                if let Some(p) = &r.params {
+                    map.serialize_entry("params", p)?;
+                }
+            }
+            Message::Notification(n) => {
+                map.serialize_entry("method", &n.method)?;
+                if let Some(p) = &n.params {
+                    map.serialize_entry("params", p)?;
+                }
+            }
+            Message::Response(r) => {
+                map.serialize_entry("id", &r.id)?;
+                match &r.outcome {
+                    Ok(v) => map.serialize_entry("result", v)?,
+                    Err(e) => map.serialize_entry("error", e)?,
+                }
+            }
+        }
+        map.end()
+    }
+}
+
+/// An empty JSON object, the `params`/`result` of many MCP messages.
+pub fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classifies_the_three_kinds() {
+        let m = Message::parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+        assert!(matches!(&m[0], Message::Request(r) if r.id == RequestId::Number(1)));
+        let m = Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).unwrap();
+        assert!(matches!(&m[0], Message::Notification(_)));
+        let m = Message::parse(br#"{"jsonrpc":"2.0","id":"7","result":{}}"#).unwrap();
+        match &m[0] {
+            Message::Response(r) => assert_eq!(r.id.as_ref().unwrap().as_i64(), Some(7)),
+            _ => panic!(),
+        }
+        let m = Message::parse(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(&m[0], Message::Response(Response { id: None, outcome: Err(e) }) if e.code == -32700)
+        );
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_message() {
+        assert!(matches!(
+            Message::parse(b"Server starting on stdio..."),
+            Err(ParseError::NotJson(_))
+        ));
+        assert!(matches!(
+            Message::parse(b"[1,2]"),
+            Err(ParseError::NotJsonRpc(_))
+        ));
+        assert!(matches!(
+            Message::parse(br#"{"jsonrpc":"2.0","id":1}"#),
+            Err(ParseError::NotJsonRpc(_))
+        ));
+        assert!(matches!(
+            Message::parse(br#"{"id":{"a":1},"result":1}"#),
+            Err(ParseError::NotJsonRpc(_))
+        ));
+    }
+
+    #[test]
+    fn splits_batches() {
+        let m = Message::parse(
+            br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"n"},7]"#,
+        )
+        .unwrap();
+        assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn writes_one_compact_line() {
+        let m = Message::request(3, "tools/call", Some(json!({"text": "a\nb"})));
+        let line = m.to_line();
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+        assert_eq!(
+            std::str::from_utf8(&line).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"text\":\"a\\nb\"}}\n"
+        );
+        let back = Message::parse(&line).unwrap();
+        assert_eq!(back[0], m);
+        let e = Message::error(
+            RequestId::String("x".into()),
+            RpcError::method_not_found("a"),
+        );
+        let back = Message::parse(&e.to_line()).unwrap();
+        assert_eq!(back[0], e);
+    }
+}

@@ -1,0 +1,53 @@
+//! MCP types, by topic, and the protocol versions we speak.
+//!
+//! Every type keeps what it does not model: unknown fields land in an `extra` map and schemas
+//! stay raw JSON, so a host gets back exactly what the server sent.
+
+mod content;
+mod lifecycle;
+mod notifications;
+mod requests;
+mod tools;
+mod version;
+
+pub use content::{ContentBlock, EmbeddedResource};
+pub use lifecycle::{
+    ClientCapabilities, Implementation, InitializeParams, InitializeResult, ServerCapabilities,
+};
+pub use notifications::{CancelledParams, LoggingLevel, LoggingMessageParams, Progress};
+pub use requests::{ListRootsResult, Root};
+pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+pub use version::{ProtocolVersion, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+
+/// The MCP method names this crate sends or handles.
+pub mod methods {
+    /// Client → server: the handshake request.
+    pub const INITIALIZE: &str = "initialize";
+    /// Client → server: the handshake's closing notification.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// Either direction: liveness check.
+    pub const PING: &str = "ping";
+    /// Client → server: list tools (paginated).
+    pub const TOOLS_LIST: &str = "tools/list";
+    /// Client → server: call a tool.
+    pub const TOOLS_CALL: &str = "tools/call";
+    /// Server → client: the tool list changed.
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// Either direction: a request was cancelled.
+    pub const CANCELLED: &str = "notifications/cancelled";
+    /// Either direction: progress on a request that carried a progress token.
+    pub const PROGRESS: &str = "notifications/progress";
+    /// Server → client: a log message.
+    pub const LOG_MESSAGE: &str = "notifications/message";
+    /// Server → client: list the client's roots.
+    pub const ROOTS_LIST: &str = "roots/list";
+    /// Server → client: ask the client's model for a completion.
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// Server → client: ask the user for input.
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+}
+
+/// `skip_serializing_if` helper for optional raw values.
+pub(crate) fn is_none<T>(v: &Option<T>) -> bool {
+    v.is_none()
+}

@@ -1,0 +1,200 @@
+//! Tools: definitions, listing, calling, results.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::content::ContentBlock;
+use super::is_none;
+
+/// A tool definition, as `tools/list` returns it. Schemas are raw JSON; unknown fields are kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// The tool's name on its server.
+    pub name: String,
+    /// Display name (2025-06-18+).
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub title: Option<String>,
+    /// What the tool does (a hint for the model).
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments, exactly as sent (`Null` when the server sent none).
+    #[serde(
+        rename = "inputSchema",
+        default,
+        skip_serializing_if = "Value::is_null"
+    )]
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent` (2025-06-18+).
+    #[serde(rename = "outputSchema", default, skip_serializing_if = "is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints (2025-03-26+). Untrusted unless the server is.
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons (2025-11-25+), as sent.
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub icons: Option<Value>,
+    /// Opaque metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "is_none")]
+    pub meta: Option<Value>,
+    /// Everything else (`execution`, future fields).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Tool {
+    /// A tool with a name, a description and an input schema.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Tool {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: Some(description.into()),
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            meta: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The name to show a person: `title`, then `annotations.title`, then `name`.
+    pub fn display_name(&self) -> &str {
+        self.title
+            .as_deref()
+            .or_else(|| self.annotations.as_ref().and_then(|a| a.title.as_deref()))
+            .unwrap_or(&self.name)
+    }
+}
+
+/// Tool behaviour hints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Display name.
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment (default false).
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy data (default true).
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling twice with the same arguments has no further effect (default false).
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches outside (default true).
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub open_world_hint: Option<bool>,
+    /// Everything else.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `tools/list` result (one page).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListToolsResult {
+    /// This page's tools.
+    #[serde(default)]
+    pub tools: Vec<Tool>,
+    /// The cursor of the next page; absent on the last page. Any string, even `""`, means more.
+    #[serde(rename = "nextCursor", default, skip_serializing_if = "is_none")]
+    pub next_cursor: Option<String>,
+    /// Everything else (`_meta`, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `tools/call` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallToolParams {
+    /// The tool's name on its server.
+    pub name: String,
+    /// The arguments object.
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub arguments: Option<Value>,
+    /// Request metadata (`progressToken`, ...).
+    #[serde(rename = "_meta", default, skip_serializing_if = "is_none")]
+    pub meta: Option<Value>,
+}
+
+/// `tools/call` result: content blocks of every type, structured content, the error flag and
+/// metadata, exactly as the server sent them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallToolResult {
+    /// The content blocks.
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    /// Structured output (an object through 2025-11-25), matching the tool's `outputSchema`.
+    #[serde(rename = "structuredContent", default, skip_serializing_if = "is_none")]
+    pub structured_content: Option<Value>,
+    /// True when the tool itself failed (the model should see it and may self-correct).
+    #[serde(rename = "isError", default, skip_serializing_if = "is_none")]
+    pub is_error: Option<bool>,
+    /// Opaque metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "is_none")]
+    pub meta: Option<Value>,
+    /// Everything else.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl CallToolResult {
+    /// Whether the result is a tool error (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.is_error.unwrap_or(false)
+    }
+
+    /// The text blocks joined by blank lines.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_round_trips_exactly() {
+        let raw = json!({
+            "name": "get-sum",
+            "title": "Get Sum",
+            "description": "Adds",
+            "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                "properties": {"a": {"type": "number"}}, "required": ["a"]},
+            "outputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": true, "title": "Sum", "custom": 1},
+            "icons": [{"src": "data:image/png;base64,AA=="}],
+            "execution": {"taskSupport": "forbidden"},
+            "_meta": {"k": "v"}
+        });
+        let t: Tool = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(t.display_name(), "Get Sum");
+        assert_eq!(t.annotations.as_ref().unwrap().read_only_hint, Some(true));
+        assert_eq!(serde_json::to_value(&t).unwrap(), raw);
+    }
+
+    #[test]
+    fn call_result_round_trips_exactly() {
+        let raw = json!({
+            "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            "structuredContent": {"x": 1},
+            "isError": false,
+            "_meta": {"m": true},
+            "resultType": "complete"
+        });
+        let r: CallToolResult = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(r.text(), "a\n\nb");
+        assert!(!r.is_error());
+        assert_eq!(serde_json::to_value(&r).unwrap(), raw);
+    }
+}

@@ -1,0 +1,44 @@
+//! Transports move JSON-RPC messages between us and one server.
+//!
+//! A transport is built with an [`Inbound`] sink. Its reader thread calls
+//! [`Inbound::on_message`] for every message the server sends, in order, and
+//! [`Inbound::on_closed`] exactly once when the connection ends for any reason.
+//! [`Transport::send`] never blocks on the server: a server that stops reading cannot hang
+//! the caller.
+
+use crate::jsonrpc::Message;
+use crate::Error;
+
+pub(crate) mod lines;
+mod process;
+pub mod stdio;
+
+pub use stdio::{StdioCommand, StdioOptions, StdioTransport};
+
+/// Where a transport delivers what the server sends.
+pub trait Inbound: Send + Sync {
+    /// One message from the server. Called on the transport's reader thread: return quickly.
+    fn on_message(&self, message: Message);
+    /// The connection ended (EOF, process exit, stream end, oversized message, close).
+    /// Called once, after the last `on_message`.
+    fn on_closed(&self, error: Error);
+}
+
+/// A connection to one server that can send messages.
+pub trait Transport: Send + Sync {
+    /// Sends one message. Fails with [`Error::TransportClosed`] once the transport is closed.
+    fn send(&self, message: &Message) -> Result<(), Error>;
+    /// Closes the connection and releases its resources (for stdio: the process and its whole
+    /// process group). Idempotent; bounded in time.
+    fn close(&self);
+    /// The last lines the server wrote to stderr (empty for remote servers).
+    fn stderr_tail(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// A short name of the transport kind: `stdio`, `http` or `sse`.
+    fn kind(&self) -> &'static str;
+    /// The server's process id, for a local process.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+}

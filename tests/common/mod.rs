@@ -1,0 +1,123 @@
+//! Helpers shared by the integration tests: the test server, process checks, a log capture.
+#![allow(dead_code)]
+
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use mcp_runtime::transport::StdioOptions;
+use mcp_runtime::{Client, ConnectOptions, Endpoint};
+
+/// The test server binary built by cargo for this package.
+pub fn server_path() -> &'static str {
+    env!("CARGO_BIN_EXE_mcp-test-server")
+}
+
+/// The endpoint of the test server started with `args`.
+pub fn endpoint(args: &[&str]) -> Endpoint {
+    Endpoint::stdio(server_path(), args.iter().copied())
+}
+
+/// Options with a short close grace, so escalation tests stay quick.
+pub fn options() -> ConnectOptions {
+    ConnectOptions {
+        timeout: Duration::from_secs(20),
+        request_timeout: Duration::from_secs(20),
+        stdio: StdioOptions {
+            close_grace: Duration::from_millis(500),
+            ..StdioOptions::default()
+        },
+        ..ConnectOptions::default()
+    }
+}
+
+/// Connects to the test server started with `args`.
+pub fn connect(name: &str, args: &[&str]) -> Client {
+    Client::connect(name, &endpoint(args), options()).expect("connect to the test server")
+}
+
+/// Whether a process exists and is not a zombie.
+pub fn is_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Waits (bounded) until the process is gone: on its pidfd where the kernel has them.
+pub fn wait_gone(pid: u32, bound: Duration) -> bool {
+    let deadline = Instant::now() + bound;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as libc::c_int;
+    if fd >= 0 {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        while is_alive(pid) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            // SAFETY: one valid pollfd; the fd becomes readable when the process exits.
+            unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(100) as libc::c_int) };
+        }
+        // SAFETY: closing the fd we opened.
+        unsafe { libc::close(fd) };
+    } else {
+        while is_alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    !is_alive(pid)
+}
+
+/// A log record captured by [`logs`].
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub target: String,
+    pub level: log::Level,
+    pub message: String,
+}
+
+struct Capture;
+
+static RECORDS: Mutex<Vec<Record>> = Mutex::new(Vec::new());
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        RECORDS.lock().unwrap().push(Record {
+            target: record.target().to_owned(),
+            level: record.level(),
+            message: record.args().to_string(),
+        });
+    }
+    fn flush(&self) {}
+}
+
+/// Installs the capturing logger (once per test binary).
+pub fn capture_logs() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        log::set_boxed_logger(Box::new(Capture)).expect("install the capture logger");
+        log::set_max_level(log::LevelFilter::Trace);
+    });
+}
+
+/// Every record captured so far that mentions `needle` in its target or message.
+pub fn logs(needle: &str) -> Vec<Record> {
+    RECORDS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.target.contains(needle) || r.message.contains(needle))
+        .cloned()
+        .collect()
+}
