@@ -22,7 +22,7 @@ fn handshake_lists_and_calls() {
     assert_eq!(client.transport_kind(), "stdio");
 
     let tools = client.list_tools().unwrap();
-    assert_eq!(tools.len(), 16);
+    assert_eq!(tools.len(), 17);
     assert_eq!(tools[0].name, "echo");
     assert_eq!(
         tools[0].input_schema["properties"]["message"]["type"],
@@ -103,12 +103,12 @@ fn every_content_type_is_kept_exactly() {
 fn follows_every_page() {
     let client = connect("pages", &["--tools", "95", "--page-size", "10"]);
     let tools = client.list_tools().unwrap();
-    assert_eq!(tools.len(), 16 + 95);
+    assert_eq!(tools.len(), 17 + 95);
     assert_eq!(tools.last().unwrap().name, "tool_94");
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    assert_eq!(names.len(), 111, "no page twice");
+    assert_eq!(names.len(), 112, "no page twice");
 }
 
 #[test]
@@ -131,7 +131,7 @@ fn no_tools_capability_means_no_tools() {
 #[test]
 fn banners_and_garbage_lines_are_skipped() {
     let client = connect("banner", &["--banner"]);
-    assert_eq!(client.list_tools().unwrap().len(), 16);
+    assert_eq!(client.list_tools().unwrap().len(), 17);
     for i in 0..20 {
         let out = client
             .call_tool(

@@ -14,9 +14,10 @@
 //!   --grandchild         start a grandchild process (same process group) at startup
 //!   --ignore-stdin-eof   keep running after stdin closes
 //!   --ignore-sigterm     ignore SIGTERM
+//!   --tag T              ignored; lets a test find its processes by command line
 //!   --sleep              (internal) the grandchild: sleep forever
 //!
-//! Tools: echo, add, slow, hang, crash, huge, progress, log, list_changed, ask, client_info,
+//! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
 //! cancelled, rich, pid, grandchild_pid, stderr.
 
 use std::collections::HashMap;
@@ -43,6 +44,7 @@ struct Flags {
     grandchild: bool,
     ignore_stdin_eof: bool,
     ignore_sigterm: bool,
+    tag: Option<String>,
 }
 
 struct Server {
@@ -78,6 +80,7 @@ fn main() {
             "--grandchild" => flags.grandchild = true,
             "--ignore-stdin-eof" => flags.ignore_stdin_eof = true,
             "--ignore-sigterm" => flags.ignore_sigterm = true,
+            "--tag" => flags.tag = args.next(),
             "--sleep" => sleep_forever(),
             other => {
                 eprintln!("unknown flag {other}");
@@ -103,7 +106,11 @@ fn main() {
     if server.flags.grandchild {
         // Deliberately never waited for: it plays a server's helper process that outlives it.
         #[allow(clippy::zombie_processes)]
-        let child = Command::new(std::env::current_exe().unwrap())
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        if let Some(tag) = &server.flags.tag {
+            cmd.args(["--tag", tag]);
+        }
+        let child = cmd
             .arg("--sleep")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -269,9 +276,10 @@ impl Server {
             json!({"name": "add", "description": "Adds a and b", "inputSchema": object(json!({"a": {"type": "number"}, "b": {"type": "number"}}))}),
             json!({"name": "slow", "description": "Answers after ms milliseconds", "inputSchema": object(json!({"ms": {"type": "integer"}}))}),
             json!({"name": "hang", "description": "Never answers", "inputSchema": object(json!({}))}),
+            json!({"name": "wrong_id", "description": "Answers with the wrong id", "inputSchema": object(json!({}))}),
             json!({"name": "crash", "description": "Exits in the middle of the call", "inputSchema": object(json!({}))}),
             json!({"name": "huge", "description": "Answers with a line of `bytes` bytes", "inputSchema": object(json!({"bytes": {"type": "integer"}}))}),
-            json!({"name": "progress", "description": "Sends progress", "inputSchema": object(json!({"steps": {"type": "integer"}}))}),
+            json!({"name": "progress", "description": "Sends progress", "inputSchema": object(json!({"steps": {"type": "integer"}, "interval_ms": {"type": "integer"}}))}),
             json!({"name": "log", "description": "Sends a log message", "inputSchema": object(json!({"level": {"type": "string"}, "message": {"type": "string"}}))}),
             json!({"name": "list_changed", "description": "Sends tools/list_changed", "inputSchema": object(json!({}))}),
             json!({"name": "ask", "description": "Sends a request to the client", "inputSchema": object(json!({"method": {"type": "string"}, "params": {"type": "object"}}))}),
@@ -335,6 +343,7 @@ impl Server {
                 self.text(id, "done");
             }
             "hang" => {}
+            "wrong_id" => self.text(&json!(999_999), "for nobody"),
             "crash" => {
                 eprintln!("about to crash");
                 std::process::exit(3);
@@ -359,7 +368,9 @@ impl Server {
             "progress" => {
                 let steps = args["steps"].as_u64().unwrap_or(3);
                 let token = params.pointer("/_meta/progressToken").cloned();
+                let interval = Duration::from_millis(args["interval_ms"].as_u64().unwrap_or(0));
                 for i in 1..=steps {
+                    std::thread::sleep(interval);
                     if let Some(t) = &token {
                         self.notify("notifications/progress", json!({"progressToken": t, "progress": i, "total": steps, "message": format!("step {i}")}));
                     }

@@ -1,0 +1,218 @@
+//! Failure modes of a stdio server: timeouts, cancellation, crashes, oversized messages,
+//! wrong ids, and teardown that leaves no process behind.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{connect, endpoint, options, wait_gone};
+use mcp_runtime::transport::StdioOptions;
+use mcp_runtime::{CallOptions, CancelToken, Client, ConnectOptions, Error};
+use serde_json::{json, Value};
+
+fn cancelled_ids(client: &Client) -> Vec<Value> {
+    let out = client.call_tool("cancelled", json!({}), CallOptions::default()).unwrap();
+    out.structured_content.unwrap()["ids"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_timeout_fails_the_call_and_cancels_it_on_the_server() {
+    let client = connect("timeout", &[]);
+    let err = client
+        .call_tool("hang", json!({}), CallOptions::timeout(Duration::from_millis(100)))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::Timeout {
+            method: "tools/call".into(),
+            after: Duration::from_millis(100)
+        }
+    );
+    assert_eq!(err.to_string(), "Request timeout after 100ms");
+    // The notification was queued before the error returned, so the server has it by now.
+    let ids = cancelled_ids(&client);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert!(ids[0].is_i64());
+    // The connection is still good.
+    let out = client.call_tool("echo", json!({"message": "ok"}), CallOptions::default()).unwrap();
+    assert_eq!(out.text(), "ok");
+}
+
+#[test]
+fn a_cancel_token_ends_the_call_and_cancels_it_on_the_server() {
+    let client = connect("cancel", &[]);
+    let token = CancelToken::new();
+    let c2 = client.clone();
+    let t2 = token.clone();
+    let caller = std::thread::spawn(move || {
+        c2.call_tool("hang", json!({}), CallOptions::default().with_cancel(t2))
+    });
+    token.cancel();
+    assert_eq!(caller.join().unwrap().unwrap_err(), Error::Cancelled);
+    assert_eq!(cancelled_ids(&client).len(), 1);
+}
+
+#[test]
+fn a_response_with_the_wrong_id_is_ignored() {
+    let client = connect("wrong-id", &[]);
+    let err = client
+        .call_tool("wrong_id", json!({}), CallOptions::timeout(Duration::from_millis(200)))
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    let out = client.call_tool("echo", json!({"message": "still fine"}), CallOptions::default()).unwrap();
+    assert_eq!(out.text(), "still fine");
+}
+
+#[test]
+fn a_crash_mid_call_fails_every_pending_call_with_the_stderr_tail() {
+    let client = connect("crash", &["--grandchild"]);
+    let pid = client.pid().unwrap();
+    let grandchild: u32 = client
+        .call_tool("grandchild_pid", json!({}), CallOptions::default())
+        .unwrap()
+        .text()
+        .parse()
+        .unwrap();
+    let c2 = client.clone();
+    let other = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
+    let err = client.call_tool("crash", json!({}), CallOptions::default()).unwrap_err();
+    match &err {
+        Error::TransportClosed { reason, stderr_tail } => {
+            assert!(reason.contains("exited"), "{reason}");
+            assert_eq!(stderr_tail.last().map(String::as_str), Some("about to crash"));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let other = other.join().unwrap().unwrap_err();
+    assert!(matches!(other, Error::TransportClosed { .. }), "{other:?}");
+    assert!(client.closed_reason().is_some());
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+    assert!(wait_gone(grandchild, Duration::from_secs(5)), "the grandchild was left behind");
+}
+
+#[test]
+fn a_100_mb_line_closes_the_connection_with_message_too_large() {
+    let client = connect("huge", &[]);
+    let pid = client.pid().unwrap();
+    let c2 = client.clone();
+    let other = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
+    let err = client
+        .call_tool("huge", json!({"bytes": 100_000_000}), CallOptions::default())
+        .unwrap_err();
+    assert_eq!(err, Error::MessageTooLarge { limit: 64 * 1024 * 1024 });
+    let other = other.join().unwrap().unwrap_err();
+    assert!(
+        matches!(other, Error::MessageTooLarge { .. } | Error::TransportClosed { .. }),
+        "{other:?}"
+    );
+    assert_eq!(client.closed_reason(), Some(Error::MessageTooLarge { limit: 64 * 1024 * 1024 }));
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+}
+
+#[test]
+fn the_message_limit_is_configurable() {
+    let opts = ConnectOptions {
+        stdio: StdioOptions {
+            max_message_bytes: 4096,
+            ..options().stdio
+        },
+        ..options()
+    };
+    let client = Client::connect("small-limit", &endpoint(&[]), opts).unwrap();
+    let out = client.call_tool("huge", json!({"bytes": 1000}), CallOptions::default()).unwrap();
+    assert_eq!(out.text().len(), 1000);
+    let err = client
+        .call_tool("huge", json!({"bytes": 5000}), CallOptions::default())
+        .unwrap_err();
+    assert_eq!(err, Error::MessageTooLarge { limit: 4096 });
+}
+
+#[test]
+fn close_fails_a_pending_call_and_stops_the_process_group() {
+    let client = connect("close", &["--grandchild"]);
+    let pid = client.pid().unwrap();
+    let grandchild: u32 = client
+        .call_tool("grandchild_pid", json!({}), CallOptions::default())
+        .unwrap()
+        .text()
+        .parse()
+        .unwrap();
+    let c2 = client.clone();
+    let pending = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
+    // Make sure the hang request was written before closing: a later request on the same
+    // pipe is answered only after the server read the earlier one.
+    client.ping(Duration::from_secs(10)).unwrap();
+    client.close();
+    let err = pending.join().unwrap().unwrap_err();
+    assert!(
+        matches!(&err, Error::TransportClosed { reason, .. } if reason == "the connection was closed"),
+        "{err:?}"
+    );
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+    assert!(wait_gone(grandchild, Duration::from_secs(5)), "the grandchild was left behind");
+}
+
+#[test]
+fn a_server_that_ignores_stdin_eof_gets_sigterm() {
+    let client = connect("stubborn", &["--ignore-stdin-eof"]);
+    let pid = client.pid().unwrap();
+    client.close();
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+}
+
+#[test]
+fn a_server_that_ignores_sigterm_gets_sigkill() {
+    let client = connect("very-stubborn", &["--ignore-stdin-eof", "--ignore-sigterm", "--grandchild"]);
+    let pid = client.pid().unwrap();
+    let grandchild: u32 = client
+        .call_tool("grandchild_pid", json!({}), CallOptions::default())
+        .unwrap()
+        .text()
+        .parse()
+        .unwrap();
+    client.close();
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+    assert!(wait_gone(grandchild, Duration::from_secs(5)));
+}
+
+#[test]
+fn dropping_the_last_clone_closes_the_connection() {
+    let client = connect("dropped", &["--grandchild"]);
+    let pid = client.pid().unwrap();
+    let clone = client.clone();
+    drop(client);
+    // A clone keeps it open.
+    clone.ping(Duration::from_secs(10)).unwrap();
+    drop(clone);
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+}
+
+#[test]
+fn a_failed_handshake_leaves_no_process() {
+    let opts = ConnectOptions {
+        timeout: Duration::from_millis(200),
+        ..options()
+    };
+    let tag = format!("handshake-{}", std::process::id());
+    let args = ["--tag", tag.as_str(), "--silent-initialize", "--grandchild"];
+    let err = Client::connect("silent", &endpoint(&args), opts).unwrap_err();
+    assert!(matches!(err, Error::ConnectTimeout { .. }));
+    let left: Vec<u32> = processes_tagged(&tag)
+        .into_iter()
+        .filter(|pid| !wait_gone(*pid, Duration::from_secs(5)))
+        .collect();
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}
+
+/// Processes whose command line contains `tag`.
+fn processes_tagged(tag: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        if cmdline.split(|b| *b == 0).any(|arg| arg == tag.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
