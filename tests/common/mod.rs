@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: the test server, process checks, a log capture.
 #![allow(dead_code)]
 
+pub mod everything;
+
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
