@@ -1,10 +1,72 @@
-//! mcp-runtime
+//! # mcp-runtime
+//!
+//! A synchronous, thread-based runtime for using [MCP](https://modelcontextprotocol.io) servers
+//! from hosts that have no async runtime: agents, editors, command-line tools.
+//!
+//! It starts servers (stdio today; Streamable HTTP and legacy SSE are the next layer), runs the
+//! handshake, lists and calls their tools, answers what servers ask of the host, and shuts down
+//! without leaving a process behind. Every wait is bounded: a request ends with its response,
+//! its timeout, its cancellation, or [`Error::TransportClosed`] when the server goes away.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use mcp_runtime::{CallOptions, CancelToken, Client, ConnectOptions, Endpoint};
+//! use serde_json::json;
+//!
+//! // Start a stdio server and run the handshake (bounded by `options.timeout`, 30 s default).
+//! let endpoint = Endpoint::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]);
+//! let client = Client::connect("everything", &endpoint, ConnectOptions::default())?;
+//!
+//! // Every page of tools.
+//! for tool in client.list_tools()? {
+//!     println!("{}: {}", tool.name, tool.description.as_deref().unwrap_or(""));
+//! }
+//!
+//! // A call with a timeout, a cancel token the host may fire, and progress reports.
+//! let cancel = CancelToken::new();
+//! let options = CallOptions::timeout(Duration::from_secs(10))
+//!     .with_cancel(cancel.clone())
+//!     .with_progress(|p| eprintln!("{}/{:?}", p.progress, p.total));
+//! let result = client.call_tool("echo", json!({"message": "hello"}), options)?;
+//! println!("{}", mcp_runtime::tool::render_text(&result));
+//!
+//! client.close(); // also on drop: stdin closed, SIGTERM, SIGKILL, always reaped
+//! # Ok::<(), mcp_runtime::Error>(())
+//! ```
+//!
+//! ## Layers
+//!
+//! Each layer calls only the one below it:
+//!
+//! | layer | module | job |
+//! |---|---|---|
+//! | wire | [`jsonrpc`], [`protocol`] | JSON-RPC messages; MCP types by topic; protocol versions |
+//! | transport | [`transport`] | moves messages: [`transport::stdio`] |
+//! | client | [`client`] | one connection: correlation, handshake, calls, server requests |
+//! | config | [`config`] | server configs and the files they come from |
+//! | tools | [`tool`] | exposed names (`mcp_<server>_<tool>`) and result rendering |
+//!
+//! ## Threads
+//!
+//! A stdio connection runs named threads (`mcp-<server>-reader`, `-writer`, `-stderr`,
+//! `-wait`, `-events`); callers never block on the server's pipes. Responses are routed by the
+//! reader thread straight to the waiting caller; server requests are answered on threads of
+//! their own, so a slow [`ClientHandler`] never stalls the connection.
+#![warn(missing_docs)]
+
 pub mod cancel;
 pub mod client;
+pub mod config;
 pub mod error;
 pub mod jsonrpc;
 pub mod protocol;
+pub mod tool;
 pub mod transport;
+
+/// The README's examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub use cancel::CancelToken;
 pub use client::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, NoHandler};

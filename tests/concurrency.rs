@@ -20,7 +20,11 @@ fn sixteen_threads_times_five_hundred_calls_each_get_their_own_answer() {
                 for i in 0..500 {
                     let message = format!("thread {t} call {i}");
                     let out = client
-                        .call_tool("echo", json!({ "message": message }), CallOptions::default())
+                        .call_tool(
+                            "echo",
+                            json!({ "message": message }),
+                            CallOptions::default(),
+                        )
                         .unwrap();
                     assert_eq!(out.text(), message);
                 }
@@ -28,6 +32,8 @@ fn sixteen_threads_times_five_hundred_calls_each_get_their_own_answer() {
         }
     });
     // Nothing is left pending: one more call still works.
-    let out = client.call_tool("add", json!({"a": 1, "b": 1}), CallOptions::default()).unwrap();
+    let out = client
+        .call_tool("add", json!({"a": 1, "b": 1}), CallOptions::default())
+        .unwrap();
     assert_eq!(out.text(), "2");
 }

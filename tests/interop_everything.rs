@@ -15,9 +15,13 @@ use serde_json::{json, Value};
 
 fn endpoint() -> Option<Endpoint> {
     let script = common::everything::entry_script()?;
-    let mut cmd = StdioCommand::new("node", [script.to_string_lossy().into_owned(), "stdio".into()]);
+    let mut cmd = StdioCommand::new(
+        "node",
+        [script.to_string_lossy().into_owned(), "stdio".into()],
+    );
     // Keep its URL-fetching tool from ever reaching outside this machine.
-    cmd.env.push(("GZIP_ALLOWED_DOMAINS".into(), "127.0.0.1".into()));
+    cmd.env
+        .push(("GZIP_ALLOWED_DOMAINS".into(), "127.0.0.1".into()));
     Some(Endpoint::Stdio(cmd))
 }
 
@@ -25,18 +29,28 @@ fn endpoint() -> Option<Endpoint> {
 fn lists_calls_and_follows_progress() {
     let Some(endpoint) = endpoint() else { return };
     let client = Client::connect("everything", &endpoint, common::options()).unwrap();
-    assert_eq!(client.initialize_result().server_info.name, "mcp-servers/everything");
+    assert_eq!(
+        client.initialize_result().server_info.name,
+        "mcp-servers/everything"
+    );
     let tools = client.list_tools().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     for expected in ["echo", "get-sum", "trigger-long-running-operation"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
     // Without the capabilities, the conditional tools are not offered.
     assert!(!names.contains(&"trigger-sampling-request"));
 
-    let out = client.call_tool("echo", json!({"message": "hi"}), CallOptions::default()).unwrap();
+    let out = client
+        .call_tool("echo", json!({"message": "hi"}), CallOptions::default())
+        .unwrap();
     assert_eq!(out.text(), "Echo: hi");
-    let out = client.call_tool("get-sum", json!({"a": 2, "b": 3}), CallOptions::default()).unwrap();
+    let out = client
+        .call_tool("get-sum", json!({"a": 2, "b": 3}), CallOptions::default())
+        .unwrap();
     assert_eq!(out.text(), "The sum of 2 and 3 is 5.");
 
     let mut progress = Vec::new();
@@ -47,11 +61,27 @@ fn lists_calls_and_follows_progress() {
             CallOptions::default().with_progress(|p| progress.push((p.progress, p.total))),
         )
         .unwrap();
-    assert!(out.text().starts_with("Long running operation completed"), "{}", out.text());
-    assert_eq!(progress, [(1.0, Some(4.0)), (2.0, Some(4.0)), (3.0, Some(4.0)), (4.0, Some(4.0))]);
+    assert!(
+        out.text().starts_with("Long running operation completed"),
+        "{}",
+        out.text()
+    );
+    assert_eq!(
+        progress,
+        [
+            (1.0, Some(4.0)),
+            (2.0, Some(4.0)),
+            (3.0, Some(4.0)),
+            (4.0, Some(4.0))
+        ]
+    );
 
     let out = client
-        .call_tool("get-structured-content", json!({"location": "Chicago"}), CallOptions::default())
+        .call_tool(
+            "get-structured-content",
+            json!({"location": "Chicago"}),
+            CallOptions::default(),
+        )
         .unwrap();
     assert!(out.structured_content.as_ref().unwrap()["temperature"].is_number());
     client.close();
@@ -79,7 +109,9 @@ impl ClientHandler for Host {
 
     fn create_message(&self, _server: &str, params: Value) -> Result<Value, RpcError> {
         self.sampled.lock().unwrap().push(params);
-        Ok(json!({"role": "assistant", "content": {"type": "text", "text": "canned reply"}, "model": "test-model"}))
+        Ok(
+            json!({"role": "assistant", "content": {"type": "text", "text": "canned reply"}, "model": "test-model"}),
+        )
     }
 
     fn on_tools_list_changed(&self, _server: &str) {
@@ -117,15 +149,28 @@ fn answers_roots_and_sampling_when_declared() {
     wait_for_tool(&client, &rx, "get-roots-list");
     wait_for_tool(&client, &rx, "trigger-sampling-request");
 
-    let out = client.call_tool("get-roots-list", json!({}), CallOptions::default()).unwrap();
-    assert!(out.text().contains("file:///interop/root"), "{}", out.text());
+    let out = client
+        .call_tool("get-roots-list", json!({}), CallOptions::default())
+        .unwrap();
+    assert!(
+        out.text().contains("file:///interop/root"),
+        "{}",
+        out.text()
+    );
 
     let out = client
-        .call_tool("trigger-sampling-request", json!({"prompt": "ping?", "maxTokens": 5}), CallOptions::default())
+        .call_tool(
+            "trigger-sampling-request",
+            json!({"prompt": "ping?", "maxTokens": 5}),
+            CallOptions::default(),
+        )
         .unwrap();
     assert!(out.text().contains("canned reply"), "{}", out.text());
     let sampled = host.sampled.lock().unwrap();
     assert_eq!(sampled.len(), 1);
     assert_eq!(sampled[0]["maxTokens"], 5);
-    assert!(sampled[0]["messages"][0]["content"]["text"].as_str().unwrap().ends_with("ping?"));
+    assert!(sampled[0]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .ends_with("ping?"));
 }

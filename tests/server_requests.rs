@@ -34,9 +34,14 @@ impl ClientHandler for Host {
     }
 
     fn create_message(&self, server: &str, params: Value) -> Result<Value, RpcError> {
-        let asked = params["messages"][0]["content"]["text"].as_str().unwrap_or("").to_owned();
-        Ok(json!({"role": "assistant", "content": {"type": "text", "text": format!("{server} asked: {asked}")},
-                  "model": "canned", "stopReason": "endTurn"}))
+        let asked = params["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        Ok(
+            json!({"role": "assistant", "content": {"type": "text", "text": format!("{server} asked: {asked}")},
+                  "model": "canned", "stopReason": "endTurn"}),
+        )
     }
 
     fn elicit(&self, _server: &str, _params: Value) -> Result<Value, RpcError> {
@@ -60,16 +65,25 @@ fn with_host(name: &str) -> (Client, Receiver<String>) {
 /// Makes the server send `method` to us and returns (our answer, whether it was an error).
 fn ask(client: &Client, method: &str, params: Value) -> (Value, bool) {
     let out = client
-        .call_tool("ask", json!({"method": method, "params": params}), CallOptions::default())
+        .call_tool(
+            "ask",
+            json!({"method": method, "params": params}),
+            CallOptions::default(),
+        )
         .unwrap();
     let is_error = out.is_error();
-    (out.structured_content.unwrap()["response"].clone(), is_error)
+    (
+        out.structured_content.unwrap()["response"].clone(),
+        is_error,
+    )
 }
 
 #[test]
 fn declares_exactly_what_the_handler_implements() {
     let (client, _) = with_host("caps");
-    let init = client.call_tool("client_info", json!({}), CallOptions::default()).unwrap();
+    let init = client
+        .call_tool("client_info", json!({}), CallOptions::default())
+        .unwrap();
     let init = init.structured_content.unwrap();
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert_eq!(
@@ -79,7 +93,9 @@ fn declares_exactly_what_the_handler_implements() {
     assert_eq!(init["clientInfo"]["name"], "mcp-runtime");
 
     let plain = common::connect("no-caps", &[]);
-    let init = plain.call_tool("client_info", json!({}), CallOptions::default()).unwrap();
+    let init = plain
+        .call_tool("client_info", json!({}), CallOptions::default())
+        .unwrap();
     assert_eq!(init.structured_content.unwrap()["capabilities"], json!({}));
 }
 
@@ -89,7 +105,10 @@ fn answers_ping_roots_sampling_and_elicitation() {
     assert_eq!(ask(&client, "ping", json!({})), (json!({}), false));
     let (roots, err) = ask(&client, "roots/list", json!({}));
     assert!(!err);
-    assert_eq!(roots, json!({"roots": [{"uri": "file:///work/project", "name": "project"}]}));
+    assert_eq!(
+        roots,
+        json!({"roots": [{"uri": "file:///work/project", "name": "project"}]})
+    );
     let (sample, err) = ask(
         &client,
         "sampling/createMessage",
@@ -97,9 +116,16 @@ fn answers_ping_roots_sampling_and_elicitation() {
     );
     assert!(!err);
     assert_eq!(sample["content"]["text"], "host asked: hi");
-    let (elicited, err) = ask(&client, "elicitation/create", json!({"message": "name?", "requestedSchema": {}}));
+    let (elicited, err) = ask(
+        &client,
+        "elicitation/create",
+        json!({"message": "name?", "requestedSchema": {}}),
+    );
     assert!(!err);
-    assert_eq!(elicited, json!({"action": "accept", "content": {"name": "Ada"}}));
+    assert_eq!(
+        elicited,
+        json!({"action": "accept", "content": {"name": "Ada"}})
+    );
     let (unknown, err) = ask(&client, "tasks/list", json!({}));
     assert!(err);
     assert_eq!(unknown["code"], -32601);
@@ -119,8 +145,13 @@ fn without_a_handler_every_server_request_but_ping_is_method_not_found() {
 #[test]
 fn tools_list_changed_reaches_the_handler() {
     let (client, changed) = with_host("changing");
-    client.call_tool("list_changed", json!({}), CallOptions::default()).unwrap();
-    assert_eq!(changed.recv_timeout(Duration::from_secs(10)).unwrap(), "changing");
+    client
+        .call_tool("list_changed", json!({}), CallOptions::default())
+        .unwrap();
+    assert_eq!(
+        changed.recv_timeout(Duration::from_secs(10)).unwrap(),
+        "changing"
+    );
 }
 
 #[test]
@@ -128,7 +159,11 @@ fn log_messages_go_to_the_log_crate_under_the_server_target() {
     capture_logs();
     let client = common::connect("logsrv", &[]);
     client
-        .call_tool("log", json!({"level": "warning", "message": "disk almost full"}), CallOptions::default())
+        .call_tool(
+            "log",
+            json!({"level": "warning", "message": "disk almost full"}),
+            CallOptions::default(),
+        )
         .unwrap();
     // The notification precedes the response on the same stream, so it was logged already.
     let records = logs("disk almost full");
@@ -160,7 +195,9 @@ fn progress_reaches_the_callback_on_the_calling_thread() {
     assert_eq!(seen[4].total, Some(5.0));
     assert_eq!(seen[0].message.as_deref(), Some("step 1"));
     // Without a callback no token is sent, so the server sends no progress.
-    let out = client.call_tool("progress", json!({"steps": 2}), CallOptions::default()).unwrap();
+    let out = client
+        .call_tool("progress", json!({"steps": 2}), CallOptions::default())
+        .unwrap();
     assert_eq!(out.text(), "2 steps");
 }
 

@@ -11,15 +11,24 @@ use mcp_runtime::{CallOptions, CancelToken, Client, ConnectOptions, Error};
 use serde_json::{json, Value};
 
 fn cancelled_ids(client: &Client) -> Vec<Value> {
-    let out = client.call_tool("cancelled", json!({}), CallOptions::default()).unwrap();
-    out.structured_content.unwrap()["ids"].as_array().unwrap().clone()
+    let out = client
+        .call_tool("cancelled", json!({}), CallOptions::default())
+        .unwrap();
+    out.structured_content.unwrap()["ids"]
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 #[test]
 fn a_timeout_fails_the_call_and_cancels_it_on_the_server() {
     let client = connect("timeout", &[]);
     let err = client
-        .call_tool("hang", json!({}), CallOptions::timeout(Duration::from_millis(100)))
+        .call_tool(
+            "hang",
+            json!({}),
+            CallOptions::timeout(Duration::from_millis(100)),
+        )
         .unwrap_err();
     assert_eq!(
         err,
@@ -34,7 +43,9 @@ fn a_timeout_fails_the_call_and_cancels_it_on_the_server() {
     assert_eq!(ids.len(), 1, "{ids:?}");
     assert!(ids[0].is_i64());
     // The connection is still good.
-    let out = client.call_tool("echo", json!({"message": "ok"}), CallOptions::default()).unwrap();
+    let out = client
+        .call_tool("echo", json!({"message": "ok"}), CallOptions::default())
+        .unwrap();
     assert_eq!(out.text(), "ok");
 }
 
@@ -56,10 +67,20 @@ fn a_cancel_token_ends_the_call_and_cancels_it_on_the_server() {
 fn a_response_with_the_wrong_id_is_ignored() {
     let client = connect("wrong-id", &[]);
     let err = client
-        .call_tool("wrong_id", json!({}), CallOptions::timeout(Duration::from_millis(200)))
+        .call_tool(
+            "wrong_id",
+            json!({}),
+            CallOptions::timeout(Duration::from_millis(200)),
+        )
         .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
-    let out = client.call_tool("echo", json!({"message": "still fine"}), CallOptions::default()).unwrap();
+    let out = client
+        .call_tool(
+            "echo",
+            json!({"message": "still fine"}),
+            CallOptions::default(),
+        )
+        .unwrap();
     assert_eq!(out.text(), "still fine");
 }
 
@@ -75,11 +96,19 @@ fn a_crash_mid_call_fails_every_pending_call_with_the_stderr_tail() {
         .unwrap();
     let c2 = client.clone();
     let other = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
-    let err = client.call_tool("crash", json!({}), CallOptions::default()).unwrap_err();
+    let err = client
+        .call_tool("crash", json!({}), CallOptions::default())
+        .unwrap_err();
     match &err {
-        Error::TransportClosed { reason, stderr_tail } => {
+        Error::TransportClosed {
+            reason,
+            stderr_tail,
+        } => {
             assert!(reason.contains("exited"), "{reason}");
-            assert_eq!(stderr_tail.last().map(String::as_str), Some("about to crash"));
+            assert_eq!(
+                stderr_tail.last().map(String::as_str),
+                Some("about to crash")
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -87,7 +116,10 @@ fn a_crash_mid_call_fails_every_pending_call_with_the_stderr_tail() {
     assert!(matches!(other, Error::TransportClosed { .. }), "{other:?}");
     assert!(client.closed_reason().is_some());
     assert!(wait_gone(pid, Duration::from_secs(5)));
-    assert!(wait_gone(grandchild, Duration::from_secs(5)), "the grandchild was left behind");
+    assert!(
+        wait_gone(grandchild, Duration::from_secs(5)),
+        "the grandchild was left behind"
+    );
 }
 
 #[test]
@@ -97,15 +129,32 @@ fn a_100_mb_line_closes_the_connection_with_message_too_large() {
     let c2 = client.clone();
     let other = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
     let err = client
-        .call_tool("huge", json!({"bytes": 100_000_000}), CallOptions::default())
+        .call_tool(
+            "huge",
+            json!({"bytes": 100_000_000}),
+            CallOptions::default(),
+        )
         .unwrap_err();
-    assert_eq!(err, Error::MessageTooLarge { limit: 64 * 1024 * 1024 });
+    assert_eq!(
+        err,
+        Error::MessageTooLarge {
+            limit: 64 * 1024 * 1024
+        }
+    );
     let other = other.join().unwrap().unwrap_err();
     assert!(
-        matches!(other, Error::MessageTooLarge { .. } | Error::TransportClosed { .. }),
+        matches!(
+            other,
+            Error::MessageTooLarge { .. } | Error::TransportClosed { .. }
+        ),
         "{other:?}"
     );
-    assert_eq!(client.closed_reason(), Some(Error::MessageTooLarge { limit: 64 * 1024 * 1024 }));
+    assert_eq!(
+        client.closed_reason(),
+        Some(Error::MessageTooLarge {
+            limit: 64 * 1024 * 1024
+        })
+    );
     assert!(wait_gone(pid, Duration::from_secs(5)));
 }
 
@@ -119,7 +168,9 @@ fn the_message_limit_is_configurable() {
         ..options()
     };
     let client = Client::connect("small-limit", &endpoint(&[]), opts).unwrap();
-    let out = client.call_tool("huge", json!({"bytes": 1000}), CallOptions::default()).unwrap();
+    let out = client
+        .call_tool("huge", json!({"bytes": 1000}), CallOptions::default())
+        .unwrap();
     assert_eq!(out.text().len(), 1000);
     let err = client
         .call_tool("huge", json!({"bytes": 5000}), CallOptions::default())
@@ -138,7 +189,8 @@ fn close_fails_a_pending_call_and_stops_the_process_group() {
         .parse()
         .unwrap();
     let c2 = client.clone();
-    let pending = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
+    let pending =
+        std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
     // Make sure the hang request was written before closing: a later request on the same
     // pipe is answered only after the server read the earlier one.
     client.ping(Duration::from_secs(10)).unwrap();
@@ -149,7 +201,10 @@ fn close_fails_a_pending_call_and_stops_the_process_group() {
         "{err:?}"
     );
     assert!(wait_gone(pid, Duration::from_secs(5)));
-    assert!(wait_gone(grandchild, Duration::from_secs(5)), "the grandchild was left behind");
+    assert!(
+        wait_gone(grandchild, Duration::from_secs(5)),
+        "the grandchild was left behind"
+    );
 }
 
 #[test]
@@ -162,7 +217,10 @@ fn a_server_that_ignores_stdin_eof_gets_sigterm() {
 
 #[test]
 fn a_server_that_ignores_sigterm_gets_sigkill() {
-    let client = connect("very-stubborn", &["--ignore-stdin-eof", "--ignore-sigterm", "--grandchild"]);
+    let client = connect(
+        "very-stubborn",
+        &["--ignore-stdin-eof", "--ignore-sigterm", "--grandchild"],
+    );
     let pid = client.pid().unwrap();
     let grandchild: u32 = client
         .call_tool("grandchild_pid", json!({}), CallOptions::default())
@@ -208,8 +266,12 @@ fn a_failed_handshake_leaves_no_process() {
 fn processes_tagged(tag: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
         if cmdline.split(|b| *b == 0).any(|arg| arg == tag.as_bytes()) {
             out.push(pid);
         }

@@ -157,6 +157,13 @@ impl Connection {
             let left = deadline.saturating_duration_since(Instant::now());
             let abandoned = select! {
                 recv(rx) -> outcome => {
+                    // Progress sent before the response was routed before it too: deliver it
+                    // first (select! picks among ready channels at random).
+                    if let Some(cb) = wait.on_progress.as_mut() {
+                        while let Ok(p) = progress_rx.try_recv() {
+                            cb(&p);
+                        }
+                    }
                     return outcome.unwrap_or_else(|_| Err(Error::closed("the connection was dropped")));
                 }
                 recv(progress_rx) -> p => {

@@ -105,11 +105,11 @@ fn main() {
     });
     if server.flags.grandchild {
         // Deliberately never waited for: it plays a server's helper process that outlives it.
-        #[allow(clippy::zombie_processes)]
         let mut cmd = Command::new(std::env::current_exe().unwrap());
         if let Some(tag) = &server.flags.tag {
             cmd.args(["--tag", tag]);
         }
+        #[allow(clippy::zombie_processes)]
         let child = cmd
             .arg("--sleep")
             .stdin(Stdio::null())

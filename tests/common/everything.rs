@@ -23,13 +23,23 @@ fn install() -> Option<PathBuf> {
     let script = prefix.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if !script.exists() {
         let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--no-package-lock", "--prefix"])
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--no-package-lock",
+                "--prefix",
+            ])
             .arg(&prefix)
             .arg(format!("@modelcontextprotocol/server-everything@{VERSION}"))
             .status()
             .expect("run npm");
         assert!(status.success(), "npm install of server-everything failed");
     }
-    assert!(script.exists(), "{} is missing after npm install", script.display());
+    assert!(
+        script.exists(),
+        "{} is missing after npm install",
+        script.display()
+    );
     Some(script)
 }

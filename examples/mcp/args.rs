@@ -1,0 +1,145 @@
+//! Command-line parsing (DESIGN §10), by hand: the contract is small and stable.
+
+use std::path::PathBuf;
+
+pub const USAGE: &str = "\
+mcp: use MCP servers from the command line
+
+usage: mcp [--config FILE] [--cwd DIR] [--json] [--timeout MS] [-v]... [COMMAND]
+
+commands:
+  (none)                 demo: starts two embedded demo servers (one fast, one slow) and shows
+                         discovery, parallel connect, the tools, calls and a clean shutdown
+  tools                  list every exposed tool
+  call TOOL [ARGS_JSON]  call a tool by its exposed name (mcp_<server>_<tool>)
+  status                 every server: status, error, source
+
+options:
+  --config FILE  a .mcp.json-shaped file ({\"mcpServers\": {...}}); default: <cwd>/.mcp.json
+  --cwd DIR      the project directory (default: the current directory)
+  --json         machine-readable output
+  --timeout MS   connect and request timeout per server (default 30000)
+  -v             more logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too
+  -h, --help     this text
+
+exit status: 0 done; 1 a call failed or returned isError; 2 bad usage
+";
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Demo,
+    Tools,
+    Call { tool: String, args: String },
+    Status,
+    Help,
+}
+
+/// Parsed arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    pub config: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    pub json: bool,
+    pub timeout_ms: Option<u64>,
+    pub verbosity: usize,
+    pub command: Command,
+}
+
+/// Parses `argv` (without the program name).
+pub fn parse(argv: &[String]) -> Result<Args, String> {
+    let mut args = Args {
+        config: None,
+        cwd: None,
+        json: false,
+        timeout_ms: None,
+        verbosity: 0,
+        command: Command::Demo,
+    };
+    let mut rest: Vec<String> = Vec::new();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match a.as_str() {
+            "--config" => args.config = Some(value("--config")?.into()),
+            "--cwd" => args.cwd = Some(value("--cwd")?.into()),
+            "--json" => args.json = true,
+            "--timeout" => {
+                let v = value("--timeout")?;
+                args.timeout_ms = Some(
+                    v.parse()
+                        .map_err(|_| format!("--timeout takes milliseconds, not {v:?}"))?,
+                );
+            }
+            "-h" | "--help" => args.command = Command::Help,
+            v if v.starts_with("-v") && v[1..].chars().all(|c| c == 'v') => {
+                args.verbosity += v.len() - 1
+            }
+            flag if flag.starts_with("--") && rest.is_empty() => {
+                return Err(format!("unknown option {flag}"))
+            }
+            _ => rest.push(a.clone()),
+        }
+    }
+    if args.command == Command::Help {
+        return Ok(args);
+    }
+    let mut words = rest.into_iter();
+    args.command = match words.next().as_deref() {
+        None => Command::Demo,
+        Some("tools") => Command::Tools,
+        Some("status") => Command::Status,
+        Some("call") => {
+            let tool = words.next().ok_or("call needs a TOOL")?;
+            let json = words.next().unwrap_or_else(|| "{}".into());
+            Command::Call { tool, args: json }
+        }
+        Some(other) => return Err(format!("unknown command {other:?}")),
+    };
+    if let Some(extra) = words.next() {
+        return Err(format!("unexpected argument {extra:?}"));
+    }
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &[&str]) -> Result<Args, String> {
+        parse(&s.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn parses_the_contract() {
+        assert_eq!(p(&[]).unwrap().command, Command::Demo);
+        let a = p(&[
+            "--config",
+            "f.json",
+            "--json",
+            "-vv",
+            "call",
+            "mcp_a_b",
+            "{\"x\":1}",
+        ])
+        .unwrap();
+        assert_eq!(a.config, Some("f.json".into()));
+        assert!(a.json);
+        assert_eq!(a.verbosity, 2);
+        assert_eq!(
+            a.command,
+            Command::Call {
+                tool: "mcp_a_b".into(),
+                args: "{\"x\":1}".into()
+            }
+        );
+        assert!(p(&["frobnicate"]).is_err());
+        assert!(p(&["--nope"]).is_err());
+        assert!(p(&["--timeout", "soon"]).is_err());
+        assert!(p(&["call"]).is_err());
+    }
+}

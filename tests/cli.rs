@@ -1,0 +1,178 @@
+//! The `mcp` example CLI, driven as a black box.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+/// The example binary, which `cargo test` builds next to the test binaries.
+fn mcp() -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let path: PathBuf = dir
+        .join("examples")
+        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test` (it builds the examples)",
+        path.display()
+    );
+    Command::new(path)
+}
+
+fn config_file(name: &str, servers: Value) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-cli-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(".mcp.json");
+    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).unwrap();
+    path
+}
+
+fn run(args: &[&str]) -> Output {
+    mcp().args(args).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn test_server(extra: &[&str]) -> Value {
+    json!({"command": common::server_path(), "args": extra})
+}
+
+#[test]
+fn the_demo_runs_every_step_and_leaves_nothing_behind() {
+    let tag = format!("cli-demo-{}", std::process::id());
+    let out = mcp().env("MCP_CLI_TEST_TAG", &tag).output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("mcp_fast_greet {\"name\":\"world\"} → Hello, world!"),
+        "{text}"
+    );
+    assert!(text.contains("progress: 2 left, 1 left, 0 left"), "{text}");
+    assert!(text.contains("no server process left"), "{text}");
+    // No process that inherited the tag survives the CLI.
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let needle = format!("MCP_CLI_TEST_TAG={tag}");
+        if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            assert!(!common::is_alive(pid), "process {pid} outlived the demo");
+        }
+    }
+}
+
+#[test]
+fn tools_lists_every_server_in_json() {
+    let cfg = config_file(
+        "tools",
+        json!({"alpha": test_server(&[]), "beta": test_server(&["--tools", "2"])}),
+    );
+    let out = run(&["--config", cfg.to_str().unwrap(), "--json", "tools"]);
+    assert!(out.status.success());
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 17 + 19);
+    let echo = rows.iter().find(|r| r["name"] == "mcp_alpha_echo").unwrap();
+    assert_eq!(echo["server"], "alpha");
+    assert_eq!(echo["tool"], "echo");
+    assert_eq!(echo["description"], "Echoes the message");
+    assert!(rows.iter().any(|r| r["name"] == "mcp_beta_tool_1"));
+}
+
+#[test]
+fn call_prints_the_result_and_sets_the_exit_status() {
+    let cfg = config_file("call", json!({"t": test_server(&[])}));
+    let cfg = cfg.to_str().unwrap();
+    let out = run(&[
+        "--config",
+        cfg,
+        "call",
+        "mcp_t_echo",
+        r#"{"message":"hi there"}"#,
+    ]);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "hi there\n");
+
+    let out = run(&["--config", cfg, "--json", "call", "mcp_t_rich"]);
+    assert!(out.status.success());
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["structuredContent"], json!({"ok": true, "n": 5}));
+    assert_eq!(
+        result["content"][1],
+        json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
+    );
+
+    // A tool error (isError) is exit status 1, and so is a missing tool.
+    let out = run(&[
+        "--config",
+        cfg,
+        "call",
+        "mcp_t_ask",
+        r#"{"method":"roots/list"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).starts_with("Error: "));
+    let out = run(&["--config", cfg, "call", "mcp_t_nothing"]);
+    assert_eq!(out.status.code(), Some(1));
+    // Bad usage is 2.
+    assert_eq!(
+        run(&["--config", cfg, "call", "mcp_t_echo", "{not json"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn status_shows_each_server_with_its_error() {
+    let cfg = config_file(
+        "status",
+        json!({"good": test_server(&[]), "broken": test_server(&["--exit-on-initialize", "4"]),
+               "off": {"command": "nothing", "enabled": false}}),
+    );
+    let out = run(&["--config", cfg.to_str().unwrap(), "--json", "status"]);
+    assert!(out.status.success());
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 2, "disabled servers are skipped: {rows:?}");
+    let good = rows.iter().find(|r| r["name"] == "good").unwrap();
+    assert_eq!(good["status"], "connected");
+    assert_eq!(good["transport"], "stdio");
+    assert_eq!(good["error"], Value::Null);
+    assert_eq!(good["path"], cfg.display().to_string());
+    let broken = rows.iter().find(|r| r["name"] == "broken").unwrap();
+    assert_eq!(broken["status"], "disconnected");
+    assert!(
+        broken["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot initialize"),
+        "{broken}"
+    );
+}
+
+#[test]
+fn a_malformed_config_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("mcp-cli-test-{}-bad", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(".mcp.json");
+    std::fs::write(&path, "{\"mcpServers\": ").unwrap();
+    let out = run(&["--config", path.to_str().unwrap(), "tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("malformed JSON") && err.contains(".mcp.json"),
+        "{err}"
+    );
+}
