@@ -10,6 +10,14 @@ use mcp_runtime::transport::StdioOptions;
 use mcp_runtime::{CallOptions, CancelToken, Client, ConnectOptions, Error};
 use serde_json::{json, Value};
 
+/// The pid of the grandchild a `--grandchild` test server started.
+fn grandchild_pid(client: &Client) -> u32 {
+    let out = client
+        .call_tool("grandchild_pid", json!({}), CallOptions::default())
+        .unwrap();
+    out.text().parse().unwrap()
+}
+
 fn cancelled_ids(client: &Client) -> Vec<Value> {
     let out = client
         .call_tool("cancelled", json!({}), CallOptions::default())
@@ -88,12 +96,7 @@ fn a_response_with_the_wrong_id_is_ignored() {
 fn a_crash_mid_call_fails_every_pending_call_with_the_stderr_tail() {
     let client = connect("crash", &["--grandchild"]);
     let pid = client.pid().unwrap();
-    let grandchild: u32 = client
-        .call_tool("grandchild_pid", json!({}), CallOptions::default())
-        .unwrap()
-        .text()
-        .parse()
-        .unwrap();
+    let grandchild = grandchild_pid(&client);
     let c2 = client.clone();
     let other = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
     let err = client
@@ -182,12 +185,7 @@ fn the_message_limit_is_configurable() {
 fn close_fails_a_pending_call_and_stops_the_process_group() {
     let client = connect("close", &["--grandchild"]);
     let pid = client.pid().unwrap();
-    let grandchild: u32 = client
-        .call_tool("grandchild_pid", json!({}), CallOptions::default())
-        .unwrap()
-        .text()
-        .parse()
-        .unwrap();
+    let grandchild = grandchild_pid(&client);
     let c2 = client.clone();
     let pending =
         std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
@@ -222,12 +220,7 @@ fn a_server_that_ignores_sigterm_gets_sigkill() {
         &["--ignore-stdin-eof", "--ignore-sigterm", "--grandchild"],
     );
     let pid = client.pid().unwrap();
-    let grandchild: u32 = client
-        .call_tool("grandchild_pid", json!({}), CallOptions::default())
-        .unwrap()
-        .text()
-        .parse()
-        .unwrap();
+    let grandchild = grandchild_pid(&client);
     client.close();
     assert!(wait_gone(pid, Duration::from_secs(5)));
     assert!(wait_gone(grandchild, Duration::from_secs(5)));
