@@ -146,9 +146,15 @@ impl Connection {
                 progress: progress_tx,
             },
         )?;
-        if let Err(e) = self.transport.send(&Message::request(id, method, params)) {
-            self.router.forget(id);
-            return Err(self.router.closed().unwrap_or(e));
+        match self.transport.send(&Message::request(id, method, params)) {
+            Ok(()) => {}
+            // The transport is shutting down: its reader fails this slot with the real reason
+            // (exit status, stderr) once the process is gone, so wait for that below.
+            Err(Error::TransportClosed { .. }) => {}
+            Err(e) => {
+                self.router.forget(id);
+                return Err(e);
+            }
         }
         let never = crossbeam_channel::never();
         let cancel_rx = wait.cancel.as_ref().map(|c| c.receiver()).unwrap_or(&never);
@@ -330,11 +336,12 @@ impl Client {
     /// close grace period plus a second). Every pending request fails with
     /// [`Error::TransportClosed`]. Idempotent; dropping the last clone of a client closes it too.
     pub fn close(&self) {
-        self.inner.conn.transport.close();
+        // Mark the connection closed first, so a call racing with close gets this reason.
         self.inner
             .conn
             .router
             .fail_all(Error::closed("the connection was closed"));
+        self.inner.conn.transport.close();
     }
 
     /// Whether the connection has ended, and why.
