@@ -377,6 +377,42 @@ mod tests {
     }
 
     #[test]
+    fn never_panics_on_arbitrary_input() {
+        // A small LCG makes the run repeatable; the alphabet is JSON's, so many inputs parse.
+        let alphabet = br#"{}[]":,0123456789.-eE truefalsnul\"idmethodresulterrorparams"#;
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) as usize
+        };
+        let seeds: [&[u8]; 4] = [
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","method":"x","params":[1]}"#,
+            br#"[{"id":"a","error":{"code":1,"message":"m"}}]"#,
+            br#"{"id":1.5e300,"method":"m"}"#,
+        ];
+        for round in 0..20_000 {
+            let mut input: Vec<u8> = seeds[round % seeds.len()].to_vec();
+            for _ in 0..(next() % 6) {
+                let at = next() % (input.len() + 1);
+                match next() % 3 {
+                    0 if !input.is_empty() => {
+                        input.remove(at.min(input.len() - 1));
+                    }
+                    _ => input.insert(at, alphabet[next() % alphabet.len()]),
+                }
+            }
+            if let Ok(messages) = Message::parse(&input) {
+                for m in messages {
+                    let _ = Message::parse(&m.to_line()).expect("what we write, we read");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn splits_batches() {
         let m = Message::parse(
             br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"n"},7]"#,

@@ -271,3 +271,19 @@ fn processes_tagged(tag: &str) -> Vec<u32> {
     }
     out
 }
+
+#[test]
+fn an_already_fired_token_sends_nothing() {
+    let client = connect("pre-cancelled", &[]);
+    let token = CancelToken::new();
+    token.cancel();
+    let err = client
+        .call_tool(
+            "echo",
+            json!({"message": "x"}),
+            CallOptions::default().with_cancel(token),
+        )
+        .unwrap_err();
+    assert_eq!(err, Error::Cancelled);
+    assert!(cancelled_ids(&client).is_empty());
+}

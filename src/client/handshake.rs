@@ -17,7 +17,7 @@ pub(super) fn run(
 ) -> Result<(InitializeResult, ProtocolVersion), Error> {
     let params = InitializeParams {
         protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
-        capabilities: options.handler.capabilities(),
+        capabilities: conn.declared.clone(),
         client_info: options.client_info.clone(),
     };
     let params = serde_json::to_value(params).map_err(|e| Error::protocol(e.to_string()))?;

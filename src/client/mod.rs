@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::Message;
 use crate::protocol::{
-    methods, CallToolResult, InitializeResult, ListToolsResult, ProtocolVersion,
-    ServerCapabilities, Tool,
+    methods, CallToolResult, ClientCapabilities, InitializeResult, ListToolsResult,
+    ProtocolVersion, ServerCapabilities, Tool,
 };
 use crate::transport::{StdioTransport, Transport};
 use crate::{CancelToken, Error};
@@ -75,6 +75,8 @@ pub(crate) struct Connection {
     transport: Arc<dyn Transport>,
     router: Arc<Router>,
     next_id: AtomicI64,
+    /// What we declare in `initialize` (asked of the handler once).
+    declared: ClientCapabilities,
 }
 
 /// How one request waits.
@@ -93,10 +95,11 @@ impl Connection {
         endpoint: &Endpoint,
         options: &ConnectOptions,
     ) -> Result<Connection, Error> {
+        let declared = options.handler.capabilities();
         let router = Arc::new(Router::new(
             name,
             Arc::clone(&options.handler),
-            options.handler.capabilities(),
+            declared.clone(),
         ));
         let transport: Arc<dyn Transport> = match endpoint {
             Endpoint::Stdio(cmd) => Arc::new(StdioTransport::spawn(
@@ -112,6 +115,7 @@ impl Connection {
             transport,
             router,
             next_id: AtomicI64::new(1),
+            declared,
         })
     }
 
@@ -126,6 +130,9 @@ impl Connection {
         params: Option<Value>,
         mut wait: Wait<'_>,
     ) -> Result<Value, Error> {
+        if wait.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            return Err(Error::Cancelled);
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = crossbeam_channel::bounded(1);
         let (progress_tx, progress_rx) = match wait.on_progress {
