@@ -18,6 +18,20 @@ fn grandchild_pid(client: &Client) -> u32 {
     out.text().parse().unwrap()
 }
 
+type Pending = std::thread::JoinHandle<Result<mcp_runtime::protocol::CallToolResult, Error>>;
+
+/// Calls `hang` on another thread; the receiver fires once the server has the call (it reports
+/// progress on it).
+fn hang_in_background(client: &Client) -> (Pending, crossbeam_channel::Receiver<()>) {
+    let (started_tx, started) = crossbeam_channel::bounded(1);
+    let c2 = client.clone();
+    let handle = std::thread::spawn(move || {
+        let options = CallOptions::default().with_progress(move |_| drop(started_tx.try_send(())));
+        c2.call_tool("hang", json!({}), options)
+    });
+    (handle, started)
+}
+
 fn cancelled_ids(client: &Client) -> Vec<Value> {
     let out = client
         .call_tool("cancelled", json!({}), CallOptions::default())
@@ -61,11 +75,15 @@ fn a_timeout_fails_the_call_and_cancels_it_on_the_server() {
 fn a_cancel_token_ends_the_call_and_cancels_it_on_the_server() {
     let client = connect("cancel", &[]);
     let token = CancelToken::new();
-    let c2 = client.clone();
-    let t2 = token.clone();
+    let (started_tx, started) = crossbeam_channel::bounded(1);
+    let (c2, t2) = (client.clone(), token.clone());
     let caller = std::thread::spawn(move || {
-        c2.call_tool("hang", json!({}), CallOptions::default().with_cancel(t2))
+        let options = CallOptions::default()
+            .with_cancel(t2)
+            .with_progress(move |_| drop(started_tx.try_send(())));
+        c2.call_tool("hang", json!({}), options)
     });
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
     token.cancel();
     assert_eq!(caller.join().unwrap().unwrap_err(), Error::Cancelled);
     assert_eq!(cancelled_ids(&client).len(), 1);
@@ -97,8 +115,8 @@ fn a_crash_mid_call_fails_every_pending_call_with_the_stderr_tail() {
     let client = connect("crash", &["--grandchild"]);
     let pid = client.pid().unwrap();
     let grandchild = grandchild_pid(&client);
-    let c2 = client.clone();
-    let other = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
+    let (other, started) = hang_in_background(&client);
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
     let err = client
         .call_tool("crash", json!({}), CallOptions::default())
         .unwrap_err();
@@ -129,8 +147,8 @@ fn a_crash_mid_call_fails_every_pending_call_with_the_stderr_tail() {
 fn a_100_mb_line_closes_the_connection_with_message_too_large() {
     let client = connect("huge", &[]);
     let pid = client.pid().unwrap();
-    let c2 = client.clone();
-    let other = std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
+    let (other, started) = hang_in_background(&client);
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
     let err = client
         .call_tool(
             "huge",
@@ -186,12 +204,8 @@ fn close_fails_a_pending_call_and_stops_the_process_group() {
     let client = connect("close", &["--grandchild"]);
     let pid = client.pid().unwrap();
     let grandchild = grandchild_pid(&client);
-    let c2 = client.clone();
-    let pending =
-        std::thread::spawn(move || c2.call_tool("hang", json!({}), CallOptions::default()));
-    // Make sure the hang request was written before closing: a later request on the same
-    // pipe is answered only after the server read the earlier one.
-    client.ping(Duration::from_secs(10)).unwrap();
+    let (pending, started) = hang_in_background(&client);
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
     client.close();
     let err = pending.join().unwrap().unwrap_err();
     assert!(

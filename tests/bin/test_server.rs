@@ -275,7 +275,7 @@ impl Server {
                    "annotations": {"readOnlyHint": true}}),
             json!({"name": "add", "description": "Adds a and b", "inputSchema": object(json!({"a": {"type": "number"}, "b": {"type": "number"}}))}),
             json!({"name": "slow", "description": "Answers after ms milliseconds", "inputSchema": object(json!({"ms": {"type": "integer"}}))}),
-            json!({"name": "hang", "description": "Never answers", "inputSchema": object(json!({}))}),
+            json!({"name": "hang", "description": "Never answers (after one progress notification, given a token)", "inputSchema": object(json!({}))}),
             json!({"name": "wrong_id", "description": "Answers with the wrong id", "inputSchema": object(json!({}))}),
             json!({"name": "crash", "description": "Exits in the middle of the call", "inputSchema": object(json!({}))}),
             json!({"name": "huge", "description": "Answers with a line of `bytes` bytes", "inputSchema": object(json!({"bytes": {"type": "integer"}}))}),
@@ -342,7 +342,12 @@ impl Server {
                 std::thread::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(1000)));
                 self.text(id, "done");
             }
-            "hang" => {}
+            "hang" => {
+                // With a progress token, say "started" first, so a test knows the call arrived.
+                if let Some(t) = params.pointer("/_meta/progressToken") {
+                    self.notify("notifications/progress", json!({"progressToken": t, "progress": 0}));
+                }
+            }
             "wrong_id" => self.text(&json!(999_999), "for nobody"),
             "crash" => {
                 eprintln!("about to crash");
