@@ -26,7 +26,9 @@ fn hang_in_background(client: &Client) -> (Pending, crossbeam_channel::Receiver<
     let (started_tx, started) = crossbeam_channel::bounded(1);
     let c2 = client.clone();
     let handle = std::thread::spawn(move || {
-        let options = CallOptions::default().with_progress(move |_| drop(started_tx.try_send(())));
+        let options = CallOptions::default().with_progress(move |_| {
+            let _ = started_tx.try_send(());
+        });
         c2.call_tool("hang", json!({}), options)
     });
     (handle, started)
@@ -80,7 +82,9 @@ fn a_cancel_token_ends_the_call_and_cancels_it_on_the_server() {
     let caller = std::thread::spawn(move || {
         let options = CallOptions::default()
             .with_cancel(t2)
-            .with_progress(move |_| drop(started_tx.try_send(())));
+            .with_progress(move |_| {
+                let _ = started_tx.try_send(());
+            });
         c2.call_tool("hang", json!({}), options)
     });
     started.recv_timeout(Duration::from_secs(10)).unwrap();
