@@ -11,6 +11,7 @@ use crate::Error;
 
 pub(crate) mod lines;
 mod process;
+pub mod sse_parser;
 pub mod stdio;
 
 pub use stdio::{StdioCommand, StdioOptions, StdioTransport};
