@@ -46,7 +46,9 @@ pub(super) fn run(
             received: init.protocol_version,
         });
     };
+    conn.transport.on_negotiated(version);
     conn.notify(methods::INITIALIZED, None)?;
+    conn.transport.on_ready();
     log::debug!(
         "[{}] connected to {} {} (protocol {version})",
         conn.name,

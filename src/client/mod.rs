@@ -18,7 +18,7 @@ use crate::protocol::{
     methods, CallToolResult, ClientCapabilities, InitializeResult, ListToolsResult,
     ProtocolVersion, ServerCapabilities, Tool,
 };
-use crate::transport::{StdioTransport, Transport};
+use crate::transport::{HttpTransport, Inbound, SseTransport, StdioTransport, Transport};
 use crate::{CancelToken, Error};
 
 mod handler;
@@ -94,6 +94,7 @@ impl Connection {
         name: &str,
         endpoint: &Endpoint,
         options: &ConnectOptions,
+        deadline: Instant,
     ) -> Result<Connection, Error> {
         let declared = options.handler.capabilities();
         let router = Arc::new(Router::new(
@@ -101,13 +102,15 @@ impl Connection {
             Arc::clone(&options.handler),
             declared.clone(),
         ));
+        let inbound: Arc<dyn Inbound> = router.clone();
         let transport: Arc<dyn Transport> = match endpoint {
-            Endpoint::Stdio(cmd) => Arc::new(StdioTransport::spawn(
-                name,
-                cmd,
-                &options.stdio,
-                router.clone(),
-            )?),
+            Endpoint::Stdio(cmd) => Arc::new(StdioTransport::spawn(name, cmd, &options.stdio, inbound)?),
+            Endpoint::Http(target) | Endpoint::Url(target) => {
+                Arc::new(HttpTransport::new(name, target, &options.http, inbound)?)
+            }
+            Endpoint::Sse(target) => {
+                Arc::new(SseTransport::connect(name, target, &options.http, inbound, deadline)?)
+            }
         };
         router.attach(&transport);
         Ok(Connection {
@@ -223,14 +226,29 @@ fn with_progress_token(params: Option<Value>, token: i64) -> Value {
 impl Client {
     /// Connects to a server: starts it (stdio) and runs the handshake, bounded by
     /// `options.timeout`. On any failure the transport is closed again.
-    pub fn connect(
-        name: &str,
-        endpoint: &Endpoint,
-        options: ConnectOptions,
-    ) -> Result<Client, Error> {
+    pub fn connect(name: &str, endpoint: &Endpoint, options: ConnectOptions) -> Result<Client, Error> {
         let started = Instant::now();
-        let conn = Connection::open(name, endpoint, &options)?;
-        match handshake::run(&conn, &options, started) {
+        match Client::connect_once(name, endpoint, &options, started) {
+            Err(Error::Http { status, .. }) if matches!(endpoint, Endpoint::Url(_)) && [400, 404, 405].contains(&status) => {
+                let Endpoint::Url(target) = endpoint else { unreachable!() };
+                log::info!("[{name}] the server answered {status} to Streamable HTTP; trying legacy SSE");
+                Client::connect_once(name, &Endpoint::Sse(target.clone()), &options, started)
+            }
+            other => other,
+        }
+    }
+
+    fn connect_once(name: &str, endpoint: &Endpoint, options: &ConnectOptions, started: Instant) -> Result<Client, Error> {
+        let deadline = started + options.timeout;
+        let conn = Connection::open(name, endpoint, options, deadline).map_err(|e| match e {
+            Error::TransportClosed { .. } if Instant::now() >= deadline => Error::ConnectTimeout {
+                server: name.to_owned(),
+                after: options.timeout,
+                stderr_tail: Vec::new(),
+            },
+            other => other,
+        })?;
+        match handshake::run(&conn, options, started) {
             Ok((init, version)) => Ok(Client {
                 inner: Arc::new(Inner {
                     conn,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::handler::{ClientHandler, NoHandler};
 use crate::protocol::{Implementation, Progress};
-use crate::transport::{StdioCommand, StdioOptions};
+use crate::transport::{HttpOptions, HttpTarget, StdioCommand, StdioOptions};
 use crate::CancelToken;
 
 /// Where a server lives and how to reach it.
@@ -15,6 +15,14 @@ use crate::CancelToken;
 pub enum Endpoint {
     /// A local process speaking JSON-RPC over stdin/stdout.
     Stdio(StdioCommand),
+    /// A Streamable HTTP server.
+    Http(HttpTarget),
+    /// A legacy HTTP+SSE server.
+    Sse(HttpTarget),
+    /// A URL whose transport was not named: Streamable HTTP first, then legacy SSE only when
+    /// the `initialize` POST is answered 400, 404 or 405 (never on 401/403, network errors or
+    /// 5xx).
+    Url(HttpTarget),
 }
 
 impl Endpoint {
@@ -25,6 +33,20 @@ impl Endpoint {
         S: Into<String>,
     {
         Endpoint::Stdio(StdioCommand::new(program, args))
+    }
+
+    /// A URL, with the transport detected (see [`Endpoint::Url`]).
+    pub fn url(url: impl Into<String>) -> Endpoint {
+        Endpoint::Url(HttpTarget::new(url))
+    }
+
+    /// The transport kind this endpoint starts with: `stdio`, `http` or `sse`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Endpoint::Stdio(_) => "stdio",
+            Endpoint::Http(_) | Endpoint::Url(_) => "http",
+            Endpoint::Sse(_) => "sse",
+        }
     }
 }
 
@@ -46,6 +68,8 @@ pub struct ConnectOptions {
     pub cancel: Option<CancelToken>,
     /// stdio limits and close timings.
     pub stdio: StdioOptions,
+    /// HTTP limits and timings.
+    pub http: HttpOptions,
 }
 
 impl Default for ConnectOptions {
@@ -58,6 +82,7 @@ impl Default for ConnectOptions {
             client_info: Implementation::default(),
             cancel: None,
             stdio: StdioOptions::default(),
+            http: HttpOptions::default(),
         }
     }
 }
@@ -70,6 +95,7 @@ impl fmt::Debug for ConnectOptions {
             .field("max_request_timeout", &self.max_request_timeout)
             .field("client_info", &self.client_info)
             .field("stdio", &self.stdio)
+            .field("http", &self.http)
             .finish_non_exhaustive()
     }
 }

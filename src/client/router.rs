@@ -274,4 +274,11 @@ impl Inbound for Router {
     fn on_closed(&self, error: Error) {
         self.fail_all(error);
     }
+
+    fn on_request_failed(&self, id: &RequestId, error: Error) {
+        let Some(id) = id.as_i64() else { return };
+        if let Some(slot) = self.pending.lock().slots.remove(&id) {
+            let _ = slot.response.send(Err(error));
+        }
+    }
 }

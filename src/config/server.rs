@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::client::Endpoint;
-use crate::transport::StdioCommand;
+use crate::transport::{HttpTarget, StdioCommand};
 use crate::Error;
 
 /// How a server is reached.
@@ -152,9 +152,21 @@ impl ServerConfig {
                     cwd: Some(cwd),
                 }))
             }
-            other => Err(Error::Config {
-                message: format!("the {} transport is not supported yet", other.as_str()),
-            }),
+            kind => {
+                let url = self.url.clone().filter(|u| !u.trim().is_empty()).ok_or_else(|| Error::Config {
+                    message: format!("{} server requires \"url\" field", kind.as_str()),
+                })?;
+                let target = HttpTarget {
+                    url,
+                    headers: self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    auth: None,
+                };
+                Ok(match (kind, self.transport.is_some()) {
+                    (TransportType::Sse, _) => Endpoint::Sse(target),
+                    (_, true) => Endpoint::Http(target),
+                    (_, false) => Endpoint::Url(target),
+                })
+            }
         }
     }
 }
@@ -185,9 +197,23 @@ mod tests {
     }
 
     #[test]
+    fn url_endpoints_name_their_transport_or_detect_it() {
+        let parse = |v: serde_json::Value| serde_json::from_value::<ServerConfig>(v).unwrap().endpoint(Path::new("/"));
+        let url = "http://127.0.0.1:9/mcp";
+        assert!(matches!(parse(json!({"url": url})).unwrap(), Endpoint::Url(t) if t.url == url));
+        assert!(matches!(parse(json!({"type": "http", "url": url})).unwrap(), Endpoint::Http(_)));
+        let sse = parse(json!({"type": "sse", "url": url, "headers": {"X-Key": "k"}})).unwrap();
+        assert!(matches!(&sse, Endpoint::Sse(t) if t.headers == [("X-Key".to_owned(), "k".to_owned())]));
+        let missing = parse(json!({"type": "http"})).unwrap_err();
+        assert_eq!(missing.to_string(), "Invalid config: http server requires \"url\" field");
+    }
+
+    #[test]
     fn stdio_endpoint_defaults_cwd_to_the_project() {
         let c = ServerConfig::stdio("srv", ["--x"]);
-        let Endpoint::Stdio(cmd) = c.endpoint(Path::new("/p")).unwrap();
+        let Endpoint::Stdio(cmd) = c.endpoint(Path::new("/p")).unwrap() else {
+            panic!("not stdio")
+        };
         assert_eq!(cmd.cwd.as_deref(), Some(Path::new("/p")));
         assert_eq!(cmd.args, ["--x"]);
         let missing = ServerConfig::default()

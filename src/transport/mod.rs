@@ -6,15 +6,24 @@
 //! [`Transport::send`] never blocks on the server: a server that stops reading cannot hang
 //! the caller.
 
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, RequestId};
+use crate::protocol::ProtocolVersion;
 use crate::Error;
 
+pub mod http;
 pub(crate) mod lines;
+mod pool;
 mod process;
+pub mod sse;
 pub mod sse_parser;
 pub mod stdio;
+mod url;
+mod web;
 
+pub use http::HttpTransport;
+pub use sse::SseTransport;
 pub use stdio::{StdioCommand, StdioOptions, StdioTransport};
+pub use web::{AuthProvider, HttpOptions, HttpTarget};
 
 /// Where a transport delivers what the server sends.
 pub trait Inbound: Send + Sync {
@@ -23,11 +32,16 @@ pub trait Inbound: Send + Sync {
     /// The connection ended (EOF, process exit, stream end, oversized message, close).
     /// Called once, after the last `on_message`.
     fn on_closed(&self, error: Error);
+    /// One request failed without a JSON-RPC response (an HTTP error status, a broken
+    /// stream, ...); the connection itself carries on.
+    fn on_request_failed(&self, id: &RequestId, error: Error);
 }
 
 /// A connection to one server that can send messages.
 pub trait Transport: Send + Sync {
-    /// Sends one message. Fails with [`Error::TransportClosed`] once the transport is closed.
+    /// Sends one message. Never waits for the answer to a request (that comes through
+    /// [`Inbound`]); a notification or response may be written out before this returns.
+    /// Fails with [`Error::TransportClosed`] once the transport is closed.
     fn send(&self, message: &Message) -> Result<(), Error>;
     /// Closes the connection and releases its resources (for stdio: the process and its whole
     /// process group). Idempotent; bounded in time.
@@ -42,4 +56,10 @@ pub trait Transport: Send + Sync {
     fn pid(&self) -> Option<u32> {
         None
     }
+    /// The handshake settled on `version` (HTTP sends it in a header from now on).
+    fn on_negotiated(&self, version: ProtocolVersion) {
+        let _ = version;
+    }
+    /// The handshake is complete (HTTP opens its GET stream).
+    fn on_ready(&self) {}
 }

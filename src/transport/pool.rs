@@ -1,0 +1,127 @@
+//! A small pool of worker threads for the HTTP transport's requests.
+//!
+//! A request's POST (and the SSE stream that may answer it) runs on a worker, so the caller
+//! waits on its own deadline and cancel signal as with stdio, and one slow tool call never holds
+//! up another. Idle workers are reused; a job that finds none starts a new one; a worker idle
+//! for [`IDLE_EXIT`] exits. Dropping the pool lets every worker exit once its job is done.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+/// How long an idle worker waits for a job before it exits.
+pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(30);
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+pub(crate) struct WorkerPool {
+    name: String,
+    jobs: Sender<Job>,
+    queue: Receiver<Job>,
+    /// Workers waiting for a job and not yet promised one.
+    idle: Arc<AtomicUsize>,
+}
+
+impl WorkerPool {
+    pub(crate) fn new(name: &str) -> WorkerPool {
+        let (jobs, queue) = crossbeam_channel::unbounded();
+        WorkerPool {
+            name: name.to_owned(),
+            jobs,
+            queue,
+            idle: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Runs `job` on an idle worker, or on a new one.
+    pub(crate) fn run(&self, job: impl FnOnce() + Send + 'static) {
+        let claimed = self
+            .idle
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if claimed {
+            if let Err(e) = self.jobs.send(Box::new(job)) {
+                // Cannot happen while `self` holds the receiver; run it here rather than lose it.
+                (e.into_inner())();
+            }
+            return;
+        }
+        let queue = self.queue.clone();
+        let idle = Arc::clone(&self.idle);
+        let first: Job = Box::new(job);
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcp-{}-http", self.name))
+            .spawn(move || work(first, &queue, &idle));
+        if let Err(e) = spawned {
+            log::error!("[{}] cannot start an HTTP worker: {e}", self.name);
+        }
+    }
+}
+
+fn work(first: Job, queue: &Receiver<Job>, idle: &AtomicUsize) {
+    first();
+    loop {
+        idle.fetch_add(1, Ordering::SeqCst);
+        match queue.recv_timeout(IDLE_EXIT) {
+            // A dispatcher claimed this worker (took it off `idle`) before sending.
+            Ok(job) => job(),
+            Err(RecvTimeoutError::Timeout) => {
+                // Leave only if no dispatcher has claimed us meanwhile; if one has, its job is
+                // on its way: wait for it.
+                if idle
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok()
+                {
+                    return;
+                }
+                if let Ok(job) = queue.recv() {
+                    job();
+                } else {
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocked_job_does_not_hold_up_the_next() {
+        let pool = WorkerPool::new("t");
+        let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+        let (done_tx, done_rx) = crossbeam_channel::unbounded();
+        let d1 = done_tx.clone();
+        pool.run(move || {
+            release_rx.recv().unwrap();
+            d1.send(1).unwrap();
+        });
+        pool.run(move || done_tx.send(2).unwrap());
+        assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)).unwrap(), 2);
+        release_tx.send(()).unwrap();
+        assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
+    }
+
+    #[test]
+    fn an_idle_worker_is_reused() {
+        let pool = WorkerPool::new("t");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut threads = std::collections::HashSet::new();
+        for _ in 0..20 {
+            let tx = tx.clone();
+            pool.run(move || tx.send(std::thread::current().id()).unwrap());
+            threads.insert(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+            // The worker reports itself idle just after its job; wait (bounded) for that.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while pool.idle.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+        }
+        assert_eq!(threads.len(), 1);
+    }
+}

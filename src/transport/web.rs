@@ -1,0 +1,257 @@
+//! HTTP plumbing shared by the Streamable HTTP and legacy SSE transports: the target and its
+//! headers, the `ureq` agent, status and error mapping, and reading an event stream.
+
+use std::fmt;
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ureq::http::Response;
+use ureq::Body;
+
+use super::sse_parser::{SseDecoder, SseEvent};
+use crate::jsonrpc::Message;
+use crate::Error;
+
+/// Supplies the `Authorization` header value before each request (so a token can refresh).
+/// OAuth flows plug in here.
+pub trait AuthProvider: Send + Sync {
+    /// The header value, e.g. `Bearer abc`; `None` sends no `Authorization` header.
+    fn authorization(&self) -> Option<String>;
+}
+
+/// A remote server: its URL, the headers to send, and an optional auth provider.
+#[derive(Clone, Default)]
+pub struct HttpTarget {
+    /// The server's URL (`http://` or `https://`).
+    pub url: String,
+    /// Headers sent with every request (values may be secrets: never logged).
+    pub headers: Vec<(String, String)>,
+    /// Provides `Authorization` per request, when set.
+    pub auth: Option<Arc<dyn AuthProvider>>,
+}
+
+impl HttpTarget {
+    /// A target with no extra headers.
+    pub fn new(url: impl Into<String>) -> HttpTarget {
+        HttpTarget {
+            url: url.into(),
+            headers: Vec::new(),
+            auth: None,
+        }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> HttpTarget {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+impl fmt::Debug for HttpTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Header values may be credentials: show the names only.
+        let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("HttpTarget")
+            .field("url", &self.url)
+            .field("headers", &names)
+            .field("auth", &self.auth.is_some())
+            .finish()
+    }
+}
+
+impl PartialEq for HttpTarget {
+    fn eq(&self, other: &Self) -> bool {
+        let same_auth = match (&self.auth, &other.auth) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        self.url == other.url && self.headers == other.headers && same_auth
+    }
+}
+
+/// Limits and timings of the HTTP transports.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The largest JSON body or SSE event accepted.
+    pub max_message_bytes: usize,
+    /// Bound on opening a TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// Bound on one whole HTTP exchange (a POST and the stream answering it). Callers have
+    /// their own, usually shorter, deadlines; this one ends the work behind an abandoned call.
+    pub exchange_timeout: Duration,
+    /// Bound on a notification or response POST, and on the DELETE at close.
+    pub post_timeout: Duration,
+    /// How many times a cut response stream is resumed with `Last-Event-ID`.
+    pub resume_attempts: u32,
+    /// The reconnection delay when the server gave none (`retry`).
+    pub default_retry: Duration,
+    /// The longest delay between reconnections of the GET stream.
+    pub max_backoff: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            max_message_bytes: 64 * 1024 * 1024,
+            connect_timeout: Duration::from_secs(10),
+            exchange_timeout: Duration::from_secs(15 * 60),
+            post_timeout: Duration::from_secs(30),
+            resume_attempts: 3,
+            default_retry: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How much of an error body goes into [`Error::Http`].
+const ERROR_BODY_CAP: usize = 2048;
+/// Read size for event streams.
+const CHUNK: usize = 16 * 1024;
+
+/// One agent per connection: keep-alive across requests, and one `shutdown` that interrupts
+/// every blocked read of the connection.
+pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(options.connect_timeout))
+        .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into()
+}
+
+/// Adds the target's configured headers and `Authorization` to a request.
+pub(crate) fn with_target_headers<B>(
+    mut request: ureq::RequestBuilder<B>,
+    target: &HttpTarget,
+) -> ureq::RequestBuilder<B> {
+    for (k, v) in &target.headers {
+        request = request.header(k.as_str(), v.as_str());
+    }
+    if let Some(value) = target.auth.as_ref().and_then(|a| a.authorization()) {
+        request = request.header("Authorization", value);
+    }
+    request
+}
+
+/// A response header as text.
+pub(crate) fn header(response: &Response<Body>, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Whether the response is an event stream.
+pub(crate) fn is_event_stream(response: &Response<Body>) -> bool {
+    header(response, "content-type")
+        .map(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
+        .unwrap_or(false)
+}
+
+/// The [`Error::Http`] for a non-success response (reads at most a little of the body).
+pub(crate) fn status_error(response: Response<Body>) -> Error {
+    let status = response.status().as_u16();
+    let www_authenticate = header(&response, "www-authenticate");
+    let mut body = Vec::new();
+    let _ = response
+        .into_body()
+        .into_with_config()
+        .limit(u64::MAX)
+        .reader()
+        .take(ERROR_BODY_CAP as u64)
+        .read_to_end(&mut body);
+    Error::Http {
+        status,
+        body: String::from_utf8_lossy(&body).trim().to_owned(),
+        www_authenticate,
+    }
+}
+
+/// Maps a `ureq` failure (no HTTP status) to our error.
+pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
+    match e {
+        ureq::Error::BodyExceedsLimit(limit) => Error::MessageTooLarge {
+            limit: limit as usize,
+        },
+        ureq::Error::Timeout(which) => Error::TransportClosed {
+            reason: format!("{what} to {url} timed out ({which})"),
+            stderr_tail: Vec::new(),
+        },
+        other => Error::closed(format!("{what} to {url} failed: {other}")),
+    }
+}
+
+/// Reads the full (capped) body of a response.
+pub(crate) fn read_body(response: Response<Body>, limit: usize, url: &str) -> Result<Vec<u8>, Error> {
+    response
+        .into_body()
+        .into_with_config()
+        .limit(limit as u64)
+        .read_to_vec()
+        .map_err(|e| transport_error(e, url, "reading the response"))
+}
+
+/// How an event stream stopped.
+#[derive(Debug)]
+pub(crate) enum StreamEnd {
+    /// The server closed it.
+    Ended,
+    /// The callback asked to stop.
+    Stopped,
+    /// Reading failed, or an event was too large.
+    Failed(Error),
+}
+
+/// Reads an event stream, feeding `decoder` and handing each event to `on_event`.
+pub(crate) fn read_events(
+    mut body: impl Read,
+    decoder: &mut SseDecoder,
+    on_event: &mut dyn FnMut(SseEvent) -> ControlFlow<()>,
+) -> StreamEnd {
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => {
+                decoder.finish();
+                return StreamEnd::Ended;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return StreamEnd::Failed(Error::closed(format!("the event stream broke: {e}"))),
+        };
+        let mut stop = false;
+        let fed = decoder.feed(&buf[..n], &mut |event| {
+            if !stop && on_event(event).is_break() {
+                stop = true;
+            }
+        });
+        if let Err(too_large) = fed {
+            return StreamEnd::Failed(Error::MessageTooLarge {
+                limit: too_large.limit,
+            });
+        }
+        if stop {
+            return StreamEnd::Stopped;
+        }
+    }
+}
+
+/// The JSON-RPC messages in a body or an event's data; what is not JSON-RPC is logged and
+/// skipped.
+pub(crate) fn messages(server: &str, payload: &[u8]) -> Vec<Message> {
+    let trimmed = super::lines::trim_line(payload);
+    if trimmed.iter().all(u8::is_ascii_whitespace) {
+        return Vec::new();
+    }
+    match Message::parse(trimmed) {
+        Ok(m) => m,
+        Err(e) => {
+            log::debug!("[{server}] skipping a payload that is {e}");
+            Vec::new()
+        }
+    }
+}
