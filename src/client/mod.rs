@@ -104,13 +104,19 @@ impl Connection {
         ));
         let inbound: Arc<dyn Inbound> = router.clone();
         let transport: Arc<dyn Transport> = match endpoint {
-            Endpoint::Stdio(cmd) => Arc::new(StdioTransport::spawn(name, cmd, &options.stdio, inbound)?),
+            Endpoint::Stdio(cmd) => {
+                Arc::new(StdioTransport::spawn(name, cmd, &options.stdio, inbound)?)
+            }
             Endpoint::Http(target) | Endpoint::Url(target) => {
                 Arc::new(HttpTransport::new(name, target, &options.http, inbound)?)
             }
-            Endpoint::Sse(target) => {
-                Arc::new(SseTransport::connect(name, target, &options.http, inbound, deadline)?)
-            }
+            Endpoint::Sse(target) => Arc::new(SseTransport::connect(
+                name,
+                target,
+                &options.http,
+                inbound,
+                deadline,
+            )?),
         };
         router.attach(&transport);
         Ok(Connection {
@@ -226,19 +232,34 @@ fn with_progress_token(params: Option<Value>, token: i64) -> Value {
 impl Client {
     /// Connects to a server: starts it (stdio) and runs the handshake, bounded by
     /// `options.timeout`. On any failure the transport is closed again.
-    pub fn connect(name: &str, endpoint: &Endpoint, options: ConnectOptions) -> Result<Client, Error> {
+    pub fn connect(
+        name: &str,
+        endpoint: &Endpoint,
+        options: ConnectOptions,
+    ) -> Result<Client, Error> {
         let started = Instant::now();
         match Client::connect_once(name, endpoint, &options, started) {
-            Err(Error::Http { status, .. }) if matches!(endpoint, Endpoint::Url(_)) && [400, 404, 405].contains(&status) => {
-                let Endpoint::Url(target) = endpoint else { unreachable!() };
-                log::info!("[{name}] the server answered {status} to Streamable HTTP; trying legacy SSE");
+            Err(Error::Http { status, .. })
+                if matches!(endpoint, Endpoint::Url(_)) && [400, 404, 405].contains(&status) =>
+            {
+                let Endpoint::Url(target) = endpoint else {
+                    unreachable!()
+                };
+                log::info!(
+                    "[{name}] the server answered {status} to Streamable HTTP; trying legacy SSE"
+                );
                 Client::connect_once(name, &Endpoint::Sse(target.clone()), &options, started)
             }
             other => other,
         }
     }
 
-    fn connect_once(name: &str, endpoint: &Endpoint, options: &ConnectOptions, started: Instant) -> Result<Client, Error> {
+    fn connect_once(
+        name: &str,
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+        started: Instant,
+    ) -> Result<Client, Error> {
         let deadline = started + options.timeout;
         let conn = Connection::open(name, endpoint, options, deadline).map_err(|e| match e {
             Error::TransportClosed { .. } if Instant::now() >= deadline => Error::ConnectTimeout {

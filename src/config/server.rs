@@ -153,12 +153,20 @@ impl ServerConfig {
                 }))
             }
             kind => {
-                let url = self.url.clone().filter(|u| !u.trim().is_empty()).ok_or_else(|| Error::Config {
-                    message: format!("{} server requires \"url\" field", kind.as_str()),
-                })?;
+                let url = self
+                    .url
+                    .clone()
+                    .filter(|u| !u.trim().is_empty())
+                    .ok_or_else(|| Error::Config {
+                        message: format!("{} server requires \"url\" field", kind.as_str()),
+                    })?;
                 let target = HttpTarget {
                     url,
-                    headers: self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    headers: self
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
                     auth: None,
                 };
                 Ok(match (kind, self.transport.is_some()) {
@@ -198,14 +206,26 @@ mod tests {
 
     #[test]
     fn url_endpoints_name_their_transport_or_detect_it() {
-        let parse = |v: serde_json::Value| serde_json::from_value::<ServerConfig>(v).unwrap().endpoint(Path::new("/"));
+        let parse = |v: serde_json::Value| {
+            serde_json::from_value::<ServerConfig>(v)
+                .unwrap()
+                .endpoint(Path::new("/"))
+        };
         let url = "http://127.0.0.1:9/mcp";
         assert!(matches!(parse(json!({"url": url})).unwrap(), Endpoint::Url(t) if t.url == url));
-        assert!(matches!(parse(json!({"type": "http", "url": url})).unwrap(), Endpoint::Http(_)));
+        assert!(matches!(
+            parse(json!({"type": "http", "url": url})).unwrap(),
+            Endpoint::Http(_)
+        ));
         let sse = parse(json!({"type": "sse", "url": url, "headers": {"X-Key": "k"}})).unwrap();
-        assert!(matches!(&sse, Endpoint::Sse(t) if t.headers == [("X-Key".to_owned(), "k".to_owned())]));
+        assert!(
+            matches!(&sse, Endpoint::Sse(t) if t.headers == [("X-Key".to_owned(), "k".to_owned())])
+        );
         let missing = parse(json!({"type": "http"})).unwrap_err();
-        assert_eq!(missing.to_string(), "Invalid config: http server requires \"url\" field");
+        assert_eq!(
+            missing.to_string(),
+            "Invalid config: http server requires \"url\" field"
+        );
     }
 
     #[test]

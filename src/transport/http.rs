@@ -172,7 +172,8 @@ impl Transport for HttpTransport {
             }
         }
         s.agent.clone().shutdown();
-        s.inbound.on_closed(Error::closed("the connection was closed"));
+        s.inbound
+            .on_closed(Error::closed("the connection was closed"));
     }
 
     fn kind(&self) -> &'static str {
@@ -189,7 +190,10 @@ impl Transport for HttpTransport {
             .name(format!("mcp-{}-listen", self.shared.name))
             .spawn(move || shared.listen());
         if let Err(e) = spawned {
-            log::warn!("[{}] cannot start the GET stream listener: {e}", self.shared.name);
+            log::warn!(
+                "[{}] cannot start the GET stream listener: {e}",
+                self.shared.name
+            );
         }
     }
 }
@@ -203,7 +207,9 @@ impl Drop for HttpTransport {
 impl Shared {
     fn with_version<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         match *self.version.lock() {
-            Some(v) if v.sends_version_header() => request.header("MCP-Protocol-Version", v.as_str()),
+            Some(v) if v.sends_version_header() => {
+                request.header("MCP-Protocol-Version", v.as_str())
+            }
             _ => request,
         }
     }
@@ -247,7 +253,9 @@ impl Shared {
         let method = request.method.clone();
         let message = Message::Request(request);
         match self.post_and_resume(&message) {
-            Err(Error::Http { status: 404, .. }) if sent_with.is_some() && method != methods::INITIALIZE => {
+            Err(Error::Http { status: 404, .. })
+                if sent_with.is_some() && method != methods::INITIALIZE =>
+            {
                 self.reinitialize(sent_with.as_deref())?;
                 if IDEMPOTENT.contains(&method.as_str()) {
                     self.post_and_resume(&message)
@@ -313,7 +321,8 @@ impl Shared {
             .build()
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json");
-        let request = self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
+        let request =
+            self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
         let response = request
             .send(&body[..])
             .map_err(|e| web::transport_error(e, &self.target.url, "POST"))?;
@@ -327,10 +336,12 @@ impl Shared {
             return Ok(Reply::Accepted);
         }
         if web::is_event_stream(&response) {
-            return Ok(self.read_stream(response, expect, None));
+            return self.read_stream(response, expect, None);
         }
         let bytes = web::read_body(response, self.options.max_message_bytes, &self.target.url)?;
-        Ok(self.dispatch(&bytes, expect).map_or(Reply::Accepted, Reply::Answer))
+        Ok(self
+            .dispatch(&bytes, expect)
+            .map_or(Reply::Accepted, Reply::Answer))
     }
 
     /// Resumes a cut response stream with a GET carrying `Last-Event-ID`.
@@ -343,7 +354,8 @@ impl Shared {
             .build()
             .header("Accept", "text/event-stream")
             .header("Last-Event-ID", last_event_id);
-        let request = self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
+        let request =
+            self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
         let response = request
             .call()
             .map_err(|e| web::transport_error(e, &self.target.url, "GET"))?;
@@ -351,17 +363,28 @@ impl Shared {
             return Err(web::status_error(response));
         }
         if !web::is_event_stream(&response) {
-            return Err(Error::protocol("the resumed stream is not text/event-stream"));
+            return Err(Error::protocol(
+                "the resumed stream is not text/event-stream",
+            ));
         }
-        Ok(self.read_stream(response, Some(expect), Some(last_event_id)))
+        self.read_stream(response, Some(expect), Some(last_event_id))
     }
 
     /// Reads an event stream until `expect`'s response (dispatching everything else) or its end.
-    fn read_stream(&self, response: Response<Body>, expect: Option<&RequestId>, resumed_from: Option<&str>) -> Reply {
+    fn read_stream(
+        &self,
+        response: Response<Body>,
+        expect: Option<&RequestId>,
+        resumed_from: Option<&str>,
+    ) -> Result<Reply, Error> {
         let mut decoder = SseDecoder::new(self.options.max_message_bytes);
         let mut answer = None;
         let end = web::read_events(
-            response.into_body().into_with_config().limit(u64::MAX).reader(),
+            response
+                .into_body()
+                .into_with_config()
+                .limit(u64::MAX)
+                .reader(),
             &mut decoder,
             &mut |event| {
                 if event.event != "message" {
@@ -376,25 +399,22 @@ impl Shared {
             },
         );
         if let Some(r) = answer {
-            return Reply::Answer(r);
+            return Ok(Reply::Answer(r));
         }
-        if let StreamEnd::Failed(e) = &end {
+        if let StreamEnd::Failed(e) = end {
             log::debug!("[{}] response stream: {e}", self.name);
             if let Error::MessageTooLarge { .. } = e {
-                // Resuming would replay the same event; report the stream as unresumable.
-                return Reply::Cut {
-                    last_event_id: None,
-                    retry: None,
-                };
+                // Resuming would replay the same event: this request fails.
+                return Err(e);
             }
         }
-        Reply::Cut {
+        Ok(Reply::Cut {
             last_event_id: decoder
                 .last_event_id()
                 .map(str::to_owned)
                 .or_else(|| resumed_from.map(str::to_owned)),
             retry: decoder.retry_ms().map(Duration::from_millis),
-        }
+        })
     }
 
     /// Hands the messages of a payload to the sink, except the response to `expect`, which is
@@ -407,7 +427,9 @@ impl Shared {
                 Message::Response(r)
                     if answer.is_none()
                         && expect.is_some()
-                        && (r.id.as_ref() == expect || (wanted.is_some() && r.id.as_ref().and_then(RequestId::as_i64) == wanted)) =>
+                        && (r.id.as_ref() == expect
+                            || (wanted.is_some()
+                                && r.id.as_ref().and_then(RequestId::as_i64) == wanted)) =>
                 {
                     answer = Some(r)
                 }
@@ -423,7 +445,11 @@ impl Shared {
             let mut state = self.reinit.lock();
             let deadline = Instant::now() + self.options.post_timeout;
             while state.running {
-                if self.reinit_done.wait_until(&mut state, deadline).timed_out() {
+                if self
+                    .reinit_done
+                    .wait_until(&mut state, deadline)
+                    .timed_out()
+                {
                     return Err(Error::SessionExpired);
                 }
             }
@@ -439,7 +465,11 @@ impl Shared {
     }
 
     fn run_initialize(&self) -> Result<(), Error> {
-        let params = self.init_params.lock().clone().ok_or(Error::SessionExpired)?;
+        let params = self
+            .init_params
+            .lock()
+            .clone()
+            .ok_or(Error::SessionExpired)?;
         *self.session.lock() = None;
         let n = self.reinit_count.fetch_add(1, Ordering::SeqCst) + 1;
         let id = RequestId::String(format!("mcp-runtime-reinitialize-{n}"));
@@ -450,11 +480,16 @@ impl Shared {
         });
         match self.post(&init, Some(&id))? {
             Reply::Answer(RpcResponse { outcome: Ok(_), .. }) => {}
-            Reply::Answer(RpcResponse { outcome: Err(e), .. }) => return Err(e.into()),
+            Reply::Answer(RpcResponse {
+                outcome: Err(e), ..
+            }) => return Err(e.into()),
             _ => return Err(Error::SessionExpired),
         }
         self.post(&Message::notification(methods::INITIALIZED, None), None)?;
-        log::info!("[{}] the server forgot the session; re-initialized", self.name);
+        log::info!(
+            "[{}] the server forgot the session; re-initialized",
+            self.name
+        );
         Ok(())
     }
 
@@ -478,7 +513,8 @@ impl Shared {
             if let Some(id) = &last_event_id {
                 request = request.header("Last-Event-ID", id.as_str());
             }
-            let request = self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
+            let request = self
+                .with_version(self.with_session(web::with_target_headers(request, &self.target)));
             let mut delivered = false;
             let opened = Instant::now();
             match request.call() {
@@ -495,7 +531,11 @@ impl Shared {
                         self.remember_session(&response);
                         let mut decoder = SseDecoder::new(self.options.max_message_bytes);
                         let end = web::read_events(
-                            response.into_body().into_with_config().limit(u64::MAX).reader(),
+                            response
+                                .into_body()
+                                .into_with_config()
+                                .limit(u64::MAX)
+                                .reader(),
                             &mut decoder,
                             &mut |event| {
                                 if event.event == "message" {
@@ -523,7 +563,10 @@ impl Shared {
             let healthy = delivered || opened.elapsed() >= HEALTHY_STREAM;
             failures = if healthy { 0 } else { failures + 1 };
             if failures > MAX_LISTEN_FAILURES {
-                log::warn!("[{}] giving up on the GET stream after {failures} empty attempts", self.name);
+                log::warn!(
+                    "[{}] giving up on the GET stream after {failures} empty attempts",
+                    self.name
+                );
                 return;
             }
             let base = retry.unwrap_or(self.options.default_retry);

@@ -66,8 +66,16 @@ impl SseTransport {
         }
         let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<String>(1);
         let closed = Arc::new(AtomicBool::new(false));
-        let body = response.into_body().into_with_config().limit(u64::MAX).reader();
-        let (reader_name, reader_closed, limit) = (name.to_owned(), Arc::clone(&closed), options.max_message_bytes);
+        let body = response
+            .into_body()
+            .into_with_config()
+            .limit(u64::MAX)
+            .reader();
+        let (reader_name, reader_closed, limit) = (
+            name.to_owned(),
+            Arc::clone(&closed),
+            options.max_message_bytes,
+        );
         let spawned = std::thread::Builder::new()
             .name(format!("mcp-{name}-sse"))
             .spawn(move || {
@@ -85,7 +93,9 @@ impl SseTransport {
                                 inbound.on_message(m);
                             }
                         }
-                        other => log::debug!("[{reader_name}] ignoring an SSE event of type {other:?}"),
+                        other => {
+                            log::debug!("[{reader_name}] ignoring an SSE event of type {other:?}")
+                        }
                     }
                     ControlFlow::Continue(())
                 });
@@ -110,7 +120,11 @@ impl SseTransport {
                 return Err(Error::closed(format!(
                     "{} sent no endpoint event{}",
                     target.url,
-                    if Instant::now() >= deadline { " in time" } else { " before the stream ended" }
+                    if Instant::now() >= deadline {
+                        " in time"
+                    } else {
+                        " before the stream ended"
+                    }
                 )));
             }
         };

@@ -10,7 +10,9 @@ use crate::Error;
 pub(crate) fn origin(uri: &Uri) -> Option<(String, String, u16)> {
     let scheme = uri.scheme_str()?.to_ascii_lowercase();
     let host = uri.host()?.to_ascii_lowercase();
-    let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
     Some((scheme, host, port))
 }
 
@@ -56,16 +58,33 @@ mod tests {
     use super::*;
 
     fn r(base: &str, reference: &str) -> String {
-        resolve(&parse(base).unwrap(), reference).unwrap().to_string()
+        resolve(&parse(base).unwrap(), reference)
+            .unwrap()
+            .to_string()
     }
 
     #[test]
     fn resolves_the_shapes_servers_send() {
-        assert_eq!(r("http://127.0.0.1:3001/sse", "/messages?sessionId=a"), "http://127.0.0.1:3001/messages?sessionId=a");
-        assert_eq!(r("http://127.0.0.1:3001/mcp/sse", "messages?s=1"), "http://127.0.0.1:3001/mcp/messages?s=1");
-        assert_eq!(r("http://127.0.0.1:3001/sse", "?s=2"), "http://127.0.0.1:3001/sse?s=2");
-        assert_eq!(r("http://127.0.0.1:3001/sse", "http://127.0.0.1:3001/m"), "http://127.0.0.1:3001/m");
-        assert_eq!(r("https://h.test/sse", "//other.test/m"), "https://other.test/m");
+        assert_eq!(
+            r("http://127.0.0.1:3001/sse", "/messages?sessionId=a"),
+            "http://127.0.0.1:3001/messages?sessionId=a"
+        );
+        assert_eq!(
+            r("http://127.0.0.1:3001/mcp/sse", "messages?s=1"),
+            "http://127.0.0.1:3001/mcp/messages?s=1"
+        );
+        assert_eq!(
+            r("http://127.0.0.1:3001/sse", "?s=2"),
+            "http://127.0.0.1:3001/sse?s=2"
+        );
+        assert_eq!(
+            r("http://127.0.0.1:3001/sse", "http://127.0.0.1:3001/m"),
+            "http://127.0.0.1:3001/m"
+        );
+        assert_eq!(
+            r("https://h.test/sse", "//other.test/m"),
+            "https://other.test/m"
+        );
     }
 
     #[test]

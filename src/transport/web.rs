@@ -186,7 +186,11 @@ pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
 }
 
 /// Reads the full (capped) body of a response.
-pub(crate) fn read_body(response: Response<Body>, limit: usize, url: &str) -> Result<Vec<u8>, Error> {
+pub(crate) fn read_body(
+    response: Response<Body>,
+    limit: usize,
+    url: &str,
+) -> Result<Vec<u8>, Error> {
     response
         .into_body()
         .into_with_config()
@@ -221,7 +225,9 @@ pub(crate) fn read_events(
             }
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return StreamEnd::Failed(Error::closed(format!("the event stream broke: {e}"))),
+            Err(e) => {
+                return StreamEnd::Failed(Error::closed(format!("the event stream broke: {e}")))
+            }
         };
         let mut stop = false;
         let fed = decoder.feed(&buf[..n], &mut |event| {

@@ -1,0 +1,468 @@
+//! A scriptable MCP server over HTTP/1.1, written on `std::net` for the transport tests. It
+//! listens on `127.0.0.1:0`, speaks Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse`
+//! (+ `/messages`), records every request, and misbehaves on demand.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::{json, Value};
+
+/// A canned answer: status, headers, body.
+pub type Canned = (u16, Vec<(String, String)>, String);
+
+/// How the server behaves.
+#[derive(Clone, Default)]
+pub struct Behaviour {
+    /// Answer POSTed requests with an event stream instead of JSON.
+    pub sse_replies: bool,
+    /// Offer a GET stream at `/mcp` (otherwise 405).
+    pub get_stream: bool,
+    /// Cut the first `tools/call` stream after a priming event; deliver the response on the GET
+    /// that resumes it.
+    pub cut_first_call: bool,
+    /// Forget every session once this many `tools/*` POSTs were answered.
+    pub expire_after: Option<usize>,
+    /// Answer every POST to `/mcp` with this status, headers and body.
+    pub post_status: Option<Canned>,
+    /// Never answer `tools/call`.
+    pub hang_calls: bool,
+    /// Answer `tools/call` with one event of this many bytes.
+    pub oversized_event: Option<usize>,
+    /// Answer `tools/call` with a stream cut in the middle of an event (no id).
+    pub cut_mid_event: bool,
+    /// Legacy SSE: the endpoint event names another origin.
+    pub cross_origin_endpoint: bool,
+    /// Legacy SSE: the endpoint event is an absolute path (else a relative one).
+    pub absolute_endpoint: bool,
+}
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub headers: HashMap<String, String>,
+    pub body: Value,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+    pub fn rpc_method(&self) -> Option<&str> {
+        self.body.get("method").and_then(Value::as_str)
+    }
+}
+
+struct State {
+    behaviour: Behaviour,
+    port: u16,
+    seen: Mutex<Vec<Seen>>,
+    seen_changed: std::sync::Condvar,
+    sessions: Mutex<Vec<String>>,
+    next_session: AtomicUsize,
+    tool_posts: AtomicUsize,
+    cut_done: AtomicBool,
+    /// Messages queued for the GET stream (Streamable HTTP) or the legacy stream.
+    push: (Sender<Value>, Receiver<Value>),
+    /// Responses held back for the resumed stream.
+    resumed: Mutex<Vec<Value>>,
+    /// Answers from the client to our server requests.
+    answers: (Sender<Value>, Receiver<Value>),
+    stop: AtomicBool,
+    /// Ends the legacy stream when set.
+    end_legacy: AtomicBool,
+}
+
+/// The running server. Dropping it stops it.
+pub struct TestHttp {
+    state: Arc<State>,
+}
+
+impl TestHttp {
+    pub fn start(behaviour: Behaviour) -> TestHttp {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(State {
+            behaviour,
+            port,
+            seen: Mutex::new(Vec::new()),
+            seen_changed: std::sync::Condvar::new(),
+            sessions: Mutex::new(Vec::new()),
+            next_session: AtomicUsize::new(1),
+            tool_posts: AtomicUsize::new(0),
+            cut_done: AtomicBool::new(false),
+            push: crossbeam_channel::unbounded(),
+            resumed: Mutex::new(Vec::new()),
+            answers: crossbeam_channel::unbounded(),
+            stop: AtomicBool::new(false),
+            end_legacy: AtomicBool::new(false),
+        });
+        let s = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(conn) = conn else { continue };
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || serve(&s, conn));
+            }
+        });
+        TestHttp { state }
+    }
+
+    /// The Streamable HTTP URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.state.port)
+    }
+
+    /// The legacy SSE URL.
+    pub fn sse_url(&self) -> String {
+        format!("http://127.0.0.1:{}/sse", self.state.port)
+    }
+
+    /// Every request so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.seen.lock().unwrap().clone()
+    }
+
+    /// Waits (bounded) until a request with JSON-RPC method `rpc` arrived.
+    pub fn wait_for(&self, rpc: &str) -> Seen {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut seen = self.state.seen.lock().unwrap();
+        loop {
+            if let Some(r) = seen.iter().find(|r| r.rpc_method() == Some(rpc)) {
+                return r.clone();
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "{rpc} never arrived");
+            seen = self.state.seen_changed.wait_timeout(seen, left).unwrap().0;
+        }
+    }
+
+    /// Queues a message for the GET (or legacy) stream.
+    pub fn push(&self, message: Value) {
+        self.state.push.0.send(message).unwrap();
+    }
+
+    /// Waits for the client's answer to one of our server requests.
+    pub fn answer(&self) -> Value {
+        self.state
+            .answers
+            .1
+            .recv_timeout(Duration::from_secs(10))
+            .expect("an answer from the client")
+    }
+
+    /// Ends the legacy SSE stream.
+    pub fn end_legacy_stream(&self) {
+        self.state.end_legacy.store(true, Ordering::SeqCst);
+        self.state.push.0.send(Value::Null).unwrap();
+    }
+}
+
+impl Drop for TestHttp {
+    fn drop(&mut self) {
+        self.state.stop.store(true, Ordering::SeqCst);
+        self.state.end_legacy.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.state.port));
+    }
+}
+
+fn serve(s: &Arc<State>, conn: TcpStream) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut out = conn;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, path) = (
+            parts.next().unwrap_or("").to_owned(),
+            parts.next().unwrap_or("").to_owned(),
+        );
+        let mut headers = HashMap::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+            }
+        }
+        let len: usize = headers
+            .get("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let seen = Seen {
+            method,
+            path,
+            headers,
+            body,
+        };
+        s.seen.lock().unwrap().push(seen.clone());
+        s.seen_changed.notify_all();
+        if !handle(s, &seen, &mut out) {
+            return;
+        }
+    }
+}
+
+/// Writes a whole response; true to keep the connection.
+fn respond(out: &mut TcpStream, status: u16, headers: &[(&str, String)], body: &str) -> bool {
+    let mut head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    out.write_all(head.as_bytes()).is_ok() && out.write_all(body.as_bytes()).is_ok()
+}
+
+fn start_stream(out: &mut TcpStream, headers: &[(&str, String)]) -> bool {
+    let mut head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n".to_owned();
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    out.write_all(head.as_bytes()).is_ok()
+}
+
+fn event(out: &mut TcpStream, id: Option<&str>, event: Option<&str>, data: &str) -> bool {
+    let mut text = String::new();
+    if let Some(id) = id {
+        text.push_str(&format!("id: {id}\n"));
+    }
+    if let Some(e) = event {
+        text.push_str(&format!("event: {e}\n"));
+    }
+    text.push_str(&format!("data: {data}\n\n"));
+    out.write_all(text.as_bytes()).is_ok() && out.flush().is_ok()
+}
+
+fn handle(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
+    let b = &s.behaviour;
+    match (
+        req.method.as_str(),
+        req.path.split('?').next().unwrap_or(""),
+    ) {
+        ("POST", "/mcp") => {
+            if let Some((status, headers, body)) = &b.post_status {
+                let headers: Vec<(&str, String)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.clone()))
+                    .collect();
+                return respond(out, *status, &headers, body);
+            }
+            post_mcp(s, req, out)
+        }
+        ("GET", "/mcp") => {
+            if !b.get_stream && req.header("last-event-id").is_none() {
+                return respond(out, 405, &[], "");
+            }
+            if let Some(last) = req.header("last-event-id") {
+                // Resuming a cut response stream: replay what was held back after `last`.
+                start_stream(out, &[]);
+                let held: Vec<Value> = s.resumed.lock().unwrap().drain(..).collect();
+                for (i, m) in held.iter().enumerate() {
+                    event(out, Some(&format!("{last}-r{i}")), None, &m.to_string());
+                }
+                return false;
+            }
+            if !known_session(s, req) {
+                return respond(out, 404, &[], "unknown session");
+            }
+            start_stream(out, &[]);
+            event(out, Some("g0"), None, "");
+            while !s.stop.load(Ordering::SeqCst) {
+                match s.push.1.recv_timeout(Duration::from_millis(100)) {
+                    Ok(Value::Null) => return false,
+                    Ok(m) => {
+                        if !event(out, None, None, &m.to_string()) {
+                            return false;
+                        }
+                    }
+                    Err(_) => {
+                        if out.write_all(b": keepalive\n\n").is_err() {
+                            return false;
+                        }
+                    }
+                }
+            }
+            false
+        }
+        ("DELETE", "/mcp") => respond(out, 200, &[], ""),
+        ("GET", "/sse") => legacy_stream(s, out),
+        ("POST", "/sse") => respond(out, 405, &[], "use GET"),
+        ("POST", "/messages") => {
+            if req.rpc_method() == Some("hang/forever") {
+                return respond(out, 202, &[], "Accepted");
+            }
+            if let Some(reply) = answer(s, &req.body) {
+                s.push.0.send(reply).unwrap();
+            }
+            respond(out, 202, &[], "Accepted")
+        }
+        _ => respond(out, 404, &[], "not found"),
+    }
+}
+
+fn known_session(s: &State, req: &Seen) -> bool {
+    match req.header("mcp-session-id") {
+        Some(id) => s.sessions.lock().unwrap().iter().any(|k| k == id),
+        None => false,
+    }
+}
+
+fn post_mcp(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
+    let b = &s.behaviour;
+    let rpc = req.rpc_method().unwrap_or("");
+    let mut headers: Vec<(&str, String)> = Vec::new();
+    if rpc == "initialize" {
+        let id = format!("session-{}", s.next_session.fetch_add(1, Ordering::SeqCst));
+        s.sessions.lock().unwrap().push(id.clone());
+        headers.push(("Mcp-Session-Id", id));
+    } else if !known_session(s, req) {
+        return respond(
+            out,
+            404,
+            &[],
+            "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32001,\"message\":\"Session not found\"}}",
+        );
+    }
+    if rpc.starts_with("tools/") {
+        let n = s.tool_posts.fetch_add(1, Ordering::SeqCst) + 1;
+        if b.expire_after.is_some_and(|limit| n > limit) {
+            s.sessions.lock().unwrap().clear();
+            s.tool_posts.store(0, Ordering::SeqCst);
+            return respond(out, 404, &[], "session expired");
+        }
+    }
+    let Some(reply) = answer(s, &req.body) else {
+        // A notification or a response (to our server request): accepted.
+        return respond(out, 202, &headers, "");
+    };
+    if rpc == "tools/call" {
+        if b.hang_calls {
+            // Hold the call unanswered until the server stops (at most a minute).
+            for _ in 0..600 {
+                if s.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            return false;
+        }
+        if let Some(size) = b.oversized_event {
+            start_stream(out, &headers);
+            event(
+                out,
+                None,
+                None,
+                &format!("{{\"pad\":\"{}\"}}", "x".repeat(size)),
+            );
+            return false;
+        }
+        if b.cut_mid_event {
+            start_stream(out, &headers);
+            let _ = out.write_all(b"data: {\"jsonrpc\":\"2.0\",\"id\":");
+            return false;
+        }
+        if b.cut_first_call && !s.cut_done.swap(true, Ordering::SeqCst) {
+            s.resumed.lock().unwrap().push(reply);
+            start_stream(out, &headers);
+            let _ = out.write_all(b"id: e1\nretry: 20\ndata:\n\n");
+            return false;
+        }
+    }
+    if b.sse_replies && rpc != "initialize" {
+        start_stream(out, &headers);
+        if let Some(token) = req.body.pointer("/params/_meta/progressToken") {
+            let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                                  "params": {"progressToken": token, "progress": 1, "total": 1}});
+            event(out, Some("p1"), None, &progress.to_string());
+        }
+        event(out, Some("p2"), None, &reply.to_string());
+        return false;
+    }
+    headers.push(("Content-Type", "application/json".into()));
+    respond(out, 200, &headers, &reply.to_string())
+}
+
+/// The JSON-RPC reply to a client message (None for notifications and responses).
+fn answer(s: &State, msg: &Value) -> Option<Value> {
+    let id = msg.get("id")?.clone();
+    let Some(method) = msg.get("method").and_then(Value::as_str) else {
+        s.answers.0.send(msg.clone()).unwrap();
+        return None;
+    };
+    let result = match method {
+        "initialize" => json!({
+            "protocolVersion": msg.pointer("/params/protocolVersion").cloned().unwrap_or(json!("2025-11-25")),
+            "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "test-http", "version": "1"}
+        }),
+        "ping" => json!({}),
+        "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object",
+            "properties": {"message": {"type": "string", "default": "hi"}}}}]}),
+        "tools/call" => {
+            let text = msg
+                .pointer("/params/arguments/message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            json!({"content": [{"type": "text", "text": text}]})
+        }
+        other => {
+            return Some(json!({"jsonrpc": "2.0", "id": id,
+                               "error": {"code": -32601, "message": format!("Method not found: {other}")}}))
+        }
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+fn legacy_stream(s: &Arc<State>, out: &mut TcpStream) -> bool {
+    start_stream(out, &[]);
+    let b = &s.behaviour;
+    let endpoint = if b.cross_origin_endpoint {
+        format!(
+            "http://127.0.0.1:{}/messages?sessionId=x",
+            s.port.wrapping_add(1)
+        )
+    } else if b.absolute_endpoint {
+        "/messages?sessionId=abc".to_owned()
+    } else {
+        "messages?sessionId=abc".to_owned()
+    };
+    event(out, None, Some("endpoint"), &endpoint);
+    while !s.end_legacy.load(Ordering::SeqCst) {
+        match s.push.1.recv_timeout(Duration::from_millis(100)) {
+            Ok(Value::Null) => break,
+            Ok(m) => {
+                if !event(out, None, Some("message"), &m.to_string()) {
+                    return false;
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    false
+}

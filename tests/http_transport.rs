@@ -1,0 +1,406 @@
+//! The HTTP transports against real HTTP servers on 127.0.0.1 (written in the tests).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::http_server::{Behaviour, TestHttp};
+use crossbeam_channel::Sender;
+use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
+use mcp_runtime::transport::{HttpOptions, HttpTarget};
+use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, Error};
+use serde_json::json;
+
+fn options() -> ConnectOptions {
+    ConnectOptions {
+        timeout: Duration::from_secs(10),
+        request_timeout: Duration::from_secs(10),
+        ..ConnectOptions::default()
+    }
+}
+
+fn http(server: &TestHttp) -> Endpoint {
+    Endpoint::Http(HttpTarget::new(server.url()).header("X-Api-Key", "secret-value"))
+}
+
+fn echo(client: &Client, message: &str) -> Result<String, Error> {
+    client
+        .call_tool(
+            "echo",
+            json!({ "message": message }),
+            CallOptions::default(),
+        )
+        .map(|r| r.text())
+}
+
+#[test]
+fn json_replies_with_session_and_version_headers() {
+    let server = TestHttp::start(Behaviour::default());
+    let client = Client::connect("json", &http(&server), options()).unwrap();
+    assert_eq!(client.transport_kind(), "http");
+    assert_eq!(client.list_tools().unwrap()[0].name, "echo");
+    assert_eq!(echo(&client, "over http").unwrap(), "over http");
+    client.close();
+
+    let seen = server.seen();
+    let posts: Vec<_> = seen.iter().filter(|r| r.method == "POST").collect();
+    let init = posts
+        .iter()
+        .find(|r| r.rpc_method() == Some("initialize"))
+        .unwrap();
+    assert_eq!(
+        init.header("accept"),
+        Some("application/json, text/event-stream")
+    );
+    assert_eq!(init.header("content-type"), Some("application/json"));
+    assert_eq!(init.header("x-api-key"), Some("secret-value"));
+    assert_eq!(init.header("mcp-session-id"), None);
+    assert_eq!(init.header("mcp-protocol-version"), None);
+    for later in posts
+        .iter()
+        .filter(|r| r.rpc_method() != Some("initialize"))
+    {
+        assert_eq!(
+            later.header("mcp-session-id"),
+            Some("session-1"),
+            "{later:?}"
+        );
+        assert_eq!(
+            later.header("mcp-protocol-version"),
+            Some("2025-11-25"),
+            "{later:?}"
+        );
+    }
+    assert!(posts
+        .iter()
+        .any(|r| r.rpc_method() == Some("notifications/initialized")));
+    let delete = seen
+        .iter()
+        .find(|r| r.method == "DELETE")
+        .expect("DELETE on close");
+    assert_eq!(delete.header("mcp-session-id"), Some("session-1"));
+}
+
+#[test]
+fn sse_replies_deliver_progress_then_the_response() {
+    let server = TestHttp::start(Behaviour {
+        sse_replies: true,
+        ..Behaviour::default()
+    });
+    let client = Client::connect("sse-replies", &http(&server), options()).unwrap();
+    let mut progress = Vec::new();
+    let out = client
+        .call_tool(
+            "echo",
+            json!({"message": "streamed"}),
+            CallOptions::default().with_progress(|p| progress.push(p.progress)),
+        )
+        .unwrap();
+    assert_eq!(out.text(), "streamed");
+    assert_eq!(progress, [1.0]);
+    assert_eq!(client.list_tools().unwrap().len(), 1);
+}
+
+#[test]
+fn an_expired_session_is_re_initialized_once_and_only_idempotent_requests_are_re_sent() {
+    let server = TestHttp::start(Behaviour {
+        expire_after: Some(1),
+        ..Behaviour::default()
+    });
+    let client = Client::connect("expiring", &http(&server), options()).unwrap();
+    assert_eq!(client.list_tools().unwrap().len(), 1);
+    // The session is now forgotten: tools/list re-initializes and is re-sent.
+    assert_eq!(client.list_tools().unwrap().len(), 1);
+    let inits = server
+        .seen()
+        .iter()
+        .filter(|r| r.rpc_method() == Some("initialize"))
+        .count();
+    assert_eq!(inits, 2);
+    // Forgotten again: a tool call is not re-sent.
+    assert_eq!(echo(&client, "twice?").unwrap_err(), Error::SessionExpired);
+    let calls = server
+        .seen()
+        .iter()
+        .filter(|r| r.rpc_method() == Some("tools/call"))
+        .count();
+    assert_eq!(calls, 1);
+    // The new session works.
+    assert_eq!(echo(&client, "again").unwrap(), "again");
+}
+
+struct Roots {
+    changed: Sender<String>,
+}
+
+impl ClientHandler for Roots {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            roots: Some(json!({})),
+            ..Default::default()
+        }
+    }
+    fn list_roots(&self, _: &str) -> Result<ListRootsResult, RpcError> {
+        Ok(ListRootsResult {
+            roots: vec![Root::from_path(std::path::Path::new("/srv/project"))],
+        })
+    }
+    fn on_tools_list_changed(&self, server: &str) {
+        let _ = self.changed.send(server.to_owned());
+    }
+}
+
+#[test]
+fn the_get_stream_carries_server_requests_and_notifications() {
+    let server = TestHttp::start(Behaviour {
+        get_stream: true,
+        ..Behaviour::default()
+    });
+    let (tx, changed) = crossbeam_channel::unbounded();
+    let opts = ConnectOptions {
+        handler: Arc::new(Roots { changed: tx }),
+        ..options()
+    };
+    let client = Client::connect("listening", &http(&server), opts).unwrap();
+    server.push(json!({"jsonrpc": "2.0", "id": "s1", "method": "ping"}));
+    let answer = server.answer();
+    assert_eq!(answer, json!({"jsonrpc": "2.0", "id": "s1", "result": {}}));
+    server.push(json!({"jsonrpc": "2.0", "id": "s2", "method": "roots/list"}));
+    let answer = server.answer();
+    assert_eq!(answer["result"]["roots"][0]["uri"], "file:///srv/project");
+    server.push(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    assert_eq!(
+        changed.recv_timeout(Duration::from_secs(10)).unwrap(),
+        "listening"
+    );
+    let get = server
+        .seen()
+        .into_iter()
+        .find(|r| r.method == "GET")
+        .unwrap();
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    assert_eq!(get.header("mcp-session-id"), Some("session-1"));
+    client.close();
+}
+
+#[test]
+fn a_server_without_a_get_stream_is_fine() {
+    let server = TestHttp::start(Behaviour::default());
+    let client = Client::connect("no-get", &http(&server), options()).unwrap();
+    assert_eq!(echo(&client, "still works").unwrap(), "still works");
+}
+
+#[test]
+fn a_cut_response_stream_is_resumed_with_last_event_id() {
+    let server = TestHttp::start(Behaviour {
+        cut_first_call: true,
+        ..Behaviour::default()
+    });
+    let client = Client::connect("resume", &http(&server), options()).unwrap();
+    assert_eq!(echo(&client, "after the cut").unwrap(), "after the cut");
+    let resumed = server
+        .seen()
+        .into_iter()
+        .find(|r| r.method == "GET" && r.header("last-event-id").is_some())
+        .expect("a resuming GET");
+    assert_eq!(resumed.header("last-event-id"), Some("e1"));
+    assert_eq!(resumed.header("mcp-session-id"), Some("session-1"));
+}
+
+#[test]
+fn a_stream_cut_mid_event_without_an_id_fails_that_call_only() {
+    let server = TestHttp::start(Behaviour {
+        cut_mid_event: true,
+        ..Behaviour::default()
+    });
+    let client = Client::connect("cut", &http(&server), options()).unwrap();
+    let err = echo(&client, "lost").unwrap_err();
+    assert!(
+        matches!(&err, Error::TransportClosed { reason, .. } if reason.contains("no event id")),
+        "{err:?}"
+    );
+    assert_eq!(client.list_tools().unwrap().len(), 1);
+}
+
+#[test]
+fn an_oversized_event_fails_the_call_with_message_too_large() {
+    let server = TestHttp::start(Behaviour {
+        oversized_event: Some(100_000),
+        ..Behaviour::default()
+    });
+    let opts = ConnectOptions {
+        http: HttpOptions {
+            max_message_bytes: 10_000,
+            ..HttpOptions::default()
+        },
+        ..options()
+    };
+    let client = Client::connect("oversized", &http(&server), opts).unwrap();
+    let err = echo(&client, "big").unwrap_err();
+    assert_eq!(err, Error::MessageTooLarge { limit: 10_000 });
+    // Only that call failed.
+    assert_eq!(client.list_tools().unwrap().len(), 1);
+}
+
+#[test]
+fn a_hanging_server_times_the_call_out_and_close_interrupts_it() {
+    let server = TestHttp::start(Behaviour {
+        hang_calls: true,
+        ..Behaviour::default()
+    });
+    let client = Client::connect("hanging", &http(&server), options()).unwrap();
+    let err = client
+        .call_tool(
+            "echo",
+            json!({}),
+            CallOptions::timeout(Duration::from_millis(200)),
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    // The timeout was announced to the server.
+    let cancelled = server
+        .seen()
+        .into_iter()
+        .find(|r| r.rpc_method() == Some("notifications/cancelled"))
+        .expect("notifications/cancelled");
+    assert!(cancelled.body["params"]["requestId"].is_i64());
+    client.close();
+}
+
+#[test]
+fn status_401_is_typed_with_www_authenticate_and_never_falls_back() {
+    let server = TestHttp::start(Behaviour {
+        post_status: Some((
+            401,
+            vec![(
+                "WWW-Authenticate".into(),
+                "Bearer resource_metadata=\"x\"".into(),
+            )],
+            "unauthorized".into(),
+        )),
+        ..Behaviour::default()
+    });
+    let err = Client::connect("auth", &Endpoint::url(server.url()), options()).unwrap_err();
+    assert_eq!(
+        err,
+        Error::Http {
+            status: 401,
+            body: "unauthorized".into(),
+            www_authenticate: Some("Bearer resource_metadata=\"x\"".into())
+        }
+    );
+    assert!(
+        server.seen().iter().all(|r| r.method == "POST"),
+        "no fallback GET"
+    );
+}
+
+#[test]
+fn status_500_is_typed_and_never_falls_back() {
+    let server = TestHttp::start(Behaviour {
+        post_status: Some((500, vec![], "boom".into())),
+        ..Behaviour::default()
+    });
+    let err = Client::connect("fivehundred", &Endpoint::url(server.url()), options()).unwrap_err();
+    assert!(matches!(err, Error::Http { status: 500, .. }), "{err:?}");
+    assert_eq!(err.to_string(), "HTTP 500: boom");
+    assert!(server.seen().iter().all(|r| r.method == "POST"));
+}
+
+#[test]
+fn a_refused_connection_is_a_transport_error_without_fallback() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let err = Client::connect(
+        "refused",
+        &Endpoint::url(format!("http://127.0.0.1:{port}/mcp")),
+        options(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::TransportClosed { .. }), "{err:?}");
+}
+
+#[test]
+fn legacy_sse_with_a_relative_endpoint() {
+    for absolute in [false, true] {
+        let server = TestHttp::start(Behaviour {
+            absolute_endpoint: absolute,
+            ..Behaviour::default()
+        });
+        let endpoint = Endpoint::Sse(HttpTarget::new(server.sse_url()).header("X-Api-Key", "k"));
+        let client = Client::connect("legacy", &endpoint, options()).unwrap();
+        assert_eq!(client.transport_kind(), "sse");
+        assert_eq!(client.list_tools().unwrap().len(), 1);
+        assert_eq!(echo(&client, "legacy").unwrap(), "legacy");
+        let post = server
+            .seen()
+            .into_iter()
+            .find(|r| r.method == "POST")
+            .unwrap();
+        assert_eq!(post.path, "/messages?sessionId=abc");
+        assert_eq!(post.header("x-api-key"), Some("k"));
+        client.close();
+    }
+}
+
+#[test]
+fn legacy_sse_refuses_an_endpoint_on_another_origin() {
+    let server = TestHttp::start(Behaviour {
+        cross_origin_endpoint: true,
+        ..Behaviour::default()
+    });
+    let err = Client::connect(
+        "evil",
+        &Endpoint::Sse(HttpTarget::new(server.sse_url())),
+        options(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::Protocol { message } if message.contains("origin")),
+        "{err:?}"
+    );
+    assert!(
+        server.seen().iter().all(|r| r.method == "GET"),
+        "nothing was POSTed anywhere"
+    );
+}
+
+#[test]
+fn the_end_of_the_legacy_stream_fails_every_pending_call() {
+    let server = TestHttp::start(Behaviour::default());
+    let client = Client::connect(
+        "ending",
+        &Endpoint::Sse(HttpTarget::new(server.sse_url())),
+        options(),
+    )
+    .unwrap();
+    let c2 = client.clone();
+    let pending =
+        std::thread::spawn(move || c2.request("hang/forever", None, CallOptions::default()));
+    server.wait_for("hang/forever");
+    server.end_legacy_stream();
+    let err = pending.join().unwrap().unwrap_err();
+    assert!(
+        matches!(&err, Error::TransportClosed { reason, .. } if reason.contains("ended")),
+        "{err:?}"
+    );
+    let err = echo(&client, "after the end").unwrap_err();
+    assert!(
+        matches!(&err, Error::TransportClosed { reason, .. } if reason.contains("ended")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_url_falls_back_to_legacy_sse_on_405() {
+    // The server refuses POST to the URL with 405 but serves a legacy stream at GET /sse: point
+    // the URL there.
+    let server = TestHttp::start(Behaviour::default());
+    let client = Client::connect("fallback", &Endpoint::url(server.sse_url()), options()).unwrap();
+    assert_eq!(client.transport_kind(), "sse");
+    assert_eq!(echo(&client, "fell back").unwrap(), "fell back");
+}
