@@ -176,3 +176,68 @@ fn a_malformed_config_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn probe_a_stdio_server_and_report_in_json() {
+    let out = run(&[
+        "--json",
+        "--timeout",
+        "5000",
+        "probe",
+        "--",
+        common::server_path(),
+        "--tools",
+        "2",
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["server"], "mcp-test-server");
+    assert_eq!(report["protocolVersion"], "2025-11-25");
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 19);
+    let by_tool = |name: &str| calls.iter().find(|c| c["tool"] == name).unwrap().clone();
+    assert_eq!(
+        by_tool("echo"),
+        json!({"tool": "echo", "ok": true, "isError": false, "error": null})
+    );
+    // `hang` never answers and `crash` kills the server: protocol failures, so exit status 1.
+    assert_eq!(by_tool("hang")["ok"], false);
+    assert_eq!(by_tool("crash")["ok"], false);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn probe_a_server_that_cannot_start() {
+    let out = run(&["probe", "--", "/nonexistent/server"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("connect: FAILED: Failed to start MCP server"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn an_http_server_in_the_config() {
+    let server = common::http_server::TestHttp::start(Default::default());
+    let cfg = config_file(
+        "http",
+        json!({"remote": {"type": "http", "url": server.url()}}),
+    );
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "call",
+        "mcp_remote_echo",
+        r#"{"message":"via config"}"#,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout(&out), "via config\n");
+    let out = run(&["--config", cfg.to_str().unwrap(), "--json", "status"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["transport"], "http");
+    assert_eq!(rows[0]["status"], "connected");
+}

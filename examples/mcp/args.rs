@@ -13,6 +13,10 @@ commands:
   tools                  list every exposed tool
   call TOOL [ARGS_JSON]  call a tool by its exposed name (mcp_<server>_<tool>)
   status                 every server: status, error, source
+  probe [--header K:V]... TARGET
+                         headless check of one server; TARGET is a URL (the last argument) or
+                         `-- command args...` for stdio: connect, answer server requests
+                         unattended, call every tool with arguments from its schema
 
 options:
   --config FILE  a .mcp.json-shaped file ({\"mcpServers\": {...}}); default: <cwd>/.mcp.json
@@ -22,7 +26,8 @@ options:
   -v             more logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too
   -h, --help     this text
 
-exit status: 0 done; 1 a call failed or returned isError; 2 bad usage
+exit status: 0 done; 1 a call failed or returned isError, or probe found a protocol failure;
+2 bad usage
 ";
 
 /// What to do.
@@ -32,6 +37,7 @@ pub enum Command {
     Tools,
     Call { tool: String, args: String },
     Status,
+    Probe(crate::probe::Target),
     Help,
 }
 
@@ -57,8 +63,14 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         command: Command::Demo,
     };
     let mut rest: Vec<String> = Vec::new();
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut command: Option<Vec<String>> = None;
     let mut it = argv.iter();
     while let Some(a) = it.next() {
+        if a == "--" {
+            command = Some(it.by_ref().cloned().collect());
+            break;
+        }
         let mut value = |flag: &str| {
             it.next()
                 .cloned()
@@ -76,6 +88,13 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 );
             }
             "-h" | "--help" => args.command = Command::Help,
+            "--header" => {
+                let v = value("--header")?;
+                let (k, v) = v
+                    .split_once(':')
+                    .ok_or_else(|| format!("--header takes K:V, not {v:?}"))?;
+                headers.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
             v if v.starts_with("-v") && v[1..].chars().all(|c| c == 'v') => {
                 args.verbosity += v.len() - 1
             }
@@ -93,6 +112,17 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         None => Command::Demo,
         Some("tools") => Command::Tools,
         Some("status") => Command::Status,
+        Some("probe") => {
+            let target = match (command.take(), words.next()) {
+                (Some(argv), None) if !argv.is_empty() => crate::probe::Target::Command(argv),
+                (None, Some(url)) => crate::probe::Target::Url {
+                    url,
+                    headers: std::mem::take(&mut headers),
+                },
+                _ => return Err("probe needs a URL or `-- command args...`".into()),
+            };
+            Command::Probe(target)
+        }
         Some("call") => {
             let tool = words.next().ok_or("call needs a TOOL")?;
             let json = words.next().unwrap_or_else(|| "{}".into());
@@ -102,6 +132,12 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     };
     if let Some(extra) = words.next() {
         return Err(format!("unexpected argument {extra:?}"));
+    }
+    if command.is_some() {
+        return Err("`-- command` goes with probe".into());
+    }
+    if !headers.is_empty() {
+        return Err("--header goes with probe URL".into());
     }
     Ok(args)
 }
@@ -141,5 +177,30 @@ mod tests {
         assert!(p(&["--nope"]).is_err());
         assert!(p(&["--timeout", "soon"]).is_err());
         assert!(p(&["call"]).is_err());
+        let a = p(&[
+            "probe",
+            "--header",
+            "Authorization: Bearer t",
+            "http://127.0.0.1:1/mcp",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.command,
+            Command::Probe(crate::probe::Target::Url {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer t".into())]
+            })
+        );
+        let a = p(&["--json", "probe", "--", "npx", "-y", "server"]).unwrap();
+        assert_eq!(
+            a.command,
+            Command::Probe(crate::probe::Target::Command(vec![
+                "npx".into(),
+                "-y".into(),
+                "server".into()
+            ]))
+        );
+        assert!(p(&["probe"]).is_err());
+        assert!(p(&["tools", "--", "x"]).is_err());
     }
 }

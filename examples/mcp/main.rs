@@ -5,6 +5,7 @@ mod args;
 mod demo;
 mod demo_server;
 mod fleet;
+mod probe;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -72,6 +73,10 @@ fn run(args: &Args) -> Result<u8, String> {
             print_status(&fleet, &path, args.json);
             fleet.close();
             Ok(0)
+        }
+        Command::Probe(target) => {
+            let call_timeout = Duration::from_millis(args.timeout_ms.unwrap_or(30_000));
+            Ok(probe::run(target, &options, call_timeout, args.json))
         }
         Command::Call {
             tool,

@@ -43,3 +43,74 @@ fn install() -> Option<PathBuf> {
     );
     Some(script)
 }
+
+/// server-everything running over HTTP (`streamableHttp` or `sse`) on a free loopback port.
+/// Dropping it kills it.
+pub struct HttpEverything {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpEverything {
+    /// Starts it, or `None` (said loudly) without node. Waits (bounded) until it listens.
+    pub fn start(mode: &str) -> Option<HttpEverything> {
+        let script = entry_script()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new("node")
+            .arg(&script)
+            .arg(mode)
+            .env("PORT", port.to_string())
+            // Keep its URL-fetching tool from ever reaching outside this machine.
+            .env("GZIP_ALLOWED_DOMAINS", "127.0.0.1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start node");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match rx.recv_deadline(deadline) {
+                Ok(line) if line.contains(&port.to_string()) => break,
+                Ok(_) => continue,
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("server-everything {mode} did not start listening");
+                }
+            }
+        }
+        Some(HttpEverything { child, port })
+    }
+
+    /// The Streamable HTTP endpoint.
+    pub fn mcp_url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// The legacy SSE endpoint.
+    pub fn sse_url(&self) -> String {
+        format!("http://127.0.0.1:{}/sse", self.port)
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

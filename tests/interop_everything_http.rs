@@ -1,0 +1,151 @@
+//! Interop over HTTP with `@modelcontextprotocol/server-everything`: Streamable HTTP, legacy
+//! SSE, and detection from a bare URL. Skips, saying so, only where node is absent.
+
+mod common;
+
+use std::time::Duration;
+
+use common::everything::HttpEverything;
+use mcp_runtime::transport::HttpTarget;
+use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+use serde_json::json;
+
+fn options() -> ConnectOptions {
+    ConnectOptions {
+        timeout: Duration::from_secs(20),
+        request_timeout: Duration::from_secs(20),
+        ..ConnectOptions::default()
+    }
+}
+
+fn exercise(client: &Client) {
+    assert_eq!(
+        client.initialize_result().server_info.name,
+        "mcp-servers/everything"
+    );
+    let tools = client.list_tools().unwrap();
+    assert!(tools.iter().any(|t| t.name == "get-sum"), "{tools:?}");
+    let out = client
+        .call_tool(
+            "echo",
+            json!({"message": "over the wire"}),
+            CallOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(out.text(), "Echo: over the wire");
+    let out = client
+        .call_tool("get-sum", json!({"a": 20, "b": 22}), CallOptions::default())
+        .unwrap();
+    assert_eq!(out.text(), "The sum of 20 and 22 is 42.");
+    let mut progress = 0;
+    let out = client
+        .call_tool(
+            "trigger-long-running-operation",
+            json!({"duration": 0.3, "steps": 3}),
+            CallOptions::default().with_progress(|_| progress += 1),
+        )
+        .unwrap();
+    assert!(out.text().starts_with("Long running operation completed"));
+    assert_eq!(progress, 3);
+}
+
+#[test]
+fn streamable_http() {
+    let Some(server) = HttpEverything::start("streamableHttp") else {
+        return;
+    };
+    let client = Client::connect(
+        "everything-http",
+        &Endpoint::Http(HttpTarget::new(server.mcp_url())),
+        options(),
+    )
+    .unwrap();
+    assert_eq!(client.transport_kind(), "http");
+    exercise(&client);
+    client.close();
+}
+
+#[test]
+fn legacy_sse() {
+    let Some(server) = HttpEverything::start("sse") else {
+        return;
+    };
+    let client = Client::connect(
+        "everything-sse",
+        &Endpoint::Sse(HttpTarget::new(server.sse_url())),
+        options(),
+    )
+    .unwrap();
+    assert_eq!(client.transport_kind(), "sse");
+    exercise(&client);
+    client.close();
+}
+
+#[test]
+fn a_bare_url_detects_each_transport() {
+    let Some(http) = HttpEverything::start("streamableHttp") else {
+        return;
+    };
+    let client = Client::connect("detect-http", &Endpoint::url(http.mcp_url()), options()).unwrap();
+    assert_eq!(client.transport_kind(), "http");
+    client.close();
+    let Some(sse) = HttpEverything::start("sse") else {
+        return;
+    };
+    let client = Client::connect("detect-sse", &Endpoint::url(sse.sse_url()), options()).unwrap();
+    assert_eq!(client.transport_kind(), "sse");
+    exercise(&client);
+    client.close();
+}
+
+/// The `mcp` example binary (built by `cargo test` next to the test binaries).
+fn mcp_cli() -> std::process::Command {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    std::process::Command::new(dir.join("examples").join("mcp"))
+}
+
+fn probe_json(url: &str) -> serde_json::Value {
+    let out = mcp_cli().args(["--json", "probe", url]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn check_probe(report: &serde_json::Value, transport: &str) {
+    assert_eq!(report["server"], "mcp-servers/everything");
+    assert_eq!(report["transport"], transport);
+    let calls = report["calls"].as_array().unwrap();
+    assert!(calls.len() >= 10, "{report}");
+    assert!(calls.iter().all(|c| c["ok"] == true), "{report}");
+    // Its sampling and roots tools were offered (we declare both) and answered.
+    for name in ["trigger-sampling-request", "get-roots-list", "echo"] {
+        assert!(
+            calls
+                .iter()
+                .any(|c| c["tool"] == name && c["isError"] == false),
+            "{name}: {report}"
+        );
+    }
+}
+
+#[test]
+fn probe_over_streamable_http_and_legacy_sse() {
+    let Some(http) = HttpEverything::start("streamableHttp") else {
+        return;
+    };
+    let Some(sse) = HttpEverything::start("sse") else {
+        return;
+    };
+    // Both at once: each probe waits about ten seconds for the long-running tool's default.
+    std::thread::scope(|s| {
+        let h = s.spawn(|| probe_json(&http.mcp_url()));
+        let l = s.spawn(|| probe_json(&sse.sse_url()));
+        check_probe(&h.join().unwrap(), "http");
+        check_probe(&l.join().unwrap(), "sse");
+    });
+}
