@@ -186,6 +186,70 @@ fn the_get_stream_carries_server_requests_and_notifications() {
 }
 
 #[test]
+fn the_get_stream_reconnects_with_last_event_id() {
+    let server = TestHttp::start(Behaviour {
+        get_stream: true,
+        ..Behaviour::default()
+    });
+    let opts = ConnectOptions {
+        http: HttpOptions {
+            default_retry: Duration::from_millis(10),
+            ..HttpOptions::default()
+        },
+        ..options()
+    };
+    let client = Client::connect("reconnecting", &http(&server), opts).unwrap();
+    server.push(json!({"jsonrpc": "2.0", "id": "before", "method": "ping"}));
+    assert_eq!(server.answer()["id"], "before");
+    // The server ends the stream; a later server request arrives on the next one.
+    server.push(serde_json::Value::Null);
+    server.push(json!({"jsonrpc": "2.0", "id": "after", "method": "ping"}));
+    assert_eq!(server.answer()["id"], "after");
+    let gets: Vec<_> = server
+        .seen()
+        .into_iter()
+        .filter(|r| r.method == "GET")
+        .collect();
+    assert!(gets.len() >= 2);
+    assert_eq!(gets[0].header("last-event-id"), None);
+    assert_eq!(gets[1].header("last-event-id"), Some("g0"));
+    client.close();
+}
+
+struct CountingAuth(std::sync::atomic::AtomicUsize);
+
+impl mcp_runtime::transport::AuthProvider for CountingAuth {
+    fn authorization(&self) -> Option<String> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Some(format!("Bearer token-{n}"))
+    }
+}
+
+#[test]
+fn the_auth_provider_is_asked_before_every_request() {
+    let server = TestHttp::start(Behaviour::default());
+    let target = HttpTarget {
+        auth: Some(Arc::new(CountingAuth(Default::default()))),
+        ..HttpTarget::new(server.url())
+    };
+    let client = Client::connect("auth-hook", &Endpoint::Http(target), options()).unwrap();
+    echo(&client, "x").unwrap();
+    let auth: Vec<String> = server
+        .seen()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.header("authorization").unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(auth[0], "Bearer token-0");
+    let distinct: std::collections::HashSet<_> = auth.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        auth.len(),
+        "a fresh value for each request: {auth:?}"
+    );
+}
+
+#[test]
 fn a_server_without_a_get_stream_is_fine() {
     let server = TestHttp::start(Behaviour::default());
     let client = Client::connect("no-get", &http(&server), options()).unwrap();

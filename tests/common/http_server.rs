@@ -275,10 +275,12 @@ fn handle(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
             post_mcp(s, req, out)
         }
         ("GET", "/mcp") => {
-            if !b.get_stream && req.header("last-event-id").is_none() {
+            // Ids starting with "e" belong to cut response streams; "g" to the GET stream.
+            let resuming = req.header("last-event-id").filter(|id| id.starts_with('e'));
+            if !b.get_stream && resuming.is_none() {
                 return respond(out, 405, &[], "");
             }
-            if let Some(last) = req.header("last-event-id") {
+            if let Some(last) = resuming {
                 // Resuming a cut response stream: replay what was held back after `last`.
                 start_stream(out, &[]);
                 let held: Vec<Value> = s.resumed.lock().unwrap().drain(..).collect();
