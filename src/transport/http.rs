@@ -142,6 +142,15 @@ impl Transport for HttpTransport {
                 s.pool.run(move || shared.execute(request));
                 Ok(())
             }
+            cancel if web::is_cancellation(cancel) => {
+                let (shared, message) = (Arc::clone(s), cancel.clone());
+                s.pool.run(move || {
+                    if let Err(e) = shared.post(&message, None) {
+                        log::debug!("[{}] sending a cancellation failed: {e}", shared.name);
+                    }
+                });
+                Ok(())
+            }
             other => match s.post(other, None)? {
                 Reply::Answer(r) => {
                     s.inbound.on_message(Message::Response(r));
@@ -163,7 +172,7 @@ impl Transport for HttpTransport {
                 .agent
                 .delete(&s.target.url)
                 .config()
-                .timeout_global(Some(s.options.post_timeout))
+                .timeout_global(Some(s.options.close_timeout))
                 .build()
                 .header("Mcp-Session-Id", session);
             let request = s.with_version(web::with_target_headers(request, &s.target));

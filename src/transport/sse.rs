@@ -162,24 +162,18 @@ impl Transport for SseTransport {
         if s.closed.load(Ordering::SeqCst) {
             return Err(Error::closed("the connection was closed"));
         }
-        let mut body = Vec::with_capacity(256);
-        message.write_json(&mut body);
-        let url = s.endpoint.to_string();
-        let request = s
-            .agent
-            .post(&url)
-            .config()
-            .timeout_global(Some(s.options.post_timeout))
-            .build()
-            .header("Content-Type", "application/json");
-        let response = web::with_target_headers(request, &s.target)
-            .send(&body[..])
-            .map_err(|e| web::transport_error(e, &url, "POST"))?;
-        if !response.status().is_success() {
-            return Err(web::status_error(response));
+        if web::is_cancellation(message) {
+            let (shared, message) = (Arc::clone(s), message.clone());
+            let _ = std::thread::Builder::new()
+                .name(format!("mcp-{}-cancel", s.name))
+                .spawn(move || {
+                    if let Err(e) = shared.post(&message) {
+                        log::debug!("[{}] sending a cancellation failed: {e}", shared.name);
+                    }
+                });
+            return Ok(());
         }
-        let _ = web::read_body(response, 64 * 1024, &url);
-        Ok(())
+        s.post(message)
     }
 
     fn close(&self) {
@@ -198,5 +192,29 @@ impl Transport for SseTransport {
 impl Drop for SseTransport {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+impl Shared {
+    /// POSTs one message to the endpoint; replies come on the stream.
+    fn post(&self, message: &Message) -> Result<(), Error> {
+        let mut body = Vec::with_capacity(256);
+        message.write_json(&mut body);
+        let url = self.endpoint.to_string();
+        let request = self
+            .agent
+            .post(&url)
+            .config()
+            .timeout_global(Some(self.options.post_timeout))
+            .build()
+            .header("Content-Type", "application/json");
+        let response = web::with_target_headers(request, &self.target)
+            .send(&body[..])
+            .map_err(|e| web::transport_error(e, &url, "POST"))?;
+        if !response.status().is_success() {
+            return Err(web::status_error(response));
+        }
+        let _ = web::read_body(response, 64 * 1024, &url);
+        Ok(())
     }
 }

@@ -82,8 +82,10 @@ pub struct HttpOptions {
     /// Bound on one whole HTTP exchange (a POST and the stream answering it). Callers have
     /// their own, usually shorter, deadlines; this one ends the work behind an abandoned call.
     pub exchange_timeout: Duration,
-    /// Bound on a notification or response POST, and on the DELETE at close.
+    /// Bound on a notification or response POST.
     pub post_timeout: Duration,
+    /// Bound on the DELETE that ends a session at close.
+    pub close_timeout: Duration,
     /// How many times a cut response stream is resumed with `Last-Event-ID`.
     pub resume_attempts: u32,
     /// The reconnection delay when the server gave none (`retry`).
@@ -99,11 +101,18 @@ impl Default for HttpOptions {
             connect_timeout: Duration::from_secs(10),
             exchange_timeout: Duration::from_secs(15 * 60),
             post_timeout: Duration::from_secs(30),
+            close_timeout: Duration::from_secs(2),
             resume_attempts: 3,
             default_retry: Duration::from_secs(1),
             max_backoff: Duration::from_secs(30),
         }
     }
+}
+
+/// Whether a message is a cancellation, which HTTP transports send in the background: a
+/// caller that gave up must not wait on a round trip to say so.
+pub(crate) fn is_cancellation(message: &Message) -> bool {
+    matches!(message, Message::Notification(n) if n.method == crate::protocol::methods::CANCELLED)
 }
 
 /// How much of an error body goes into [`Error::Http`].
