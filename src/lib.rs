@@ -3,9 +3,9 @@
 //! A synchronous, thread-based runtime for using [MCP](https://modelcontextprotocol.io) servers
 //! from hosts that have no async runtime: agents, editors, command-line tools.
 //!
-//! It starts servers (stdio today; Streamable HTTP and legacy SSE are the next layer), runs the
-//! handshake, lists and calls their tools, answers what servers ask of the host, and shuts down
-//! without leaving a process behind. Every wait is bounded: a request ends with its response,
+//! It reaches servers over stdio, Streamable HTTP and legacy HTTP+SSE, runs the handshake,
+//! lists and calls their tools, answers what servers ask of the host, and shuts down without
+//! leaving a process behind. Every wait is bounded: a request ends with its response,
 //! its timeout, its cancellation, or [`Error::TransportClosed`] when the server goes away.
 //!
 //! ```no_run
@@ -41,7 +41,7 @@
 //! | layer | module | job |
 //! |---|---|---|
 //! | wire | [`jsonrpc`], [`protocol`] | JSON-RPC messages; MCP types by topic; protocol versions |
-//! | transport | [`transport`] | moves messages: [`transport::stdio`] |
+//! | transport | [`transport`] | moves messages: [`transport::stdio`], [`transport::http`], [`transport::sse`] |
 //! | client | [`client`] | one connection: correlation, handshake, calls, server requests |
 //! | config | [`config`] | server configs and the files they come from |
 //! | tools | [`tool`] | exposed names (`mcp_<server>_<tool>`) and result rendering |
