@@ -1,7 +1,35 @@
-//! The config layer: server configs and the files they come from.
+//! The config layer: where users keep MCP servers, and how a config becomes a connection.
+//!
+//! - [`load_all_mcp_configs`] runs every [`ConfigSource`] (the host's own files, Claude Code,
+//!   Codex, Gemini CLI, Cursor, Windsurf, VS Code, the project's `mcp.json` / `.mcp.json`),
+//!   merges by name (highest priority wins whole), and filters.
+//! - [`ServerConfig`] is one server in the `.mcp.json` shape; [`validate_server_config`] checks
+//!   it; `${VAR}` / `${VAR:-default}` are expanded at discovery.
+//! - [`resolve_server_config`] runs at connect time: `!command` values, environment-variable
+//!   names, OAuth tokens from an [`AuthStorage`]. Resolved values are never logged or cached.
+//! - [`ConfigWriter`] edits the host's own files atomically.
 
+mod atomic;
+mod auth;
+mod discovery;
+mod exa;
+mod expand;
 mod file;
+mod jsonc;
+mod resolve;
 mod server;
+mod source;
+pub mod sources;
+mod writer;
 
+pub use auth::{AuthStorage, Credential, FileAuthStorage};
+pub use discovery::{home_dir, load_all_mcp_configs, DiscoveredServer, LoadOptions, LoadedConfigs};
+pub use exa::{exa_api_key, is_exa};
+pub use expand::{expand_str, expand_value};
 pub use file::{parse_mcp_json, read_mcp_json, McpJson};
-pub use server::{ServerConfig, TransportType};
+pub use resolve::{resolve_server_config, run_value_command};
+pub use server::{validate_server_config, validate_server_name, ServerConfig, TransportType};
+pub use source::{
+    ConfigSource, DiscoveryContext, FoundServer, Level, ServerProblem, SourceMeta, SourceOutput,
+};
+pub use writer::{ConfigWriter, Scope};

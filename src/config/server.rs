@@ -47,7 +47,11 @@ pub struct ServerConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// stdio: environment variables set on top of ours.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "lenient::string_map"
+    )]
     pub env: BTreeMap<String, String>,
     /// stdio: the working directory (default: the project directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,14 +60,34 @@ pub struct ServerConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// http/sse: headers sent with every request.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "lenient::string_map"
+    )]
     pub headers: BTreeMap<String, String>,
-    /// `false` skips the server before any connection.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `false` skips the server before any connection (`"true"`, `"false"`, `1`, `0` are read
+    /// as booleans too).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::bool"
+    )]
     pub enabled: Option<bool>,
-    /// Connect (handshake) timeout in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Connect (handshake) timeout in milliseconds (a numeric string is read too).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::millis"
+    )]
     pub timeout: Option<u64>,
+    /// Default bound on each tool call, in milliseconds.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::millis"
+    )]
+    pub tool_timeout: Option<u64>,
     /// Authentication settings, as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Value>,
@@ -76,6 +100,52 @@ pub struct ServerConfig {
     /// Everything else.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Checks a server config (the rules and messages hosts show users). Empty when valid.
+pub fn validate_server_config(name: &str, config: &ServerConfig) -> Vec<String> {
+    let mut errors = Vec::new();
+    let has = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+    if has(&config.command) && has(&config.url) {
+        errors.push(format!(
+            "Server \"{name}\": both \"command\" and \"url\" are set - server should be either stdio (command) OR http/sse (url), not both"
+        ));
+    }
+    let kind =
+        config
+            .transport
+            .as_deref()
+            .unwrap_or(if has(&config.url) { "http" } else { "stdio" });
+    match kind {
+        "stdio" if !has(&config.command) => errors.push(format!(
+            "Server \"{name}\": stdio server requires \"command\" field"
+        )),
+        "http" | "sse" | "streamable-http" | "streamableHttp" if !has(&config.url) => errors.push(
+            format!("Server \"{name}\": {kind} server requires \"url\" field"),
+        ),
+        "stdio" | "http" | "sse" | "streamable-http" | "streamableHttp" => {}
+        other => errors.push(format!(
+            "Server \"{name}\": unknown server type \"{other}\""
+        )),
+    }
+    errors
+}
+
+/// Checks a server name we write to a config file: 1 to 100 of `[A-Za-z0-9_.-]`.
+pub fn validate_server_name(name: &str) -> Result<(), Error> {
+    let ok = (1..=100).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Config {
+            message: format!(
+                "invalid server name {name:?}: use 1 to 100 letters, digits, '_', '.' or '-'"
+            ),
+        })
+    }
 }
 
 impl ServerConfig {
@@ -115,6 +185,13 @@ impl ServerConfig {
     /// The configured handshake timeout.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout.filter(|ms| *ms > 0).map(Duration::from_millis)
+    }
+
+    /// The configured default bound on tool calls.
+    pub fn tool_timeout(&self) -> Option<Duration> {
+        self.tool_timeout
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
     }
 
     /// Whether a tool passes the `enabledTools` / `disabledTools` filters.
@@ -179,6 +256,55 @@ impl ServerConfig {
     }
 }
 
+/// Lenient readers for the fields users get subtly wrong.
+mod lenient {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer};
+    use serde_json::Value;
+
+    /// A map of strings; numbers and booleans become their text, nulls are dropped.
+    pub(super) fn string_map<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<String, String>, D::Error> {
+        let raw = Option::<BTreeMap<String, Value>>::deserialize(d)?.unwrap_or_default();
+        Ok(raw
+            .into_iter()
+            .filter_map(|(k, v)| match v {
+                Value::String(s) => Some((k, s)),
+                Value::Number(n) => Some((k, n.to_string())),
+                Value::Bool(b) => Some((k, b.to_string())),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// A boolean, or `"true"`/`"false"`/`"1"`/`"0"`/`1`/`0`; anything else is absent.
+    pub(super) fn bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+        Ok(match Option::<Value>::deserialize(d)? {
+            Some(Value::Bool(b)) => Some(b),
+            Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" => Some(true),
+                "false" | "0" => Some(false),
+                _ => None,
+            },
+            Some(Value::Number(n)) => n.as_u64().filter(|v| *v <= 1).map(|v| v == 1),
+            _ => None,
+        })
+    }
+
+    /// A non-negative whole number of milliseconds, or a string of one.
+    pub(super) fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        Ok(match Option::<Value>::deserialize(d)? {
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+            Some(Value::String(s)) => s.trim().parse().ok(),
+            _ => None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +319,50 @@ mod tests {
         assert_eq!(c.timeout(), Some(Duration::from_secs(5)));
         assert!(c.tool_allowed("a") && !c.tool_allowed("b"));
         assert_eq!(serde_json::to_value(&c).unwrap(), raw);
+    }
+
+    #[test]
+    fn validation_messages() {
+        let v =
+            |c: serde_json::Value| validate_server_config("s", &serde_json::from_value(c).unwrap());
+        assert!(v(json!({"command": "x"})).is_empty());
+        assert!(v(json!({"url": "http://127.0.0.1/"})).is_empty());
+        assert_eq!(
+            v(json!({"command": "x", "url": "http://127.0.0.1/"})),
+            ["Server \"s\": both \"command\" and \"url\" are set - server should be either stdio (command) OR http/sse (url), not both"]
+        );
+        assert_eq!(
+            v(json!({})),
+            ["Server \"s\": stdio server requires \"command\" field"]
+        );
+        assert_eq!(
+            v(json!({"type": "sse"})),
+            ["Server \"s\": sse server requires \"url\" field"]
+        );
+        assert_eq!(
+            v(json!({"type": "ws", "url": "x"})),
+            ["Server \"s\": unknown server type \"ws\""]
+        );
+        assert!(validate_server_name("my.server-1_a").is_ok());
+        assert!(validate_server_name("").is_err());
+        assert!(validate_server_name("a b").is_err());
+        assert!(validate_server_name(&"a".repeat(101)).is_err());
+    }
+
+    #[test]
+    fn lenient_fields() {
+        let c: ServerConfig = serde_json::from_value(
+            json!({"command": "x", "enabled": "false", "timeout": "1500", "env": {"PORT": 3000, "DEBUG": true, "N": null}}),
+        )
+        .unwrap();
+        assert_eq!(c.enabled, Some(false));
+        assert_eq!(c.timeout, Some(1500));
+        assert_eq!(c.env.get("PORT").map(String::as_str), Some("3000"));
+        assert_eq!(c.env.get("DEBUG").map(String::as_str), Some("true"));
+        assert!(!c.env.contains_key("N"));
+        let c: ServerConfig =
+            serde_json::from_value(json!({"enabled": "maybe", "timeout": -1})).unwrap();
+        assert_eq!((c.enabled, c.timeout), (None, None));
     }
 
     #[test]

@@ -1,0 +1,300 @@
+//! Connect-time value resolution, for stdio `env` values and http/sse `headers` values only
+//! (never `url`, `command` or `args`):
+//!
+//! - `!command` runs the command through the shell (10 s bound), and the trimmed stdout is the
+//!   value. Successes are cached for the life of the process; concurrent identical commands
+//!   run once. A failure (non-zero exit, timeout, empty output) drops the entry.
+//! - a value that names a set, non-empty environment variable takes that variable's value;
+//! - anything else is the literal value (an empty one is dropped).
+//!
+//! OAuth: `"auth": {"type": "oauth", "credentialId": "<id>"}` with a credential in the
+//! [`AuthStorage`] becomes `Authorization: Bearer <token>` (http/sse) or the env variable
+//! `OAUTH_ACCESS_TOKEN` (stdio).
+//!
+//! A resolved value is never logged and never appears in an error text; logs name only the
+//! server and the key whose value could not be resolved. The unresolved config stays the one
+//! that identifies the server (the tool cache keys on it).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use serde_json::Value;
+
+use super::auth::AuthStorage;
+use super::server::{ServerConfig, TransportType};
+
+/// The bound on one `!command`.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The config with its `env` (stdio) or `headers` (http/sse) values resolved and OAuth
+/// injected. Entries whose value cannot be resolved are left out (with a warning naming the key).
+pub fn resolve_server_config(
+    name: &str,
+    config: &ServerConfig,
+    auth: Option<&dyn AuthStorage>,
+) -> ServerConfig {
+    let mut resolved = config.clone();
+    let stdio = matches!(config.transport_type(), Ok(TransportType::Stdio));
+    let values = if stdio {
+        &mut resolved.env
+    } else {
+        &mut resolved.headers
+    };
+    let what = if stdio { "env" } else { "header" };
+    *values = resolve_map(name, what, values);
+    if let Some(token) = oauth_token(name, config, auth) {
+        if stdio {
+            resolved.env.insert("OAUTH_ACCESS_TOKEN".into(), token);
+        } else {
+            resolved
+                .headers
+                .retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+            resolved
+                .headers
+                .insert("Authorization".into(), format!("Bearer {token}"));
+        }
+    }
+    resolved
+}
+
+fn resolve_map(
+    server: &str,
+    what: &str,
+    values: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    values
+        .iter()
+        .filter_map(|(k, v)| match resolve_value(v) {
+            Some(r) => Some((k.clone(), r)),
+            None => {
+                log::warn!("[{server}] {what} {k}: its value could not be resolved; left out");
+                None
+            }
+        })
+        .collect()
+}
+
+fn resolve_value(value: &str) -> Option<String> {
+    if let Some(command) = value.strip_prefix('!') {
+        return run_value_command(command.trim());
+    }
+    if let Ok(from_env) = std::env::var(value) {
+        if !from_env.is_empty() {
+            return Some(from_env);
+        }
+    }
+    (!value.is_empty()).then(|| value.to_owned())
+}
+
+fn oauth_token(
+    server: &str,
+    config: &ServerConfig,
+    auth: Option<&dyn AuthStorage>,
+) -> Option<String> {
+    let spec = config.auth.as_ref()?;
+    if spec.get("type").and_then(Value::as_str) != Some("oauth") {
+        return None;
+    }
+    let id = spec.get("credentialId").and_then(Value::as_str)?;
+    let Some(storage) = auth else {
+        log::warn!("[{server}] uses OAuth credential {id:?}, but no auth storage is set");
+        return None;
+    };
+    match storage.get(id) {
+        Some(c) if !c.access_token.is_empty() => Some(c.access_token),
+        _ => {
+            log::warn!("[{server}] OAuth credential {id:?} is not in the auth storage");
+            None
+        }
+    }
+}
+
+/// The value of a `!command`: its trimmed stdout, or `None` when it fails, times out or prints
+/// nothing. Cached for the process; concurrent identical commands run once.
+pub fn run_value_command(command: &str) -> Option<String> {
+    cached(command, COMMAND_TIMEOUT)
+}
+
+enum Slot {
+    Running,
+    Done(Option<String>),
+}
+
+struct Entry {
+    slot: Mutex<Slot>,
+    done: Condvar,
+}
+
+fn cache() -> &'static Mutex<HashMap<String, Arc<Entry>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Entry>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn cached(command: &str, timeout: Duration) -> Option<String> {
+    let (entry, runs_it) = {
+        let mut map = cache().lock();
+        match map.get(command) {
+            Some(e) => (Arc::clone(e), false),
+            None => {
+                let e = Arc::new(Entry {
+                    slot: Mutex::new(Slot::Running),
+                    done: Condvar::new(),
+                });
+                map.insert(command.to_owned(), Arc::clone(&e));
+                (e, true)
+            }
+        }
+    };
+    if runs_it {
+        let result = run(command, timeout);
+        if result.is_none() {
+            // Failures are not cached: the next connection attempt tries again.
+            cache().lock().remove(command);
+        }
+        *entry.slot.lock() = Slot::Done(result.clone());
+        entry.done.notify_all();
+        return result;
+    }
+    let deadline = Instant::now() + timeout + Duration::from_secs(1);
+    let mut slot = entry.slot.lock();
+    loop {
+        if let Slot::Done(result) = &*slot {
+            return result.clone();
+        }
+        if entry.done.wait_until(&mut slot, deadline).timed_out() {
+            return None;
+        }
+    }
+}
+
+fn run(command: &str, timeout: Duration) -> Option<String> {
+    let mut cmd = if cfg!(windows) {
+        let mut c = Command::new("cmd");
+        c.args(["/C", command]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.args(["-c", command]);
+        c
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let mut child = cmd.spawn().ok()?;
+    let pid = child.id();
+    let mut stdout = child.stdout.take()?;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name("mcp-value-command".into())
+        .spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.by_ref().take(1 << 20).read_to_end(&mut out);
+            let status = child.wait();
+            let _ = tx.send((status.map(|s| s.success()).unwrap_or(false), out));
+        })
+        .ok()?;
+    match rx.recv_timeout(timeout) {
+        Ok((true, out)) => {
+            let text = String::from_utf8_lossy(&out).trim().to_owned();
+            (!text.is_empty()).then_some(text)
+        }
+        Ok((false, _)) => None,
+        Err(_) => {
+            // Timed out: stop the command and everything it started; the reader thread then
+            // sees EOF and reaps it.
+            #[cfg(unix)]
+            // SAFETY: signalling the process group we created for the command.
+            unsafe {
+                libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+            }
+            #[cfg(not(unix))]
+            let _ = pid;
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_command_runs_once_for_concurrent_callers_and_is_cached() {
+        let marker = std::env::temp_dir().join(format!("mcp-cmd-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        let command = format!(
+            "echo run >> {0}; sleep 0.2; echo '  secret-value  '",
+            marker.display()
+        );
+        let results: Vec<Option<String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| run_value_command(&command)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            results.iter().all(|r| r.as_deref() == Some("secret-value")),
+            "{results:?}"
+        );
+        assert_eq!(run_value_command(&command).as_deref(), Some("secret-value"));
+        let runs = std::fs::read_to_string(&marker).unwrap();
+        assert_eq!(runs.lines().count(), 1, "ran {runs:?}");
+        std::fs::remove_file(&marker).unwrap();
+    }
+
+    #[test]
+    fn failures_and_timeouts_drop_the_value() {
+        assert_eq!(run_value_command("exit 3"), None);
+        assert_eq!(run_value_command("true"), None, "empty output");
+        let started = Instant::now();
+        assert_eq!(
+            cached("sleep 30; echo late", Duration::from_millis(200)),
+            None
+        );
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
+
+    #[test]
+    fn resolves_env_and_headers_only() {
+        std::env::set_var("MCP_RESOLVE_TEST_TOKEN", "from-env");
+        let stdio: ServerConfig = serde_json::from_value(json!({
+            "command": "MCP_RESOLVE_TEST_TOKEN",
+            "args": ["MCP_RESOLVE_TEST_TOKEN"],
+            "env": {"A": "MCP_RESOLVE_TEST_TOKEN", "B": "literal", "C": "!echo computed", "D": "!exit 1"}
+        }))
+        .unwrap();
+        let r = resolve_server_config("s", &stdio, None);
+        assert_eq!(r.env.get("A").map(String::as_str), Some("from-env"));
+        assert_eq!(r.env.get("B").map(String::as_str), Some("literal"));
+        assert_eq!(r.env.get("C").map(String::as_str), Some("computed"));
+        assert!(!r.env.contains_key("D"));
+        assert_eq!(r.command.as_deref(), Some("MCP_RESOLVE_TEST_TOKEN"));
+        assert_eq!(r.args, ["MCP_RESOLVE_TEST_TOKEN"]);
+        let http: ServerConfig = serde_json::from_value(json!({
+            "url": "http://127.0.0.1/MCP_RESOLVE_TEST_TOKEN",
+            "headers": {"X-Key": "MCP_RESOLVE_TEST_TOKEN"},
+            "env": {"A": "MCP_RESOLVE_TEST_TOKEN"}
+        }))
+        .unwrap();
+        let r = resolve_server_config("h", &http, None);
+        assert_eq!(r.headers.get("X-Key").map(String::as_str), Some("from-env"));
+        assert_eq!(
+            r.url.as_deref(),
+            Some("http://127.0.0.1/MCP_RESOLVE_TEST_TOKEN")
+        );
+        assert_eq!(
+            r.env.get("A").map(String::as_str),
+            Some("MCP_RESOLVE_TEST_TOKEN")
+        );
+    }
+}

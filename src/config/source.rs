@@ -1,0 +1,107 @@
+//! Where a server config came from, and the [`ConfigSource`] trait every source implements.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::server::ServerConfig;
+
+/// Whether a config file belongs to the user or to the project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// In the user's home: trusted, applies everywhere (or, like Claude Code's per-project
+    /// entries in `~/.claude.json`, written by the user for one project).
+    User,
+    /// Inside the project directory: comes with the project (`enableProjectConfig: false`
+    /// drops these).
+    Project,
+}
+
+impl Level {
+    /// `user` or `project`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::User => "user",
+            Level::Project => "project",
+        }
+    }
+}
+
+/// Where one server config was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceMeta {
+    /// The source's id, e.g. `claude`, `codex`, `mcp-json`.
+    pub provider: String,
+    /// Its display name, e.g. `Claude Code`.
+    pub provider_name: String,
+    /// The file it came from.
+    pub path: PathBuf,
+    /// User or project.
+    pub level: Level,
+}
+
+/// What discovery looks at.
+#[derive(Debug, Clone)]
+pub struct DiscoveryContext {
+    /// The project directory.
+    pub cwd: PathBuf,
+    /// The user's home directory.
+    pub home: PathBuf,
+}
+
+/// One server a source found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundServer {
+    /// Its name (the key in the file).
+    pub name: String,
+    /// Its config, in the `.mcp.json` shape, with `${VAR}` expanded.
+    pub config: ServerConfig,
+    /// The file it came from.
+    pub path: PathBuf,
+    /// User or project.
+    pub level: Level,
+}
+
+/// A server a source found but could not turn into a config (an unresolvable VS Code input,
+/// an entry of the wrong shape, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerProblem {
+    /// The server's name.
+    pub name: String,
+    /// The file it came from.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What one source produced: servers in priority order (first wins), warnings about files that
+/// could not be read, and per-server problems.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SourceOutput {
+    /// The servers, highest priority first.
+    pub servers: Vec<FoundServer>,
+    /// One line per file that could not be read or parsed, naming the file.
+    pub warnings: Vec<String>,
+    /// Servers that could not be turned into configs.
+    pub problems: Vec<ServerProblem>,
+}
+
+impl SourceOutput {
+    /// Records a file that failed.
+    pub fn warn(&mut self, path: &Path, message: impl std::fmt::Display) {
+        self.warnings.push(format!("{}: {message}", path.display()));
+    }
+}
+
+/// A place users keep MCP server configs. Hosts can add their own.
+pub trait ConfigSource: Send + Sync {
+    /// A short id, e.g. `claude`.
+    fn id(&self) -> &str;
+    /// The name to show, e.g. `Claude Code`.
+    fn display_name(&self) -> &str;
+    /// Reads the source's files. A missing file is not an error; an unreadable or malformed one
+    /// is a warning, and the source's other files still load.
+    fn load(&self, ctx: &DiscoveryContext) -> SourceOutput;
+}

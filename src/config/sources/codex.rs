@@ -1,0 +1,157 @@
+//! Codex: `<cwd>/.codex/config.toml` (project), then `~/.codex/config.toml` (user), tables
+//! `[mcp_servers.<name>]`.
+//!
+//! `command`, `args`, `env`, `cwd`, `url`, `enabled`, `enabled_tools` and `disabled_tools` map
+//! directly; `http_headers` are headers; `env_http_headers` (header → variable name) and
+//! `bearer_token_env_var` read the environment now (an unset variable leaves its header out,
+//! with a warning); `startup_timeout_sec` (or `startup_timeout_ms`) is the connect timeout and
+//! `tool_timeout_sec` the tool-call timeout. `env_vars` needs nothing: servers inherit the
+//! environment.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::config::server::ServerConfig;
+use crate::config::source::{
+    ConfigSource, DiscoveryContext, FoundServer, Level, ServerProblem, SourceOutput,
+};
+
+/// Codex's `config.toml` files.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Codex;
+
+impl ConfigSource for Codex {
+    fn id(&self) -> &str {
+        "codex"
+    }
+
+    fn display_name(&self) -> &str {
+        "OpenAI Codex"
+    }
+
+    fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
+        let mut out = SourceOutput::default();
+        load_file(
+            &mut out,
+            &ctx.cwd.join(".codex").join("config.toml"),
+            Level::Project,
+        );
+        load_file(
+            &mut out,
+            &ctx.home.join(".codex").join("config.toml"),
+            Level::User,
+        );
+        out
+    }
+}
+
+fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => return out.warn(path, e),
+    };
+    let root: Value = match toml::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return out.warn(path, format!("malformed TOML: {}", e.message())),
+    };
+    let Some(servers) = root.get("mcp_servers") else {
+        return;
+    };
+    let Some(servers) = servers.as_object() else {
+        return out.warn(path, "\"mcp_servers\" is not a table");
+    };
+    for (name, entry) in servers {
+        let mut warnings = Vec::new();
+        match convert(entry, &mut warnings) {
+            Ok(config) => out.servers.push(FoundServer {
+                name: name.clone(),
+                config,
+                path: path.to_path_buf(),
+                level,
+            }),
+            Err(message) => out.problems.push(ServerProblem {
+                name: name.clone(),
+                path: path.to_path_buf(),
+                message,
+            }),
+        }
+        for w in warnings {
+            out.warn(path, format!("server \"{name}\": {w}"));
+        }
+    }
+}
+
+fn strings(v: Option<&Value>) -> Option<Vec<String>> {
+    v.and_then(Value::as_array).map(|a| {
+        a.iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+fn table(v: Option<&Value>) -> BTreeMap<String, String> {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| match v {
+                    Value::String(s) => Some((k.clone(), s.clone())),
+                    Value::Number(n) => Some((k.clone(), n.to_string())),
+                    Value::Bool(b) => Some((k.clone(), b.to_string())),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn seconds_to_ms(v: Option<&Value>) -> Option<u64> {
+    v.and_then(Value::as_f64)
+        .filter(|s| *s > 0.0)
+        .map(|s| (s * 1000.0) as u64)
+}
+
+fn convert(entry: &Value, warnings: &mut Vec<String>) -> Result<ServerConfig, String> {
+    let Some(obj) = entry.as_object() else {
+        return Err("the server entry is not a table".into());
+    };
+    let text = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut headers = table(obj.get("http_headers"));
+    for (header, var) in table(obj.get("env_http_headers")) {
+        match std::env::var(&var) {
+            Ok(value) if !value.is_empty() => {
+                headers.insert(header, value);
+            }
+            _ => warnings.push(format!("${var} is not set; header {header} is left out")),
+        }
+    }
+    if let Some(var) = text("bearer_token_env_var") {
+        match std::env::var(&var) {
+            Ok(token) if !token.is_empty() => {
+                headers.insert("Authorization".into(), format!("Bearer {token}"));
+            }
+            _ => warnings.push(format!("${var} is not set; no bearer token is sent")),
+        }
+    }
+    let url = text("url");
+    Ok(ServerConfig {
+        transport: url.as_ref().map(|_| "http".to_owned()),
+        command: text("command"),
+        args: strings(obj.get("args")).unwrap_or_default(),
+        env: table(obj.get("env")),
+        cwd: text("cwd"),
+        url,
+        headers,
+        enabled: obj.get("enabled").and_then(Value::as_bool),
+        timeout: seconds_to_ms(obj.get("startup_timeout_sec"))
+            .or_else(|| obj.get("startup_timeout_ms").and_then(Value::as_u64)),
+        tool_timeout: seconds_to_ms(obj.get("tool_timeout_sec")),
+        auth: None,
+        enabled_tools: strings(obj.get("enabled_tools")),
+        disabled_tools: strings(obj.get("disabled_tools")),
+        extra: Map::new(),
+    })
+}
