@@ -241,3 +241,67 @@ fn an_http_server_in_the_config() {
     assert_eq!(rows[0]["transport"], "http");
     assert_eq!(rows[0]["status"], "connected");
 }
+
+#[test]
+fn servers_lists_discovery_with_sources_and_shadowing() {
+    let root = std::env::temp_dir().join(format!("mcp-cli-test-{}-servers", std::process::id()));
+    let (home, project) = (root.join("home"), root.join("project"));
+    let write = |path: PathBuf, v: Value| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, v.to_string()).unwrap();
+    };
+    write(
+        home.join(".cursor/mcp.json"),
+        json!({"mcpServers": {"t": test_server(&[]), "off": {"command": "x", "enabled": false}}}),
+    );
+    write(
+        project.join(".mcp.json"),
+        json!({"mcpServers": {"t": {"command": "loses"}}}),
+    );
+    let out = mcp()
+        .env("HOME", &home)
+        .args(["--cwd", project.to_str().unwrap(), "--json", "servers"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let find = |name: &str, shadowed: bool| {
+        rows.iter()
+            .find(|r| r["name"] == name && r["shadowed"] == shadowed)
+            .cloned()
+    };
+    let t = find("t", false).unwrap();
+    assert_eq!(t["provider"], "cursor");
+    assert_eq!(t["providerName"], "Cursor");
+    assert_eq!(t["level"], "user");
+    assert_eq!(t["type"], "stdio");
+    assert_eq!(t["enabled"], true);
+    let loser = find("t", true).unwrap();
+    assert_eq!(loser["provider"], "mcp-json");
+    assert_eq!(loser["level"], "project");
+    assert_eq!(find("off", false).unwrap()["enabled"], false);
+
+    // Without --config, tools and calls go through discovery too.
+    let out = mcp()
+        .env("HOME", &home)
+        .args([
+            "--cwd",
+            project.to_str().unwrap(),
+            "call",
+            "mcp_t_echo",
+            r#"{"message":"discovered"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&out),
+        "discovered\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -13,14 +13,18 @@ commands:
   tools                  list every exposed tool
   call TOOL [ARGS_JSON]  call a tool by its exposed name (mcp_<server>_<tool>)
   status                 every server: status, error, source
+  servers                discovered server configs with their sources (connects nothing)
   probe [--header K:V]... TARGET
                          headless check of one server; TARGET is a URL (the last argument) or
                          `-- command args...` for stdio: connect, answer server requests
                          unattended, call every tool with arguments from its schema
 
 options:
-  --config FILE  a .mcp.json-shaped file ({\"mcpServers\": {...}}); default: <cwd>/.mcp.json
-  --cwd DIR      the project directory (default: the current directory)
+  --config FILE  a .mcp.json-shaped file ({\"mcpServers\": {...}}) instead of discovery
+  --cwd DIR      the project directory (default: the current directory); without --config,
+                 servers are discovered from it and from the home directory (the host's
+                 .mcp-runtime/mcp.json, Claude Code, Codex, Gemini CLI, Cursor, Windsurf,
+                 VS Code, mcp.json / .mcp.json)
   --json         machine-readable output
   --timeout MS   connect and request timeout per server (default 30000)
   -v             more logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too
@@ -37,6 +41,7 @@ pub enum Command {
     Tools,
     Call { tool: String, args: String },
     Status,
+    Servers,
     Probe(crate::probe::Target),
     Help,
 }
@@ -112,6 +117,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         None => Command::Demo,
         Some("tools") => Command::Tools,
         Some("status") => Command::Status,
+        Some("servers") => Command::Servers,
         Some("probe") => {
             let target = match (command.take(), words.next()) {
                 (Some(argv), None) if !argv.is_empty() => crate::probe::Target::Command(argv),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use mcp_runtime::config::{read_mcp_json, ServerConfig};
+use mcp_runtime::config::{read_mcp_json, Level, ServerConfig, SourceMeta};
 use mcp_runtime::tool::render_text;
 use mcp_runtime::{CallOptions, ConnectOptions};
 use serde_json::{json, Value};
@@ -51,7 +51,17 @@ fn walk_through(
 
     println!("\n== 2. Connect every server in parallel (spawn, initialize, tools/list)");
     let started = Instant::now();
-    let configs: Vec<(String, ServerConfig)> = file.servers.into_iter().collect();
+    let source = SourceMeta {
+        provider: "mcp-json".into(),
+        provider_name: "MCP Config".into(),
+        path: path.clone(),
+        level: Level::Project,
+    };
+    let configs: Vec<(String, ServerConfig, SourceMeta)> = file
+        .servers
+        .into_iter()
+        .map(|(n, c)| (n, c, source.clone()))
+        .collect();
     let fleet = Fleet::connect(configs, dir, options);
     let mut ok = true;
     for s in &fleet.servers {

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mcp_runtime::config::ServerConfig;
+use mcp_runtime::config::{resolve_server_config, ServerConfig, SourceMeta};
 use mcp_runtime::protocol::Tool;
 use mcp_runtime::tool::exposed_names;
 use mcp_runtime::{Client, ConnectOptions, Error};
@@ -12,6 +12,7 @@ use mcp_runtime::{Client, ConnectOptions, Error};
 pub struct Server {
     pub name: String,
     pub config: ServerConfig,
+    pub source: SourceMeta,
     pub outcome: Result<Connected, Error>,
     pub took: Duration,
 }
@@ -38,21 +39,22 @@ pub struct Fleet {
 impl Fleet {
     /// Connects every enabled server, each on its own thread, and lists its tools.
     pub fn connect(
-        configs: Vec<(String, ServerConfig)>,
+        configs: Vec<(String, ServerConfig, SourceMeta)>,
         project: &Path,
         options: &ConnectOptions,
     ) -> Fleet {
         let servers: Vec<Server> = std::thread::scope(|s| {
             let handles: Vec<_> = configs
                 .into_iter()
-                .filter(|(_, c)| c.is_enabled())
-                .map(|(name, config)| {
+                .filter(|(_, c, _)| c.is_enabled())
+                .map(|(name, config, source)| {
                     s.spawn(move || {
                         let started = Instant::now();
                         let outcome = connect_one(&name, &config, project, options);
                         Server {
                             name,
                             config,
+                            source,
                             outcome,
                             took: started.elapsed(),
                         }
@@ -109,7 +111,8 @@ fn connect_one(
     project: &Path,
     options: &ConnectOptions,
 ) -> Result<Connected, Error> {
-    let endpoint = config.endpoint(project)?;
+    // `!command` values, environment-variable names: resolved now, never logged.
+    let endpoint = resolve_server_config(name, config, None).endpoint(project)?;
     let mut options = options.clone();
     if let Some(t) = config.timeout() {
         options.timeout = t;

@@ -8,13 +8,16 @@ mod fleet;
 mod probe;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use args::{Args, Command};
 use fleet::Fleet;
-use mcp_runtime::config::{read_mcp_json, ServerConfig};
+use mcp_runtime::config::{
+    load_all_mcp_configs, read_mcp_json, DiscoveredServer, Level, LoadOptions, ServerConfig,
+    SourceMeta,
+};
 use mcp_runtime::tool::render_text;
 use mcp_runtime::{CallOptions, ConnectOptions};
 use serde_json::{json, Value};
@@ -68,9 +71,13 @@ fn run(args: &Args) -> Result<u8, String> {
             fleet.close();
             Ok(0)
         }
+        Command::Servers => {
+            print_servers(&load(args, &project)?.discovered, args.json);
+            Ok(0)
+        }
         Command::Status => {
-            let (fleet, path) = (open(args, &project, &options)?, config_path(args, &project));
-            print_status(&fleet, &path, args.json);
+            let fleet = open(args, &project, &options)?;
+            print_status(&fleet, args.json);
             fleet.close();
             Ok(0)
         }
@@ -101,20 +108,102 @@ fn connect_options(args: &Args) -> ConnectOptions {
     options
 }
 
-fn config_path(args: &Args, project: &Path) -> PathBuf {
-    args.config
-        .clone()
-        .unwrap_or_else(|| project.join(".mcp.json"))
+/// The servers to use: from `--config`, or discovered from the project and the home directory.
+struct Loaded {
+    servers: Vec<(String, ServerConfig, SourceMeta)>,
+    discovered: Vec<DiscoveredServer>,
+}
+
+fn load(args: &Args, project: &Path) -> Result<Loaded, String> {
+    if let Some(path) = &args.config {
+        let file = read_mcp_json(path).map_err(|e| e.to_string())?;
+        for (name, e) in &file.errors {
+            log::warn!("skipping server {name}: {e}");
+        }
+        let source = SourceMeta {
+            provider: "mcp-json".into(),
+            provider_name: "MCP Config".into(),
+            path: path.clone(),
+            level: Level::Project,
+        };
+        let discovered = file
+            .servers
+            .iter()
+            .map(|(name, config)| DiscoveredServer {
+                name: name.clone(),
+                config: config.clone(),
+                source: source.clone(),
+                enabled: config.is_enabled(),
+                shadowed: false,
+                skipped: (!config.is_enabled()).then(|| "enabled: false".to_owned()),
+            })
+            .collect();
+        let servers = file
+            .servers
+            .into_iter()
+            .map(|(n, c)| (n, c, source.clone()))
+            .collect();
+        return Ok(Loaded {
+            servers,
+            discovered,
+        });
+    }
+    let loaded = load_all_mcp_configs(project, &LoadOptions::default());
+    for p in &loaded.problems {
+        log::warn!("{} ({}): {}", p.name, p.path.display(), p.message);
+    }
+    let servers = loaded
+        .configs
+        .into_iter()
+        .filter_map(|(name, config)| {
+            let source = loaded.sources.get(&name)?.clone();
+            Some((name, config, source))
+        })
+        .collect();
+    Ok(Loaded {
+        servers,
+        discovered: loaded.discovered,
+    })
 }
 
 fn open(args: &Args, project: &Path, options: &ConnectOptions) -> Result<Fleet, String> {
-    let path = config_path(args, project);
-    let file = read_mcp_json(&path).map_err(|e| e.to_string())?;
-    for (name, e) in &file.errors {
-        log::warn!("skipping server {name}: {e}");
+    let loaded = load(args, project)?;
+    Ok(Fleet::connect(loaded.servers, project, options))
+}
+
+fn print_servers(discovered: &[DiscoveredServer], as_json: bool) {
+    let kind = |c: &ServerConfig| c.transport_type().map(|t| t.as_str()).unwrap_or("unknown");
+    if as_json {
+        let rows: Vec<Value> = discovered
+            .iter()
+            .map(|d| {
+                json!({"name": d.name, "provider": d.source.provider, "providerName": d.source.provider_name,
+                       "path": d.source.path.display().to_string(), "level": d.source.level.as_str(),
+                       "type": kind(&d.config), "enabled": d.enabled, "shadowed": d.shadowed})
+            })
+            .collect();
+        println!("{}", Value::Array(rows));
+        return;
     }
-    let configs: Vec<(String, ServerConfig)> = file.servers.into_iter().collect();
-    Ok(Fleet::connect(configs, project, options))
+    if discovered.is_empty() {
+        println!("no MCP servers found");
+    }
+    for d in discovered {
+        let state = match (&d.skipped, d.shadowed) {
+            (_, true) => "shadowed".to_owned(),
+            (Some(why), _) => format!("off ({why})"),
+            (None, _) => "on".to_owned(),
+        };
+        println!(
+            "{:20} {:5} {:7} {:13} {} [{}]",
+            d.name,
+            kind(&d.config),
+            d.source.level.as_str(),
+            d.source.provider_name,
+            d.source.path.display(),
+            state
+        );
+    }
 }
 
 fn first_line(s: Option<&str>) -> &str {
@@ -149,7 +238,7 @@ fn print_tools(fleet: &Fleet, as_json: bool) {
     }
 }
 
-fn print_status(fleet: &Fleet, path: &Path, as_json: bool) {
+fn print_status(fleet: &Fleet, as_json: bool) {
     let rows: Vec<Value> = fleet
         .servers
         .iter()
@@ -163,10 +252,10 @@ fn print_status(fleet: &Fleet, path: &Path, as_json: bool) {
                 "name": s.name,
                 "status": if s.outcome.is_ok() { "connected" } else { "disconnected" },
                 "error": s.outcome.as_ref().err().map(ToString::to_string),
-                "provider": "mcp-json",
-                "providerName": "MCP config file",
-                "path": path.display().to_string(),
-                "level": "project",
+                "provider": s.source.provider,
+                "providerName": s.source.provider_name,
+                "path": s.source.path.display().to_string(),
+                "level": s.source.level.as_str(),
                 "transport": transport,
             })
         })

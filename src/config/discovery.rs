@@ -123,6 +123,7 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
     let mut out = LoadedConfigs::default();
     let mut winners: Vec<DiscoveredServer> = Vec::new();
     let mut shadowed: Vec<DiscoveredServer> = Vec::new();
+    let mut ignored: Vec<DiscoveredServer> = Vec::new();
     let mut taken: HashSet<String> = HashSet::new();
     for source in &sources {
         let found = source.load(&ctx);
@@ -150,7 +151,14 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
                 shadowed: false,
                 skipped: None,
             };
-            if taken.insert(entry.name.clone()) {
+            if !options.enable_project_config && entry.source.level == Level::Project {
+                // Dropped before the merge, so a user-level server of the same name still wins.
+                ignored.push(DiscoveredServer {
+                    enabled: false,
+                    skipped: Some("project-level config is disabled".into()),
+                    ..entry
+                });
+            } else if taken.insert(entry.name.clone()) {
                 winners.push(entry);
             } else {
                 shadowed.push(DiscoveredServer {
@@ -164,7 +172,7 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
     }
     let lists = ServerLists::read(&options.host.user_file(&ctx));
     for server in &mut winners {
-        server.skipped = skip_reason(server, options, &lists);
+        server.skipped = skip_reason(server, &lists);
         if server.skipped.is_none()
             && options.filter_exa
             && exa::is_exa(&server.name, &server.config)
@@ -182,18 +190,12 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
     }
     out.exa_api_keys.dedup();
     out.discovered = winners;
+    out.discovered.extend(ignored);
     out.discovered.extend(shadowed);
     out
 }
 
-fn skip_reason(
-    server: &DiscoveredServer,
-    options: &LoadOptions,
-    lists: &ServerLists,
-) -> Option<String> {
-    if !options.enable_project_config && server.source.level == Level::Project {
-        return Some("project-level config is disabled".into());
-    }
+fn skip_reason(server: &DiscoveredServer, lists: &ServerLists) -> Option<String> {
     if lists.disabled.contains(&server.name) {
         return Some("listed in disabledServers".into());
     }

@@ -9,11 +9,7 @@ use serde_json::Value;
 /// Expands every string inside `value` (keys are left alone).
 pub fn expand_value(value: &mut Value, lookup: &dyn Fn(&str) -> Option<String>) {
     match value {
-        Value::String(s) => {
-            if s.contains("${") {
-                *s = expand_str(s, lookup);
-            }
-        }
+        Value::String(s) if s.contains("${") => *s = expand_str(s, lookup),
         Value::Array(items) => items.iter_mut().for_each(|v| expand_value(v, lookup)),
         Value::Object(map) => map.values_mut().for_each(|v| expand_value(v, lookup)),
         _ => {}

@@ -1,0 +1,735 @@
+//! Discovery over a fixture home and project holding every source's real file shape.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mcp_runtime::config::{
+    load_all_mcp_configs, resolve_server_config, AuthStorage, ConfigSource, ConfigWriter,
+    Credential, DiscoveryContext, FileAuthStorage, FoundServer, Level, LoadOptions, Scope,
+    ServerConfig, SourceOutput,
+};
+use mcp_runtime::Endpoint;
+use serde_json::{json, Map, Value};
+
+/// A temporary home and project.
+struct Fixture {
+    root: PathBuf,
+}
+
+impl Fixture {
+    fn new(name: &str) -> Fixture {
+        let root =
+            std::env::temp_dir().join(format!("mcp-discovery-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("project")).unwrap();
+        Fixture { root }
+    }
+    fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+    fn options(&self) -> LoadOptions {
+        LoadOptions {
+            home: Some(self.home()),
+            ..LoadOptions::default()
+        }
+    }
+    fn load(&self) -> mcp_runtime::config::LoadedConfigs {
+        load_all_mcp_configs(&self.project(), &self.options())
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// One server named `shared` in every source, plus one unique server per source.
+fn every_source(f: &Fixture) {
+    let project = f.project();
+    f.write(
+        "project/.mcp-runtime/mcp.json",
+        r#"{"mcpServers": {"shared": {"command": "own-project"}, "own-p": {"command": "a"}}}"#,
+    );
+    f.write(
+        "home/.mcp-runtime/mcp.json",
+        r#"{"mcpServers": {"shared": {"command": "own-user"}, "own-u": {"command": "a"}}}"#,
+    );
+    f.write(
+        "home/.claude.json",
+        &json!({
+            "numStartups": 12,
+            "mcpServers": {"shared": {"command": "claude-user"}, "claude-u": {"type": "stdio", "command": "a"}},
+            "projects": {project.to_string_lossy(): {"mcpServers": {"claude-local": {"command": "a"}}, "allowedTools": []}}
+        })
+        .to_string(),
+    );
+    f.write(
+        "project/.claude/.mcp.json",
+        r#"{"mcpServers": {"claude-p": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#,
+    );
+    f.write(
+        "home/.codex/config.toml",
+        r#"
+model = "o4"
+[mcp_servers.shared]
+command = "codex"
+[mcp_servers.codex-u]
+command = "npx"
+args = ["-y", "server"]
+env = { "K" = "v" }
+startup_timeout_sec = 20
+tool_timeout_sec = 90.5
+enabled_tools = ["a"]
+disabled_tools = ["b"]
+[mcp_servers.codex-http]
+url = "http://127.0.0.1:1/mcp"
+http_headers = { "X-Static" = "s" }
+"#,
+    );
+    f.write(
+        "home/.gemini/settings.json",
+        r#"{"theme": "dark", "mcpServers": {"shared": {"command": "gemini"},
+            "gemini-http": {"httpUrl": "http://127.0.0.1:1/mcp", "timeout": 5000, "includeTools": ["x"], "excludeTools": ["y"]},
+            "gemini-sse": {"url": "http://127.0.0.1:1/sse", "cwd": "sub", "trust": true}}}"#,
+    );
+    f.write(
+        "home/.cursor/mcp.json",
+        r#"{"mcpServers": {"shared": {"command": "cursor"}, "cursor-u": {"command": "a"}}}"#,
+    );
+    f.write(
+        "project/.cursor/mcp.json",
+        r#"{"mcpServers": {"cursor-p": {"command": "a"}}}"#,
+    );
+    f.write(
+        "home/.codeium/windsurf/mcp_config.json",
+        r#"{"mcpServers": {"shared": {"command": "windsurf"}, "windsurf-remote": {"serverUrl": "http://127.0.0.1:1/mcp"}}}"#,
+    );
+    f.write(
+        "project/.vscode/mcp.json",
+        r#"{
+            // VS Code's real shape: top-level "servers", "type", "inputs"
+            "inputs": [{"type": "promptString", "id": "api-key", "description": "Key", "password": true}],
+            "servers": {
+                "shared": {"type": "stdio", "command": "vscode"},
+                "vscode-stdio": {"type": "stdio", "command": "node", "args": ["${workspaceFolder}/server.js"]},
+                "vscode-needs-input": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${input:api-key}"}},
+            }
+        }"#,
+    );
+    f.write(
+        "project/mcp.json",
+        r#"{"mcpServers": {"shared": {"command": "mcp-json"}, "plain": {"command": "a"}}}"#,
+    );
+    f.write(
+        "project/.mcp.json",
+        r#"{"mcpServers": {"dot-plain": {"command": "a"}}}"#,
+    );
+}
+
+#[test]
+fn every_source_is_read_with_its_real_shape() {
+    let f = Fixture::new("all");
+    every_source(&f);
+    let loaded = f.load();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let names: Vec<&str> = loaded.configs.keys().map(String::as_str).collect();
+    for expected in [
+        "own-p",
+        "own-u",
+        "claude-local",
+        "claude-p",
+        "claude-u",
+        "codex-u",
+        "codex-http",
+        "gemini-http",
+        "gemini-sse",
+        "cursor-u",
+        "cursor-p",
+        "windsurf-remote",
+        "vscode-stdio",
+        "plain",
+        "dot-plain",
+        "shared",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let c = &loaded.configs;
+    assert_eq!(c["codex-u"].args, ["-y", "server"]);
+    assert_eq!(c["codex-u"].env.get("K").map(String::as_str), Some("v"));
+    assert_eq!(c["codex-u"].timeout, Some(20_000));
+    assert_eq!(c["codex-u"].tool_timeout, Some(90_500));
+    assert_eq!(c["codex-u"].enabled_tools, Some(vec!["a".to_owned()]));
+    assert_eq!(c["codex-u"].disabled_tools, Some(vec!["b".to_owned()]));
+    assert_eq!(c["codex-http"].transport.as_deref(), Some("http"));
+    assert_eq!(
+        c["codex-http"].headers.get("X-Static").map(String::as_str),
+        Some("s")
+    );
+    assert_eq!(c["gemini-http"].transport.as_deref(), Some("http"));
+    assert_eq!(c["gemini-http"].enabled_tools, Some(vec!["x".to_owned()]));
+    assert_eq!(c["gemini-http"].disabled_tools, Some(vec!["y".to_owned()]));
+    assert_eq!(c["gemini-sse"].transport.as_deref(), Some("sse"));
+    assert_eq!(c["gemini-sse"].cwd.as_deref(), Some("sub"));
+    assert_eq!(
+        c["windsurf-remote"].url.as_deref(),
+        Some("http://127.0.0.1:1/mcp")
+    );
+    let server_js = format!("{}/server.js", f.project().display());
+    assert_eq!(c["vscode-stdio"].args, [server_js]);
+    assert!(matches!(
+        c["claude-p"].endpoint(&f.project()).unwrap(),
+        Endpoint::Http(_)
+    ));
+
+    // The VS Code server that needs a prompt fails, saying so.
+    let problem = loaded
+        .problems
+        .iter()
+        .find(|p| p.name == "vscode-needs-input")
+        .unwrap();
+    assert!(
+        problem.message.contains("${input:api-key}"),
+        "{}",
+        problem.message
+    );
+    assert!(!c.contains_key("vscode-needs-input"));
+
+    // Levels and providers.
+    let src = &loaded.sources;
+    assert_eq!(
+        (src["own-p"].provider.as_str(), src["own-p"].level),
+        ("host", Level::Project)
+    );
+    assert_eq!(src["own-u"].level, Level::User);
+    assert_eq!(
+        (
+            src["claude-local"].provider.as_str(),
+            src["claude-local"].level
+        ),
+        ("claude", Level::User)
+    );
+    assert_eq!(src["claude-p"].level, Level::Project);
+    assert_eq!(src["codex-u"].provider_name, "OpenAI Codex");
+    assert_eq!(src["plain"].provider, "mcp-json");
+    assert_eq!(src["plain"].path, f.project().join("mcp.json"));
+}
+
+#[test]
+fn the_highest_priority_source_wins_whole_and_the_others_are_kept_as_shadowed() {
+    let f = Fixture::new("precedence");
+    every_source(&f);
+    let loaded = f.load();
+    // The host's project file beats everything, even its own user file.
+    assert_eq!(
+        loaded.configs["shared"].command.as_deref(),
+        Some("own-project")
+    );
+    let shadowed: Vec<&str> = loaded
+        .discovered
+        .iter()
+        .filter(|d| d.name == "shared" && d.shadowed)
+        .map(|d| d.config.command.as_deref().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        shadowed,
+        [
+            "own-user",
+            "claude-user",
+            "codex",
+            "gemini",
+            "cursor",
+            "windsurf",
+            "vscode",
+            "mcp-json"
+        ]
+    );
+    // Remove sources one by one from the top: the next one wins.
+    std::fs::remove_file(f.project().join(".mcp-runtime/mcp.json")).unwrap();
+    assert_eq!(
+        f.load().configs["shared"].command.as_deref(),
+        Some("own-user")
+    );
+    std::fs::remove_file(f.home().join(".mcp-runtime/mcp.json")).unwrap();
+    assert_eq!(
+        f.load().configs["shared"].command.as_deref(),
+        Some("claude-user")
+    );
+    std::fs::remove_file(f.home().join(".claude.json")).unwrap();
+    assert_eq!(f.load().configs["shared"].command.as_deref(), Some("codex"));
+    std::fs::remove_file(f.home().join(".codex/config.toml")).unwrap();
+    assert_eq!(
+        f.load().configs["shared"].command.as_deref(),
+        Some("gemini")
+    );
+    std::fs::remove_file(f.home().join(".gemini/settings.json")).unwrap();
+    assert_eq!(
+        f.load().configs["shared"].command.as_deref(),
+        Some("cursor")
+    );
+    std::fs::remove_file(f.home().join(".cursor/mcp.json")).unwrap();
+    assert_eq!(
+        f.load().configs["shared"].command.as_deref(),
+        Some("windsurf")
+    );
+    std::fs::remove_file(f.home().join(".codeium/windsurf/mcp_config.json")).unwrap();
+    assert_eq!(
+        f.load().configs["shared"].command.as_deref(),
+        Some("vscode")
+    );
+    std::fs::remove_file(f.project().join(".vscode/mcp.json")).unwrap();
+    assert_eq!(
+        f.load().configs["shared"].command.as_deref(),
+        Some("mcp-json")
+    );
+}
+
+#[test]
+fn claude_code_scopes_local_then_project_then_user() {
+    let f = Fixture::new("claude");
+    let project = f.project();
+    f.write(
+        "home/.claude.json",
+        &json!({"mcpServers": {"s": {"command": "user"}},
+                "projects": {project.to_string_lossy(): {"mcpServers": {"s": {"command": "local"}}},
+                             "/some/other/project": {"mcpServers": {"other": {"command": "x"}}}}})
+        .to_string(),
+    );
+    f.write(
+        "project/.claude/mcp.json",
+        r#"{"mcpServers": {"s": {"command": "project"}}}"#,
+    );
+    f.write(
+        "home/.claude/mcp.json",
+        r#"{"mcpServers": {"s": {"command": "user-file"}}}"#,
+    );
+    let loaded = f.load();
+    assert_eq!(loaded.configs["s"].command.as_deref(), Some("local"));
+    assert!(
+        !loaded.configs.contains_key("other"),
+        "another project's servers stay there"
+    );
+}
+
+#[test]
+fn project_config_can_be_turned_off() {
+    let f = Fixture::new("project-off");
+    every_source(&f);
+    let loaded = load_all_mcp_configs(
+        &f.project(),
+        &LoadOptions {
+            enable_project_config: false,
+            ..f.options()
+        },
+    );
+    assert!(loaded.sources.values().all(|s| s.level == Level::User));
+    // "shared" falls through to the user-level host file, not to a project file.
+    assert_eq!(
+        loaded.configs["shared"].command.as_deref(),
+        Some("own-user")
+    );
+    assert!(!loaded.configs.contains_key("plain"));
+    let plain = loaded
+        .discovered
+        .iter()
+        .find(|d| d.name == "plain")
+        .unwrap();
+    assert_eq!(
+        plain.skipped.as_deref(),
+        Some("project-level config is disabled")
+    );
+}
+
+#[test]
+fn enabled_false_and_the_user_lists() {
+    let f = Fixture::new("lists");
+    f.write(
+        "home/.mcp-runtime/mcp.json",
+        r#"{"mcpServers": {"mine-off": {"command": "a", "enabled": false}},
+            "disabledServers": ["theirs-on"], "enabledServers": ["theirs-off"]}"#,
+    );
+    f.write(
+        "home/.cursor/mcp.json",
+        r#"{"mcpServers": {"theirs-on": {"command": "a"}, "theirs-off": {"command": "a", "enabled": false},
+            "other-off": {"command": "a", "enabled": "false"}}}"#,
+    );
+    let loaded = f.load();
+    let names: Vec<&str> = loaded.configs.keys().map(String::as_str).collect();
+    assert_eq!(names, ["theirs-off"]);
+    let reason = |n: &str| {
+        loaded
+            .discovered
+            .iter()
+            .find(|d| d.name == n)
+            .unwrap()
+            .skipped
+            .clone()
+    };
+    assert_eq!(reason("mine-off").as_deref(), Some("enabled: false"));
+    assert_eq!(
+        reason("theirs-on").as_deref(),
+        Some("listed in disabledServers")
+    );
+    assert_eq!(reason("other-off").as_deref(), Some("enabled: false"));
+}
+
+#[test]
+fn exa_servers_are_filtered_and_their_keys_returned() {
+    let f = Fixture::new("exa");
+    f.write(
+        "project/.mcp.json",
+        r#"{"mcpServers": {"exa": {"command": "npx", "args": ["exa-mcp-server"], "env": {"EXA_API_KEY": "k-env"}},
+            "web": {"url": "https://mcp.exa.ai/mcp?exaApiKey=k-url"}, "files": {"command": "a"}}}"#,
+    );
+    let loaded = f.load();
+    assert_eq!(loaded.configs.keys().collect::<Vec<_>>(), ["files"]);
+    let mut keys = loaded.exa_api_keys.clone();
+    keys.sort();
+    assert_eq!(keys, ["k-env", "k-url"]);
+    let kept = load_all_mcp_configs(
+        &f.project(),
+        &LoadOptions {
+            filter_exa: false,
+            ..f.options()
+        },
+    );
+    assert_eq!(kept.configs.len(), 3);
+    assert!(kept.exa_api_keys.is_empty());
+}
+
+#[test]
+fn a_malformed_file_in_any_source_is_a_warning_and_the_others_load() {
+    let broken = [
+        "project/.mcp-runtime/mcp.json",
+        "home/.mcp-runtime/mcp.json",
+        "home/.claude.json",
+        "project/.claude/mcp.json",
+        "home/.codex/config.toml",
+        "project/.codex/config.toml",
+        "home/.gemini/settings.json",
+        "project/.cursor/mcp.json",
+        "home/.codeium/windsurf/mcp_config.json",
+        "project/.vscode/mcp.json",
+        "project/mcp.json",
+    ];
+    for bad in broken {
+        let f = Fixture::new("malformed");
+        every_source(&f);
+        let path = f.write(bad, "{ this is [ not valid");
+        let loaded = f.load();
+        assert_eq!(loaded.warnings.len(), 1, "{bad}: {:?}", loaded.warnings);
+        assert!(
+            loaded.warnings[0].contains(&path.display().to_string()),
+            "{:?}",
+            loaded.warnings
+        );
+        // Every server of the other files is still there.
+        assert!(loaded.configs.contains_key("dot-plain"), "{bad}");
+        assert!(loaded.configs.contains_key("cursor-u"), "{bad}");
+        assert!(loaded.configs.contains_key("shared"), "{bad}");
+    }
+}
+
+#[test]
+fn variables_are_expanded_at_discovery() {
+    let f = Fixture::new("expand");
+    std::env::set_var("MCP_DISCOVERY_TEST_DIR", "/opt/tools");
+    f.write(
+        "project/.mcp.json",
+        r#"{"mcpServers": {"x": {"command": "${MCP_DISCOVERY_TEST_DIR}/bin/server",
+            "args": ["--port", "${MCP_DISCOVERY_TEST_PORT:-8080}", "${MCP_DISCOVERY_UNSET}"],
+            "env": {"HOME_DIR": "${MCP_DISCOVERY_TEST_DIR}"}}}}"#,
+    );
+    let c = &f.load().configs["x"];
+    assert_eq!(c.command.as_deref(), Some("/opt/tools/bin/server"));
+    assert_eq!(c.args, ["--port", "8080", "${MCP_DISCOVERY_UNSET}"]);
+    assert_eq!(
+        c.env.get("HOME_DIR").map(String::as_str),
+        Some("/opt/tools")
+    );
+}
+
+struct HostSource;
+
+impl ConfigSource for HostSource {
+    fn id(&self) -> &str {
+        "my-host"
+    }
+    fn display_name(&self) -> &str {
+        "My Host"
+    }
+    fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
+        SourceOutput {
+            servers: vec![FoundServer {
+                name: "from-host".into(),
+                config: ServerConfig::stdio("host-server", ["--cwd", &ctx.cwd.to_string_lossy()]),
+                path: ctx.home.join("host.cfg"),
+                level: Level::User,
+            }],
+            ..Default::default()
+        }
+    }
+}
+
+#[test]
+fn a_host_adds_its_own_source() {
+    let f = Fixture::new("host-source");
+    f.write(
+        "project/.mcp.json",
+        r#"{"mcpServers": {"from-host": {"command": "loses"}}}"#,
+    );
+    let mut sources = mcp_runtime::config::sources::default_sources(Default::default());
+    sources.insert(0, Arc::new(HostSource));
+    let loaded = load_all_mcp_configs(
+        &f.project(),
+        &LoadOptions {
+            sources: Some(sources),
+            ..f.options()
+        },
+    );
+    assert_eq!(
+        loaded.configs["from-host"].command.as_deref(),
+        Some("host-server")
+    );
+    assert_eq!(loaded.sources["from-host"].provider_name, "My Host");
+}
+
+#[test]
+fn resolved_secrets_never_reach_logs_or_error_texts() {
+    common::capture_logs();
+    std::env::set_var("MCP_SECRET_TEST_TOKEN", "sk-live-123456");
+    let config: ServerConfig = serde_json::from_value(json!({
+        "url": "http://127.0.0.1:1/mcp",
+        "headers": {"Authorization": "!echo Bearer sk-cmd-987654", "X-Key": "MCP_SECRET_TEST_TOKEN", "X-Broken": "!exit 1"},
+        "auth": {"type": "oauth", "credentialId": "cred"}
+    }))
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-secret-{}", std::process::id()));
+    let storage = FileAuthStorage::new(dir.join("auth.json"));
+    storage
+        .set(
+            "cred",
+            Credential {
+                access_token: "oauth-abcdef".into(),
+                expires_at: None,
+                refresh_token: None,
+                extra: Map::new(),
+            },
+        )
+        .unwrap();
+    let resolved = resolve_server_config("secretive", &config, Some(&storage as &dyn AuthStorage));
+    assert_eq!(
+        resolved.headers.get("Authorization").map(String::as_str),
+        Some("Bearer oauth-abcdef")
+    );
+    assert_eq!(
+        resolved.headers.get("X-Key").map(String::as_str),
+        Some("sk-live-123456")
+    );
+    assert!(!resolved.headers.contains_key("X-Broken"));
+    // The unresolved config still names the variable, not its value.
+    assert_eq!(
+        config.headers.get("X-Key").map(String::as_str),
+        Some("MCP_SECRET_TEST_TOKEN")
+    );
+    // Connecting fails (nothing listens there); neither the error nor any log line shows a secret.
+    let endpoint = resolved.endpoint(Path::new("/")).unwrap();
+    let err = mcp_runtime::Client::connect("secretive", &endpoint, Default::default()).unwrap_err();
+    let texts = [err.to_string(), format!("{err:?}"), format!("{endpoint:?}")];
+    for secret in ["sk-live-123456", "sk-cmd-987654", "oauth-abcdef"] {
+        for t in &texts {
+            assert!(!t.contains(secret), "{secret} in {t}");
+        }
+        assert!(common::logs(secret).is_empty(), "{secret} was logged");
+    }
+    assert!(
+        !common::logs("X-Broken").is_empty(),
+        "the unresolvable key is named"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_writer_adds_removes_and_toggles_keeping_unknown_fields() {
+    let f = Fixture::new("writer");
+    let writer = ConfigWriter::new(&f.project(), &f.options());
+    let project_file = writer.path(Scope::Project).to_path_buf();
+    assert_eq!(project_file, f.project().join(".mcp-runtime/mcp.json"));
+    f.write(".keep", "");
+    std::fs::create_dir_all(project_file.parent().unwrap()).unwrap();
+    std::fs::write(&project_file, r#"{"$schema": "x", "custom": {"keep": true}, "mcpServers": {"old": {"command": "o", "alwaysAllow": ["t"]}}}"#).unwrap();
+
+    writer
+        .add(
+            Scope::Project,
+            "new",
+            &ServerConfig::stdio("npx", ["-y", "pkg"]),
+        )
+        .unwrap();
+    let v = read(&project_file);
+    assert_eq!(v["custom"], json!({"keep": true}));
+    assert_eq!(v["$schema"], "x");
+    assert_eq!(v["mcpServers"]["old"]["alwaysAllow"], json!(["t"]));
+    assert_eq!(
+        v["mcpServers"]["new"],
+        json!({"command": "npx", "args": ["-y", "pkg"]})
+    );
+    assert!(
+        writer
+            .add(
+                Scope::Project,
+                "new",
+                &ServerConfig::stdio("x", Vec::<String>::new())
+            )
+            .is_err(),
+        "no silent overwrite"
+    );
+    assert!(writer
+        .add(
+            Scope::Project,
+            "bad name!",
+            &ServerConfig::stdio("x", Vec::<String>::new())
+        )
+        .is_err());
+
+    // Round trip through discovery.
+    assert_eq!(f.load().configs["new"].command.as_deref(), Some("npx"));
+
+    // Disable/enable one of our servers: its own `enabled` field.
+    let loaded = f.load();
+    writer
+        .set_enabled("new", false, loaded.sources.get("new"))
+        .unwrap();
+    assert_eq!(read(&project_file)["mcpServers"]["new"]["enabled"], false);
+    assert!(!f.load().configs.contains_key("new"));
+    let found = f
+        .load()
+        .discovered
+        .into_iter()
+        .find(|d| d.name == "new")
+        .unwrap();
+    writer
+        .set_enabled("new", true, Some(&found.source))
+        .unwrap();
+    assert!(read(&project_file)["mcpServers"]["new"]
+        .get("enabled")
+        .is_none());
+    assert!(f.load().configs.contains_key("new"));
+
+    // A server from a file we do not own: the user file's lists.
+    f.write(
+        "home/.cursor/mcp.json",
+        r#"{"mcpServers": {"theirs": {"command": "t", "enabled": false}}}"#,
+    );
+    let theirs = f
+        .load()
+        .discovered
+        .into_iter()
+        .find(|d| d.name == "theirs")
+        .unwrap();
+    writer
+        .set_enabled("theirs", true, Some(&theirs.source))
+        .unwrap();
+    let user_file = writer.path(Scope::User).to_path_buf();
+    assert_eq!(read(&user_file)["enabledServers"], json!(["theirs"]));
+    assert!(f.load().configs.contains_key("theirs"));
+    writer
+        .set_enabled("theirs", false, Some(&theirs.source))
+        .unwrap();
+    assert_eq!(read(&user_file)["disabledServers"], json!(["theirs"]));
+    assert!(read(&user_file).get("enabledServers").is_none());
+    assert!(!f.load().configs.contains_key("theirs"));
+    // The Cursor file was never touched.
+    assert_eq!(
+        read(&f.home().join(".cursor/mcp.json"))["mcpServers"]["theirs"]["enabled"],
+        false
+    );
+
+    assert!(writer.remove(Scope::Project, "new").unwrap());
+    assert!(!writer.remove(Scope::Project, "new").unwrap());
+    assert!(read(&project_file)["mcpServers"].get("new").is_none());
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&project_file)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}
+
+#[test]
+fn the_writer_refuses_a_malformed_file() {
+    let f = Fixture::new("writer-malformed");
+    let writer = ConfigWriter::new(&f.project(), &f.options());
+    let path = f.write("project/.mcp-runtime/mcp.json", "{\"mcpServers\": {broken");
+    let err = writer
+        .add(
+            Scope::Project,
+            "x",
+            &ServerConfig::stdio("x", Vec::<String>::new()),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("not overwritten"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "{\"mcpServers\": {broken"
+    );
+    // A user file that cannot be parsed is not overwritten by a toggle either.
+    let user = f.write("home/.mcp-runtime/mcp.json", "[[[");
+    assert!(writer.set_enabled("x", false, None).is_err());
+    assert_eq!(std::fs::read_to_string(&user).unwrap(), "[[[");
+}
+
+#[test]
+fn concurrent_writers_never_leave_a_torn_file() {
+    let f = Fixture::new("writer-atomic");
+    let writer = ConfigWriter::new(&f.project(), &f.options());
+    let path = writer.path(Scope::User).to_path_buf();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let writer = writer.clone();
+            s.spawn(move || {
+                for i in 0..25 {
+                    let _ = writer.add(
+                        Scope::User,
+                        &format!("s{t}-{i}"),
+                        &ServerConfig::stdio("x", Vec::<String>::new()),
+                    );
+                }
+            });
+        }
+        // Meanwhile, every read sees a whole JSON document.
+        s.spawn(|| {
+            for _ in 0..200 {
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    serde_json::from_str::<Value>(&text).expect("a torn file");
+                }
+            }
+        });
+    });
+    let servers = read(&path)["mcpServers"].as_object().unwrap().len();
+    assert!(servers >= 25, "{servers}");
+}
