@@ -54,11 +54,14 @@
 //! their own, so a slow [`ClientHandler`] never stalls the connection.
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod cancel;
 pub mod client;
 pub mod config;
 pub mod error;
 pub mod jsonrpc;
+pub mod loader;
+pub mod manager;
 pub mod protocol;
 pub mod tool;
 pub mod transport;
@@ -71,3 +74,8 @@ pub struct ReadmeDoctests;
 pub use cancel::CancelToken;
 pub use client::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, NoHandler};
 pub use error::{Error, Result};
+pub use loader::{
+    discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,
+};
+pub use manager::{ManagerOptions, McpManager};
+pub use tool::{Aborted, Tool, ToolContext, ToolOutput};

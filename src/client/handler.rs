@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use crate::jsonrpc::{Notification, RpcError};
 use crate::protocol::{ClientCapabilities, ListRootsResult};
+use crate::Error;
 
 /// The host's side of server → client traffic.
 ///
@@ -54,6 +55,12 @@ pub trait ClientHandler: Send + Sync + 'static {
     /// client and not passed here).
     fn on_notification(&self, server: &str, notification: &Notification) {
         let _ = (server, notification);
+    }
+
+    /// The connection ended (the process exited, the stream ended, it was closed, ...). Called
+    /// once, possibly on the transport's reader thread: return quickly.
+    fn on_connection_closed(&self, server: &str, reason: &Error) {
+        let _ = (server, reason);
     }
 }
 

@@ -105,13 +105,17 @@ impl Router {
 
     /// Ends the connection: every pending request fails with `error` (the first reason wins).
     pub(crate) fn fail_all(&self, error: Error) {
-        let (slots, error) = {
+        let (slots, error, first) = {
             let mut p = self.pending.lock();
+            let first = p.closed.is_none();
             let error = p.closed.get_or_insert(error).clone();
-            (std::mem::take(&mut p.slots), error)
+            (std::mem::take(&mut p.slots), error, first)
         };
         for (_, slot) in slots {
             let _ = slot.response.send(Err(error.clone()));
+        }
+        if first {
+            self.handler.on_connection_closed(&self.server, &error);
         }
     }
 

@@ -9,7 +9,7 @@
 //!   names, OAuth tokens from an [`AuthStorage`]. Resolved values are never logged or cached.
 //! - [`ConfigWriter`] edits the host's own files atomically.
 
-mod atomic;
+pub(crate) mod atomic;
 mod auth;
 mod discovery;
 mod exa;

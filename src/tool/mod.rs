@@ -1,7 +1,201 @@
-//! The tools layer: how MCP tools are presented to a host: exposed names and text rendering.
+//! The tools layer: MCP tools as a host sees them.
+//!
+//! [`Tool`] is the host-facing trait (name, label, description, parameters, `execute`).
+//! [`McpTool`] calls a connected server; [`DeferredMcpTool`] comes from the cache while its
+//! server is still connecting, and waits for it. [`build_tools`] turns the manager's current
+//! tool set into tool objects with their exposed names ([`naming`]); results render as text
+//! with [`render_text`].
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::config::SourceMeta;
+use crate::protocol::{CallToolResult, ContentBlock, Progress, Tool as ToolDefinition};
+use crate::CancelToken;
+
+mod build;
+mod deferred;
+mod mcp_tool;
 pub mod naming;
 pub mod render;
 
+pub use build::{build_tools, parameters_of};
+pub use deferred::DeferredMcpTool;
+pub use mcp_tool::McpTool;
 pub use naming::{exposed_name, exposed_names};
 pub use render::render_text;
+
+/// A tool a host can register and call.
+pub trait Tool: Send + Sync {
+    /// The exposed name, e.g. `mcp_files_read`.
+    fn name(&self) -> &str;
+    /// A short label, e.g. `files/read`.
+    fn label(&self) -> &str;
+    /// What it does (for the model).
+    fn description(&self) -> &str;
+    /// The JSON schema of its arguments.
+    fn parameters(&self) -> &Value;
+    /// Runs it. Failures of the server or the tool are a [`ToolOutput`] with `is_error`; only a
+    /// cancellation by the caller is `Err(Aborted)`.
+    fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted>;
+    /// The MCP server and tool behind it, for MCP tools.
+    fn mcp_identity(&self) -> Option<(&str, &str)> {
+        None
+    }
+}
+
+/// The call was cancelled by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Aborted;
+
+impl std::fmt::Display for Aborted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("aborted")
+    }
+}
+
+impl std::error::Error for Aborted {}
+
+/// A progress callback for tool calls.
+pub type ProgressCallback = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// How a call runs.
+#[derive(Clone, Default)]
+pub struct ToolContext {
+    /// Fires to abort the call.
+    pub cancel: Option<CancelToken>,
+    /// Bound on the call (default: the server's `toolTimeout`, else the connection's).
+    pub timeout: Option<Duration>,
+    /// Progress reports, on the calling thread.
+    pub on_progress: Option<ProgressCallback>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("cancel", &self.cancel.is_some())
+            .field("timeout", &self.timeout)
+            .field("on_progress", &self.on_progress.is_some())
+            .finish()
+    }
+}
+
+/// Where an MCP tool's output came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDetails {
+    /// The server's configured name.
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    /// The config source's id (`claude`, `mcp-json`, ...).
+    pub provider: Option<String>,
+    /// Its display name.
+    pub provider_name: Option<String>,
+}
+
+/// A tool's structured output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The content blocks, as the server sent them.
+    pub content: Vec<ContentBlock>,
+    /// The structured content, as the server sent it.
+    pub structured_content: Option<Value>,
+    /// True when the tool (or the server, or the transport) failed.
+    pub is_error: bool,
+    /// The result's `_meta`.
+    pub meta: Option<Value>,
+    /// Which server and tool produced it.
+    pub details: ToolDetails,
+}
+
+impl ToolOutput {
+    fn from_result(result: CallToolResult, details: ToolDetails) -> ToolOutput {
+        ToolOutput {
+            is_error: result.is_error(),
+            content: result.content,
+            structured_content: result.structured_content,
+            meta: result.meta,
+            details,
+        }
+    }
+
+    /// An error output: one text block `MCP error: <message>`.
+    pub fn error(message: impl std::fmt::Display, details: ToolDetails) -> ToolOutput {
+        ToolOutput {
+            content: vec![ContentBlock::text(format!("MCP error: {message}"))],
+            structured_content: None,
+            is_error: true,
+            meta: None,
+            details,
+        }
+    }
+
+    /// The text rendering (see [`render_text`]).
+    pub fn text(&self) -> String {
+        render_text(&self.as_result())
+    }
+
+    /// The output as a `CallToolResult`.
+    pub fn as_result(&self) -> CallToolResult {
+        CallToolResult {
+            content: self.content.clone(),
+            structured_content: self.structured_content.clone(),
+            is_error: Some(self.is_error),
+            meta: self.meta.clone(),
+            extra: Default::default(),
+        }
+    }
+}
+
+/// What McpTool and DeferredMcpTool share: the identity, the presentation, and the call.
+#[derive(Clone)]
+pub(crate) struct Spec {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    pub parameters: Value,
+    pub server: String,
+    pub definition: ToolDefinition,
+    pub source: Option<SourceMeta>,
+}
+
+impl Spec {
+    pub(crate) fn details(&self) -> ToolDetails {
+        ToolDetails {
+            server: self.server.clone(),
+            tool: self.definition.name.clone(),
+            provider: self.source.as_ref().map(|s| s.provider.clone()),
+            provider_name: self.source.as_ref().map(|s| s.provider_name.clone()),
+        }
+    }
+
+    /// Calls through the manager, turning errors into outputs and cancellation into Aborted.
+    pub(crate) fn call(
+        &self,
+        manager: &crate::manager::McpManager,
+        arguments: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, Aborted> {
+        let arguments = if arguments.is_null() {
+            json!({})
+        } else {
+            arguments
+        };
+        let progress = ctx.on_progress.clone();
+        let mut options = crate::CallOptions {
+            timeout: ctx.timeout,
+            cancel: ctx.cancel.clone(),
+            on_progress: None,
+        };
+        if let Some(p) = progress {
+            options.on_progress = Some(Box::new(move |update: &Progress| p(update)));
+        }
+        match manager.call_tool(&self.server, &self.definition.name, arguments, options) {
+            Ok(result) => Ok(ToolOutput::from_result(result, self.details())),
+            Err(crate::Error::Cancelled) => Err(Aborted),
+            Err(e) => Ok(ToolOutput::error(e, self.details())),
+        }
+    }
+}

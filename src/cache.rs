@@ -1,0 +1,216 @@
+//! The tool-definition cache behind the fast start: the tools each server listed last time,
+//! so a server still connecting after the startup gate can be offered as deferred tools.
+//!
+//! An entry is keyed by server name and holds `{ version, config_hash, tools, written_at }`.
+//! The hash is a SHA-256 over the canonical (sorted keys) *unresolved* config, so a config
+//! change invalidates the entry and a rotated secret resolved at connect time does not. An
+//! entry that is corrupt, of another version, for another config, or older than the TTL is a
+//! miss. Writes are atomic (temporary file + rename), mode 0600.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::ServerConfig;
+use crate::protocol::Tool;
+use crate::Error;
+
+/// The cache format version; entries of another version are misses.
+pub const CACHE_VERSION: u32 = 1;
+
+/// How long an entry stays valid by default.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// Where tool definitions are remembered between runs.
+pub trait ToolCache: Send + Sync {
+    /// The tools stored for `server` under `config_hash`, if fresh.
+    fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Tool>>;
+    /// Stores the tools of `server` under `config_hash`.
+    fn set(&self, server: &str, config_hash: &str, tools: &[Tool]) -> Result<(), Error>;
+}
+
+/// The hex SHA-256 of the canonical JSON of the unresolved config.
+pub fn config_hash(config: &ServerConfig) -> String {
+    // serde_json's maps are sorted by key, so the text is canonical.
+    let canonical = serde_json::to_string(config).unwrap_or_default();
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    version: u32,
+    config_hash: String,
+    tools: Vec<Tool>,
+    /// Milliseconds since the Unix epoch.
+    written_at: u64,
+}
+
+/// One JSON file per server in a directory.
+#[derive(Debug, Clone)]
+pub struct FileToolCache {
+    dir: PathBuf,
+    ttl: Duration,
+}
+
+impl FileToolCache {
+    /// A cache in `dir` with the default 30-day TTL.
+    pub fn new(dir: impl Into<PathBuf>) -> FileToolCache {
+        FileToolCache {
+            dir: dir.into(),
+            ttl: DEFAULT_TTL,
+        }
+    }
+
+    /// Sets the TTL.
+    pub fn with_ttl(mut self, ttl: Duration) -> FileToolCache {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The default directory: `$XDG_CACHE_HOME/mcp-runtime`, else `~/.cache/mcp-runtime`
+    /// (`~/Library/Caches/mcp-runtime` on macOS).
+    pub fn default_dir() -> PathBuf {
+        if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+            return PathBuf::from(x).join("mcp-runtime");
+        }
+        let home = crate::config::home_dir();
+        if cfg!(target_os = "macos") {
+            home.join("Library/Caches/mcp-runtime")
+        } else {
+            home.join(".cache/mcp-runtime")
+        }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of one server: its sanitized name plus a hash of the raw name, so distinct
+    /// names never share a file.
+    pub fn path_for(&self, server: &str) -> PathBuf {
+        let digest = Sha256::digest(server.as_bytes());
+        let short: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        let safe: String = server
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        self.dir.join(format!("{safe}-{short}.json"))
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl ToolCache for FileToolCache {
+    fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Tool>> {
+        let path = self.path_for(server);
+        let text = std::fs::read_to_string(&path).ok()?;
+        let entry: Entry = match serde_json::from_str(&text) {
+            Ok(e) => e,
+            Err(e) => {
+                log::debug!(
+                    "tool cache {}: unreadable entry ({e}); ignoring it",
+                    path.display()
+                );
+                return None;
+            }
+        };
+        let age = Duration::from_millis(now_ms().saturating_sub(entry.written_at));
+        if entry.version != CACHE_VERSION || entry.config_hash != config_hash || age > self.ttl {
+            return None;
+        }
+        Some(entry.tools)
+    }
+
+    fn set(&self, server: &str, config_hash: &str, tools: &[Tool]) -> Result<(), Error> {
+        let entry = Entry {
+            version: CACHE_VERSION,
+            config_hash: config_hash.to_owned(),
+            tools: tools.to_vec(),
+            written_at: now_ms(),
+        };
+        let text = serde_json::to_string(&entry).map_err(|e| Error::protocol(e.to_string()))?;
+        crate::config::atomic::write_private(&self.path_for(server), text.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tools() -> Vec<Tool> {
+        vec![Tool::new("read", "Reads", json!({"type": "object"}))]
+    }
+
+    fn cache(name: &str) -> FileToolCache {
+        let dir = std::env::temp_dir().join(format!("mcp-cache-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        FileToolCache::new(dir)
+    }
+
+    #[test]
+    fn hit_miss_config_change_and_ttl() {
+        let c = cache("basic");
+        let config = ServerConfig::stdio("srv", ["a"]);
+        let hash = config_hash(&config);
+        assert!(c.get("files", &hash).is_none(), "miss when empty");
+        c.set("files", &hash, &tools()).unwrap();
+        assert_eq!(c.get("files", &hash), Some(tools()));
+        let changed = config_hash(&ServerConfig::stdio("srv", ["b"]));
+        assert_ne!(changed, hash);
+        assert!(
+            c.get("files", &changed).is_none(),
+            "another config is a miss"
+        );
+        assert!(c.get("other", &hash).is_none());
+        let stale = c.clone().with_ttl(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(stale.get("files", &hash).is_none(), "stale is a miss");
+        std::fs::remove_dir_all(c.dir()).unwrap();
+    }
+
+    #[test]
+    fn corrupt_and_old_entries_are_misses() {
+        let c = cache("corrupt");
+        let hash = config_hash(&ServerConfig::default());
+        c.set("s", &hash, &tools()).unwrap();
+        std::fs::write(c.path_for("s"), "{ not json").unwrap();
+        assert!(c.get("s", &hash).is_none());
+        std::fs::write(
+            c.path_for("s"),
+            json!({"version": 0, "configHash": hash, "tools": [], "writtenAt": now_ms()})
+                .to_string(),
+        )
+        .unwrap();
+        assert!(c.get("s", &hash).is_none());
+        std::fs::remove_dir_all(c.dir()).unwrap();
+    }
+
+    #[test]
+    fn the_hash_is_canonical_and_names_do_not_share_files() {
+        let a: ServerConfig =
+            serde_json::from_value(json!({"command": "x", "env": {"A": "1", "B": "2"}})).unwrap();
+        let b: ServerConfig =
+            serde_json::from_value(json!({"env": {"B": "2", "A": "1"}, "command": "x"})).unwrap();
+        assert_eq!(config_hash(&a), config_hash(&b));
+        let c = cache("names");
+        assert_ne!(c.path_for("a b"), c.path_for("a_b"));
+    }
+}

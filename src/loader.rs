@@ -1,0 +1,162 @@
+//! The facade a host calls at startup: discover, connect behind the 250 ms gate, and get tool
+//! objects ready to register. It never fails as a whole: a failing server is an entry in
+//! `errors`, and a discovery that fails outright gives no tools and one error
+//! `{ path: ".mcp.json", error }`, so the host session still starts.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::{load_all_mcp_configs, LoadOptions};
+use crate::manager::{ConnectReport, ManagerOptions, McpManager};
+use crate::tool::{build_tools, Tool};
+
+/// How to load.
+#[derive(Clone, Debug, Default)]
+pub struct LoaderOptions {
+    /// Discovery (project config on/off, Exa filter, home, the host's own files, sources).
+    pub config: LoadOptions,
+    /// The manager (gate, cache, auth storage, connect options). Its `project_dir` is set to
+    /// the loader's `cwd`.
+    pub manager: ManagerOptions,
+}
+
+/// A tool ready to register, with where it came from.
+#[derive(Clone)]
+pub struct LoadedTool {
+    /// `mcp:<server> via <providerName>` (or `mcp:<server>` when the source is unknown).
+    pub path: String,
+    /// The config file the server came from.
+    pub resolved_path: String,
+    /// The tool.
+    pub tool: Arc<dyn Tool>,
+}
+
+impl std::fmt::Debug for LoadedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTool")
+            .field("path", &self.path)
+            .field("name", &self.tool.name())
+            .finish()
+    }
+}
+
+/// One thing that went wrong while loading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    /// Where: a server's display path (`mcp:<server> via <providerName>`), a config file, or
+    /// `.mcp.json` when discovery itself failed.
+    pub path: String,
+    /// What.
+    pub error: String,
+}
+
+/// What the loader produced.
+#[derive(Debug, Clone)]
+pub struct McpLoadResult {
+    /// The tools, live and deferred.
+    pub tools: Vec<LoadedTool>,
+    /// Per-server (and per-file) errors.
+    pub errors: Vec<LoadError>,
+    /// The manager that owns the connections (disconnect it to stop them).
+    pub manager: McpManager,
+    /// The servers connected when the loader returned.
+    pub connected_servers: Vec<String>,
+    /// API keys of filtered Exa servers.
+    pub exa_api_keys: Vec<String>,
+    /// Config files that could not be read.
+    pub warnings: Vec<String>,
+    /// The manager's report of the startup.
+    pub report: ConnectReport,
+}
+
+/// The display path of a server's tools.
+pub fn display_path(server: &str, provider_name: Option<&str>) -> String {
+    match provider_name {
+        Some(p) => format!("mcp:{server} via {p}"),
+        None => format!("mcp:{server}"),
+    }
+}
+
+/// Discovers the servers of the project at `cwd`, connects them, and returns their tools.
+pub fn discover_and_load_mcp_tools(cwd: &Path, options: LoaderOptions) -> McpLoadResult {
+    let mut manager_options = options.manager.clone();
+    manager_options.project_dir = cwd.to_path_buf();
+    let manager = McpManager::new(manager_options);
+    let discovered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load_all_mcp_configs(cwd, &options.config)
+    }));
+    let loaded = match discovered {
+        Ok(l) => l,
+        Err(panic) => {
+            let error = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "MCP config discovery failed".to_owned());
+            log::error!("MCP discovery failed: {error}");
+            return McpLoadResult {
+                tools: Vec::new(),
+                errors: vec![LoadError {
+                    path: ".mcp.json".into(),
+                    error,
+                }],
+                manager,
+                connected_servers: Vec::new(),
+                exa_api_keys: Vec::new(),
+                warnings: Vec::new(),
+                report: ConnectReport::default(),
+            };
+        }
+    };
+    let report = manager.connect_servers(&loaded.configs, &loaded.sources);
+    let mut errors: Vec<LoadError> = loaded
+        .problems
+        .iter()
+        .map(|p| LoadError {
+            path: p.path.display().to_string(),
+            error: p.message.clone(),
+        })
+        .collect();
+    for (server, error) in &report.errors {
+        let provider = loaded.sources.get(server).map(|s| s.provider_name.as_str());
+        errors.push(LoadError {
+            path: display_path(server, provider),
+            error: error.to_string(),
+        });
+    }
+    McpLoadResult {
+        tools: loaded_tools(&manager),
+        errors,
+        connected_servers: report.connected.clone(),
+        exa_api_keys: loaded.exa_api_keys,
+        warnings: loaded.warnings,
+        report,
+        manager,
+    }
+}
+
+/// The manager's current tools as [`LoadedTool`]s (for a refresh after startup).
+pub fn loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
+    build_tools(manager)
+        .into_iter()
+        .map(|tool| {
+            let server = tool
+                .mcp_identity()
+                .map(|(s, _)| s.to_owned())
+                .unwrap_or_default();
+            let source = manager.source(&server);
+            LoadedTool {
+                path: display_path(&server, source.as_ref().map(|s| s.provider_name.as_str())),
+                resolved_path: source
+                    .map(|s| s.path.display().to_string())
+                    .unwrap_or_default(),
+                tool,
+            }
+        })
+        .collect()
+}
+
+/// The convenience wrapper: discovery and connection with the default options.
+pub fn discover_mcp_servers(cwd: &Path) -> McpLoadResult {
+    discover_and_load_mcp_tools(cwd, LoaderOptions::default())
+}

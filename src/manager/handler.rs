@@ -1,0 +1,77 @@
+//! The client handler the manager gives each connection: it forwards everything to the host's
+//! handler, and also refreshes the server's tools on `tools/list_changed` and notices a dead
+//! transport at once.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::Value;
+
+use super::Shared;
+use crate::jsonrpc::{Notification, RpcError};
+use crate::protocol::{ClientCapabilities, ListRootsResult};
+use crate::{ClientHandler, Error};
+
+pub(crate) struct ManagedHandler {
+    manager: Weak<Shared>,
+    server: String,
+    attempt: u64,
+    host: Arc<dyn ClientHandler>,
+}
+
+impl ManagedHandler {
+    pub(crate) fn new(
+        manager: Weak<Shared>,
+        server: &str,
+        attempt: u64,
+        host: Arc<dyn ClientHandler>,
+    ) -> ManagedHandler {
+        ManagedHandler {
+            manager,
+            server: server.to_owned(),
+            attempt,
+            host,
+        }
+    }
+}
+
+impl ClientHandler for ManagedHandler {
+    fn capabilities(&self) -> ClientCapabilities {
+        self.host.capabilities()
+    }
+
+    fn list_roots(&self, server: &str) -> Result<ListRootsResult, RpcError> {
+        self.host.list_roots(server)
+    }
+
+    fn create_message(&self, server: &str, params: Value) -> Result<Value, RpcError> {
+        self.host.create_message(server, params)
+    }
+
+    fn elicit(&self, server: &str, params: Value) -> Result<Value, RpcError> {
+        self.host.elicit(server, params)
+    }
+
+    fn on_tools_list_changed(&self, server: &str) {
+        // Runs on the connection's event thread, not its reader: listing here is safe.
+        if let Some(manager) = self.manager.upgrade() {
+            if let Err(e) = manager.refresh(&self.server) {
+                log::debug!(
+                    "[{}] refreshing tools after list_changed failed: {e}",
+                    self.server
+                );
+            }
+        }
+        self.host.on_tools_list_changed(server);
+    }
+
+    fn on_notification(&self, server: &str, notification: &Notification) {
+        self.host.on_notification(server, notification);
+    }
+
+    fn on_connection_closed(&self, server: &str, reason: &Error) {
+        if let Some(manager) = self.manager.upgrade() {
+            manager.transport_died(&self.server, self.attempt, reason);
+        }
+        self.host.on_connection_closed(server, reason);
+    }
+}

@@ -1,0 +1,99 @@
+//! Turning the manager's tool set into tool objects with their exposed names.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::naming::exposed_names;
+use super::{DeferredMcpTool, McpTool, Spec, Tool};
+use crate::manager::McpManager;
+
+/// The tool objects for the manager's current tools: an [`McpTool`] for each live tool, a
+/// [`DeferredMcpTool`] for each tool of a server still connecting. Names are computed over the
+/// whole set (so collisions resolve the same way every time), sorted by name.
+pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn Tool>> {
+    let managed = manager.get_tools();
+    let identities: Vec<(&str, &str)> = managed
+        .iter()
+        .map(|m| (m.server.as_str(), m.tool.name.as_str()))
+        .collect();
+    let names = exposed_names(&identities);
+    let connect_timeout = manager.options().connect.timeout;
+    let mut tools: Vec<(String, Arc<dyn Tool>)> = managed
+        .into_iter()
+        .zip(names)
+        .map(|(m, name)| {
+            let spec = Spec {
+                label: format!("{}/{}", m.server, m.tool.name),
+                description: m
+                    .tool
+                    .description
+                    .clone()
+                    .filter(|d| !d.trim().is_empty())
+                    .unwrap_or_else(|| format!("MCP tool from {}", m.server)),
+                parameters: parameters_of(&m.tool.input_schema),
+                name: name.clone(),
+                server: m.server.clone(),
+                definition: m.tool,
+                source: m.source,
+            };
+            let tool: Arc<dyn Tool> = if m.deferred {
+                let wait = manager
+                    .config(&spec.server)
+                    .and_then(|c| c.timeout())
+                    .unwrap_or(connect_timeout);
+                Arc::new(DeferredMcpTool {
+                    spec,
+                    manager: manager.clone(),
+                    wait,
+                })
+            } else {
+                Arc::new(McpTool {
+                    spec,
+                    manager: manager.clone(),
+                })
+            };
+            (name, tool)
+        })
+        .collect();
+    tools.sort_by(|a, b| a.0.cmp(&b.0));
+    tools.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The parameters schema shown to the model: the server's `inputSchema`, where an object schema
+/// without `properties` gets an empty one (and a missing schema is an empty object schema).
+pub fn parameters_of(input_schema: &Value) -> Value {
+    match input_schema {
+        Value::Object(map) => {
+            let mut map = map.clone();
+            let is_object = map.get("type").is_none_or(|t| t == "object");
+            if is_object && !map.contains_key("properties") {
+                map.insert("properties".into(), json!({}));
+            }
+            Value::Object(map)
+        }
+        _ => json!({"type": "object", "properties": {}}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_schemas_get_properties() {
+        assert_eq!(
+            parameters_of(&json!({"type": "object"})),
+            json!({"type": "object", "properties": {}})
+        );
+        assert_eq!(
+            parameters_of(&Value::Null),
+            json!({"type": "object", "properties": {}})
+        );
+        let full =
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
+        assert_eq!(parameters_of(&full), full);
+        let other = json!({"type": "string"});
+        assert_eq!(parameters_of(&other), other);
+    }
+}

@@ -1,0 +1,50 @@
+//! [`McpTool`]: a tool of a connected server.
+
+use serde_json::Value;
+
+use super::{Aborted, Spec, Tool, ToolContext, ToolOutput};
+use crate::manager::McpManager;
+
+/// A tool of a connected server; calls go through the manager to the server's connection.
+#[derive(Clone)]
+pub struct McpTool {
+    pub(crate) spec: Spec,
+    pub(crate) manager: McpManager,
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn label(&self) -> &str {
+        &self.spec.label
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.spec.parameters
+    }
+
+    fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {
+        if ctx.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            return Err(Aborted);
+        }
+        self.spec.call(&self.manager, arguments, ctx)
+    }
+
+    fn mcp_identity(&self) -> Option<(&str, &str)> {
+        Some((&self.spec.server, &self.spec.definition.name))
+    }
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.spec.name)
+            .finish_non_exhaustive()
+    }
+}
