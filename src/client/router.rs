@@ -111,11 +111,13 @@ impl Router {
             let error = p.closed.get_or_insert(error).clone();
             (std::mem::take(&mut p.slots), error, first)
         };
-        for (_, slot) in slots {
-            let _ = slot.response.send(Err(error.clone()));
-        }
+        // The handler hears first, so whoever a failed call wakes finds the news already known
+        // (a manager's status says `disconnected` before any caller sees the error).
         if first {
             self.handler.on_connection_closed(&self.server, &error);
+        }
+        for (_, slot) in slots {
+            let _ = slot.response.send(Err(error.clone()));
         }
     }
 

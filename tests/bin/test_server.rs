@@ -15,6 +15,8 @@
 //!   --ignore-stdin-eof   keep running after stdin closes
 //!   --ignore-sigterm     ignore SIGTERM
 //!   --tag T              ignored; lets a test find its processes by command line
+//!   --hold-port P        before answering --hold-method (default initialize), connect to
+//!                        127.0.0.1:P and wait for one byte: the test decides when it answers
 //!   --sleep              (internal) the grandchild: sleep forever
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
@@ -45,6 +47,8 @@ struct Flags {
     ignore_stdin_eof: bool,
     ignore_sigterm: bool,
     tag: Option<String>,
+    hold_port: Option<u16>,
+    hold_method: Option<String>,
 }
 
 struct Server {
@@ -53,6 +57,7 @@ struct Server {
     initialize_params: Mutex<Value>,
     cancelled: Mutex<Vec<Value>>,
     asks: Mutex<HashMap<String, mpsc::Sender<Value>>>,
+    extra_tool: std::sync::atomic::AtomicBool,
     next_ask: AtomicU64,
     grandchild_pid: Mutex<Option<u32>>,
 }
@@ -81,6 +86,8 @@ fn main() {
             "--ignore-stdin-eof" => flags.ignore_stdin_eof = true,
             "--ignore-sigterm" => flags.ignore_sigterm = true,
             "--tag" => flags.tag = args.next(),
+            "--hold-port" => flags.hold_port = Some(num() as u16),
+            "--hold-method" => flags.hold_method = args.next(),
             "--sleep" => sleep_forever(),
             other => {
                 eprintln!("unknown flag {other}");
@@ -100,6 +107,7 @@ fn main() {
         initialize_params: Mutex::new(Value::Null),
         cancelled: Mutex::new(Vec::new()),
         asks: Mutex::new(HashMap::new()),
+        extra_tool: std::sync::atomic::AtomicBool::new(false),
         next_ask: AtomicU64::new(1),
         grandchild_pid: Mutex::new(None),
     });
@@ -216,7 +224,22 @@ impl Server {
         }
     }
 
+    /// Blocks until the test releases the held method (one byte on a loopback connection).
+    fn hold(&self, method: &str) {
+        let held = self.flags.hold_method.as_deref().unwrap_or("initialize");
+        let Some(port) = self.flags.hold_port.filter(|_| held == method) else { return };
+        use std::io::Read;
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(mut stream) => {
+                let mut byte = [0u8; 1];
+                let _ = stream.read_exact(&mut byte);
+            }
+            Err(e) => eprintln!("hold: cannot reach the test: {e}"),
+        }
+    }
+
     fn request(self: &Arc<Self>, method: &str, id: Value, params: Value) {
+        self.hold(method);
         match method {
             "initialize" => {
                 if self.flags.stderr_flood > 0 {
@@ -291,6 +314,9 @@ impl Server {
             json!({"name": "grandchild_pid", "description": "The grandchild's pid", "inputSchema": object(json!({}))}),
             json!({"name": "stderr", "description": "Writes lines to stderr", "inputSchema": object(json!({"lines": {"type": "integer"}}))}),
         ];
+        if self.extra_tool.load(Ordering::SeqCst) {
+            tools.push(json!({"name": "late_tool", "description": "Appears after list_changed", "inputSchema": object(json!({}))}));
+        }
         for i in 0..self.flags.tools {
             tools.push(
                 json!({"name": format!("tool_{i}"), "description": format!("Generated tool {i}"),
@@ -387,6 +413,7 @@ impl Server {
                 self.text(id, "logged");
             }
             "list_changed" => {
+                self.extra_tool.store(true, Ordering::SeqCst);
                 self.notify("notifications/tools/list_changed", json!({}));
                 self.text(id, "sent");
             }

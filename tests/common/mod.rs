@@ -124,3 +124,55 @@ pub fn logs(needle: &str) -> Vec<Record> {
         .cloned()
         .collect()
 }
+
+/// Holds a test server (started with `--hold-port`) at one method until released.
+pub struct Hold {
+    port: u16,
+    held: crossbeam_channel::Receiver<std::net::TcpStream>,
+}
+
+/// A server waiting at its held method.
+pub struct Held(std::net::TcpStream);
+
+impl Hold {
+    /// A hold point on a loopback port; every server that reaches it is queued.
+    pub fn new() -> Hold {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, held) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                if tx.send(stream).is_err() {
+                    return;
+                }
+            }
+        });
+        Hold { port, held }
+    }
+
+    /// The `--hold-port` argument.
+    pub fn port(&self) -> String {
+        self.port.to_string()
+    }
+
+    /// Waits (bounded) until a server is held, and returns it.
+    pub fn wait(&self) -> Held {
+        Held(self.held.recv_timeout(Duration::from_secs(20)).expect("the server never reached its hold point"))
+    }
+}
+
+impl Held {
+    /// Lets the server answer.
+    pub fn release(mut self) {
+        use std::io::Write;
+        let _ = self.0.write_all(b"!");
+    }
+}
+
+/// A fresh, empty directory under the temp dir.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

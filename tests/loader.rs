@@ -1,0 +1,84 @@
+//! The loader: the facade a host calls at startup.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_runtime::config::{ConfigSource, DiscoveryContext, LoadOptions, SourceOutput};
+use mcp_runtime::loader::{discover_and_load_mcp_tools, LoaderOptions};
+use mcp_runtime::{ManagerOptions, ToolContext};
+use serde_json::json;
+
+fn options(home: &std::path::Path) -> LoaderOptions {
+    let mut manager = ManagerOptions::default();
+    manager.connect.timeout = Duration::from_secs(20);
+    LoaderOptions {
+        config: LoadOptions {
+            home: Some(home.to_path_buf()),
+            ..LoadOptions::default()
+        },
+        manager,
+    }
+}
+
+#[test]
+fn loads_tools_with_display_paths_and_per_server_errors() {
+    let dir = common::temp_dir("loader");
+    let (home, project) = (dir.join("home"), dir.join("project"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let config = json!({"mcpServers": {
+        "good": {"command": common::server_path()},
+        "broken": {"command": common::server_path(), "args": ["--exit-on-initialize", "3"]},
+        "invalid": {"type": "sse"},
+        "exa": {"url": "https://mcp.exa.ai/mcp?exaApiKey=key-1"}
+    }});
+    std::fs::write(project.join(".mcp.json"), config.to_string()).unwrap();
+    let loaded = discover_and_load_mcp_tools(&project, options(&home));
+    assert_eq!(loaded.connected_servers, ["good"]);
+    assert_eq!(loaded.exa_api_keys, ["key-1"]);
+    assert_eq!(loaded.tools.len(), 17);
+    let echo = loaded.tools.iter().find(|t| t.tool.name() == "mcp_good_echo").unwrap();
+    assert_eq!(echo.path, "mcp:good via MCP Config");
+    assert_eq!(echo.resolved_path, project.join(".mcp.json").display().to_string());
+    let out = echo.tool.execute(json!({"message": "loaded"}), &ToolContext::default()).unwrap();
+    assert_eq!(out.text(), "loaded");
+    assert_eq!(out.details.provider_name.as_deref(), Some("MCP Config"));
+    let paths: Vec<&str> = loaded.errors.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["mcp:broken via MCP Config", "mcp:invalid via MCP Config"]);
+    assert!(loaded.errors[1].error.contains("sse server requires \"url\" field"));
+    // The working directory of stdio servers defaults to the project.
+    let pid = loaded.manager.client("good").unwrap().pid().unwrap();
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+    assert_eq!(cwd.canonicalize().unwrap(), project.canonicalize().unwrap());
+    loaded.manager.disconnect_all();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+struct Exploding;
+
+impl ConfigSource for Exploding {
+    fn id(&self) -> &str {
+        "exploding"
+    }
+    fn display_name(&self) -> &str {
+        "Exploding"
+    }
+    fn load(&self, _: &DiscoveryContext) -> SourceOutput {
+        panic!("the config loader blew up")
+    }
+}
+
+#[test]
+fn failure_table_discovery_throws() {
+    let dir = common::temp_dir("loader-throws");
+    let mut opts = options(&dir);
+    opts.config.sources = Some(vec![Arc::new(Exploding)]);
+    let loaded = discover_and_load_mcp_tools(&dir, opts);
+    assert!(loaded.tools.is_empty());
+    assert_eq!(loaded.errors.len(), 1);
+    assert_eq!(loaded.errors[0].path, ".mcp.json");
+    assert_eq!(loaded.errors[0].error, "the config loader blew up");
+    assert!(loaded.manager.server_names().is_empty());
+}
