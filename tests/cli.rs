@@ -57,6 +57,15 @@ fn the_demo_runs_every_step_and_leaves_nothing_behind() {
         "{text}"
     );
     assert!(text.contains("progress: 2 left, 1 left, 0 left"), "{text}");
+    // The reload found the slow server's tools in the cache, and the deferred call waited.
+    assert!(
+        text.contains("deferred (from the cache): [\"slow\"]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("mcp_slow_weather {\"city\":\"Lisbon\"} → Lisbon: sunny, 24°C"),
+        "{text}"
+    );
     assert!(text.contains("no server process left"), "{text}");
     // No process that inherited the tag survives the CLI.
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -179,30 +188,50 @@ fn a_malformed_config_is_a_clear_error() {
 
 #[test]
 fn probe_a_stdio_server_and_report_in_json() {
+    // The demo server: every tool answers, so the probe passes.
+    let exe = mcp().get_program().to_owned();
+    let out = run(&[
+        "--json",
+        "probe",
+        "--",
+        exe.to_str().unwrap(),
+        "--demo-server",
+        "slow",
+    ]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["server"], "demo-slow");
+    assert_eq!(report["protocolVersion"], "2025-11-25");
+    assert_eq!(report["transport"], "stdio");
+    assert_eq!(report["tools"], json!(["weather", "countdown"]));
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2);
+    assert!(
+        calls.contains(&json!({"tool": "weather", "ok": true, "isError": false, "error": null}))
+    );
+}
+
+#[test]
+fn probe_reports_protocol_failures_with_exit_status_1() {
+    // The test server has a tool that never answers and one that crashes the server.
     let out = run(&[
         "--json",
         "--timeout",
-        "5000",
+        "2000",
         "probe",
         "--",
         common::server_path(),
-        "--tools",
-        "2",
     ]);
+    assert_eq!(out.status.code(), Some(1));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["server"], "mcp-test-server");
-    assert_eq!(report["protocolVersion"], "2025-11-25");
     let calls = report["calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 19);
+    assert_eq!(calls.len(), 17);
     let by_tool = |name: &str| calls.iter().find(|c| c["tool"] == name).unwrap().clone();
-    assert_eq!(
-        by_tool("echo"),
-        json!({"tool": "echo", "ok": true, "isError": false, "error": null})
-    );
-    // `hang` never answers and `crash` kills the server: protocol failures, so exit status 1.
     assert_eq!(by_tool("hang")["ok"], false);
     assert_eq!(by_tool("crash")["ok"], false);
-    assert_eq!(out.status.code(), Some(1));
+    assert!(calls
+        .iter()
+        .all(|c| c["ok"].is_boolean() && c.get("error").is_some()));
 }
 
 #[test]
@@ -304,4 +333,37 @@ fn servers_lists_discovery_with_sources_and_shadowing() {
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn the_tool_cache_is_written_where_asked_and_not_at_all_with_no_cache() {
+    let cfg = config_file("cache", json!({"cached": test_server(&[])}));
+    let dir = std::env::temp_dir().join(format!("mcp-cli-test-{}-cachedir", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--cache-dir",
+        dir.to_str().unwrap(),
+        "tools",
+    ]);
+    assert!(out.status.success());
+    let entries: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(entries.len(), 1);
+    let entry: Value =
+        serde_json::from_str(&std::fs::read_to_string(entries[0].path()).unwrap()).unwrap();
+    assert_eq!(entry["tools"].as_array().unwrap().len(), 17);
+    assert_eq!(entry["version"], 1);
+    let none = dir.join("none");
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--cache-dir",
+        none.to_str().unwrap(),
+        "--no-cache",
+        "tools",
+    ]);
+    assert!(out.status.success());
+    assert!(!none.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

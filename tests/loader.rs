@@ -39,15 +39,30 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
     assert_eq!(loaded.connected_servers, ["good"]);
     assert_eq!(loaded.exa_api_keys, ["key-1"]);
     assert_eq!(loaded.tools.len(), 17);
-    let echo = loaded.tools.iter().find(|t| t.tool.name() == "mcp_good_echo").unwrap();
+    let echo = loaded
+        .tools
+        .iter()
+        .find(|t| t.tool.name() == "mcp_good_echo")
+        .unwrap();
     assert_eq!(echo.path, "mcp:good via MCP Config");
-    assert_eq!(echo.resolved_path, project.join(".mcp.json").display().to_string());
-    let out = echo.tool.execute(json!({"message": "loaded"}), &ToolContext::default()).unwrap();
+    assert_eq!(
+        echo.resolved_path,
+        project.join(".mcp.json").display().to_string()
+    );
+    let out = echo
+        .tool
+        .execute(json!({"message": "loaded"}), &ToolContext::default())
+        .unwrap();
     assert_eq!(out.text(), "loaded");
     assert_eq!(out.details.provider_name.as_deref(), Some("MCP Config"));
     let paths: Vec<&str> = loaded.errors.iter().map(|e| e.path.as_str()).collect();
-    assert_eq!(paths, ["mcp:broken via MCP Config", "mcp:invalid via MCP Config"]);
-    assert!(loaded.errors[1].error.contains("sse server requires \"url\" field"));
+    assert_eq!(
+        paths,
+        ["mcp:broken via MCP Config", "mcp:invalid via MCP Config"]
+    );
+    assert!(loaded.errors[1]
+        .error
+        .contains("sse server requires \"url\" field"));
     // The working directory of stdio servers defaults to the project.
     let pid = loaded.manager.client("good").unwrap().pid().unwrap();
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();

@@ -10,7 +10,9 @@ use common::{server_path, wait_gone, Hold};
 use crossbeam_channel::Receiver;
 use mcp_runtime::cache::{config_hash, FileToolCache, ToolCache};
 use mcp_runtime::config::{ServerConfig, SourceMeta};
-use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager, ReconnectPolicy, ToolsChanged};
+use mcp_runtime::manager::{
+    ConnectionState, ManagerOptions, McpManager, ReconnectPolicy, ToolsChanged,
+};
 use mcp_runtime::protocol::Tool as ToolDef;
 use mcp_runtime::tool::{build_tools, Tool, ToolContext};
 use mcp_runtime::{CallOptions, CancelToken, Error};
@@ -21,7 +23,10 @@ fn server(args: &[&str]) -> ServerConfig {
 }
 
 fn configs(entries: &[(&str, ServerConfig)]) -> BTreeMap<String, ServerConfig> {
-    entries.iter().map(|(n, c)| (n.to_string(), c.clone())).collect()
+    entries
+        .iter()
+        .map(|(n, c)| (n.to_string(), c.clone()))
+        .collect()
 }
 
 fn options() -> ManagerOptions {
@@ -53,10 +58,12 @@ fn changes(manager: &McpManager) -> Receiver<ToolsChanged> {
 }
 
 fn tool_named<'a>(tools: &'a [Arc<dyn Tool>], name: &str) -> &'a Arc<dyn Tool> {
-    tools
-        .iter()
-        .find(|t| t.name() == name)
-        .unwrap_or_else(|| panic!("no {name} in {:?}", tools.iter().map(|t| t.name()).collect::<Vec<_>>()))
+    tools.iter().find(|t| t.name() == name).unwrap_or_else(|| {
+        panic!(
+            "no {name} in {:?}",
+            tools.iter().map(|t| t.name()).collect::<Vec<_>>()
+        )
+    })
 }
 
 fn no_sources() -> BTreeMap<String, SourceMeta> {
@@ -67,7 +74,10 @@ fn no_sources() -> BTreeMap<String, SourceMeta> {
 fn parallel_connect_returns_live_tools_and_calls_route_by_map() {
     let manager = McpManager::new(options());
     let report = manager.connect_servers(
-        &configs(&[("alpha", server(&[])), ("beta-2", server(&["--tools", "2"]))]),
+        &configs(&[
+            ("alpha", server(&[])),
+            ("beta-2", server(&["--tools", "2"])),
+        ]),
         &no_sources(),
     );
     assert_eq!(report.connected, ["alpha", "beta-2"]);
@@ -78,16 +88,24 @@ fn parallel_connect_returns_live_tools_and_calls_route_by_map() {
     assert_eq!(echo.label(), "beta-2/echo");
     assert_eq!(echo.description(), "Echoes the message");
     assert_eq!(echo.parameters()["properties"]["message"]["type"], "string");
-    let out = echo.execute(json!({"message": "routed"}), &ToolContext::default()).unwrap();
+    let out = echo
+        .execute(json!({"message": "routed"}), &ToolContext::default())
+        .unwrap();
     assert_eq!(out.text(), "routed");
     assert_eq!(out.details.server, "beta-2");
-    assert_eq!(manager.connection_status("alpha").state, ConnectionState::Connected);
+    assert_eq!(
+        manager.connection_status("alpha").state,
+        ConnectionState::Connected
+    );
     // A second connect_servers leaves connected servers alone.
     let again = manager.connect_servers(&configs(&[("alpha", server(&[]))]), &no_sources());
     assert_eq!(again.skipped, ["alpha"]);
     manager.disconnect_all();
     assert!(manager.get_tools().is_empty());
-    assert_eq!(manager.connection_status("alpha").state, ConnectionState::Disconnected);
+    assert_eq!(
+        manager.connection_status("alpha").state,
+        ConnectionState::Disconnected
+    );
 }
 
 #[test]
@@ -102,22 +120,38 @@ fn failure_table_invalid_config_and_init_errors_are_per_server() {
             ("good", server(&[])),
             ("invalid", invalid),
             ("broken", server(&["--exit-on-initialize", "2"])),
-            ("missing", ServerConfig::stdio("/nonexistent/server", Vec::<String>::new())),
+            (
+                "missing",
+                ServerConfig::stdio("/nonexistent/server", Vec::<String>::new()),
+            ),
         ]),
         &no_sources(),
     );
     assert_eq!(report.connected, ["good"]);
     assert!(
-        report.errors["invalid"].to_string().contains("both \"command\" and \"url\" are set"),
+        report.errors["invalid"]
+            .to_string()
+            .contains("both \"command\" and \"url\" are set"),
         "{}",
         report.errors["invalid"]
     );
-    assert!(matches!(report.errors["broken"], Error::TransportClosed { .. }));
+    assert!(matches!(
+        report.errors["broken"],
+        Error::TransportClosed { .. }
+    ));
     assert!(matches!(report.errors["missing"], Error::Spawn { .. }));
     let status = manager.connection_status("broken");
     assert_eq!(status.state, ConnectionState::Disconnected);
-    assert!(status.error.unwrap().to_string().contains("cannot initialize"));
-    assert_eq!(build_tools(&manager).len(), 17, "only the good server's tools");
+    assert!(status
+        .error
+        .unwrap()
+        .to_string()
+        .contains("cannot initialize"));
+    assert_eq!(
+        build_tools(&manager).len(),
+        17,
+        "only the good server's tools"
+    );
 }
 
 #[test]
@@ -126,11 +160,16 @@ fn failure_table_connect_timeout_is_per_server() {
     o.connect.timeout = Duration::from_millis(300);
     let manager = McpManager::new(o);
     let report = manager.connect_servers(
-        &configs(&[("silent", server(&["--silent-initialize"])), ("fine", server(&[]))]),
+        &configs(&[
+            ("silent", server(&["--silent-initialize"])),
+            ("fine", server(&[])),
+        ]),
         &no_sources(),
     );
     assert_eq!(report.connected, ["fine"]);
-    assert!(report.errors["silent"].to_string().starts_with("Connection to MCP server \"silent\" timed out after 300ms"));
+    assert!(report.errors["silent"]
+        .to_string()
+        .starts_with("Connection to MCP server \"silent\" timed out after 300ms"));
 }
 
 /// The gate, without timing: the held server is still connecting when `connect_servers`
@@ -141,15 +180,29 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
     let hold = Hold::new();
     let slow = server(&["--hold-port", &hold.port()]);
     cache
-        .set("slow", &config_hash(&slow), &[ToolDef::new("echo", "Echoes (cached)", json!({"type": "object"}))])
+        .set(
+            "slow",
+            &config_hash(&slow),
+            &[ToolDef::new(
+                "echo",
+                "Echoes (cached)",
+                json!({"type": "object"}),
+            )],
+        )
         .unwrap();
     let manager = McpManager::new(o);
     let changed = changes(&manager);
-    let report = manager.connect_servers(&configs(&[("slow", slow), ("fast", server(&[]))]), &no_sources());
+    let report = manager.connect_servers(
+        &configs(&[("slow", slow), ("fast", server(&[]))]),
+        &no_sources(),
+    );
     let held = hold.wait();
     assert_eq!(report.connected, ["fast"]);
     assert_eq!(report.deferred, ["slow"]);
-    assert_eq!(manager.connection_status("slow").state, ConnectionState::Connecting);
+    assert_eq!(
+        manager.connection_status("slow").state,
+        ConnectionState::Connecting
+    );
     let tools = build_tools(&manager);
     let deferred = Arc::clone(tool_named(&tools, "mcp_slow_echo"));
     assert_eq!(deferred.description(), "Echoes (cached)");
@@ -160,7 +213,9 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
         for i in 0..8 {
             let (deferred, results) = (Arc::clone(&deferred), Arc::clone(&results));
             s.spawn(move || {
-                let out = deferred.execute(json!({"message": format!("m{i}")}), &ToolContext::default()).unwrap();
+                let out = deferred
+                    .execute(json!({"message": format!("m{i}")}), &ToolContext::default())
+                    .unwrap();
                 results.lock().unwrap().push((i, out.text(), out.is_error));
             });
         }
@@ -172,12 +227,30 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
     assert_eq!(results, expected);
 
     // The live tools replaced the cached ones, and the host was told.
-    assert_eq!(changed.recv_timeout(Duration::from_secs(10)).unwrap().servers, ["slow"]);
+    assert_eq!(
+        changed
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap()
+            .servers,
+        ["slow"]
+    );
     let tools = build_tools(&manager);
-    assert_eq!(tool_named(&tools, "mcp_slow_echo").description(), "Echoes the message");
+    assert_eq!(
+        tool_named(&tools, "mcp_slow_echo").description(),
+        "Echoes the message"
+    );
     assert_eq!(tools.len(), 34);
     // And the cache now holds the full list.
-    assert_eq!(cache.get("slow", &config_hash(&server(&["--hold-port", &hold.port()]))).unwrap().len(), 17);
+    assert_eq!(
+        cache
+            .get(
+                "slow",
+                &config_hash(&server(&["--hold-port", &hold.port()]))
+            )
+            .unwrap()
+            .len(),
+        17
+    );
 }
 
 #[test]
@@ -193,7 +266,10 @@ fn failure_table_pending_without_cache_is_waited_for() {
     let m2 = manager.clone();
     std::thread::spawn(move || tx.send(m2.connect_servers(&cfg, &BTreeMap::new())).unwrap());
     let held = hold.wait();
-    assert!(rx.try_recv().is_err(), "connect_servers returned while the server was held");
+    assert!(
+        rx.try_recv().is_err(),
+        "connect_servers returned while the server was held"
+    );
     held.release();
     let report = rx.recv_timeout(Duration::from_secs(20)).unwrap();
     assert_eq!(report.connected, ["slow"]);
@@ -209,11 +285,20 @@ fn without_waiting_late_tools_arrive_through_on_tools_changed() {
     };
     let manager = McpManager::new(o);
     let changed = changes(&manager);
-    let report = manager.connect_servers(&configs(&[("late", server(&["--hold-port", &hold.port()]))]), &no_sources());
+    let report = manager.connect_servers(
+        &configs(&[("late", server(&["--hold-port", &hold.port()]))]),
+        &no_sources(),
+    );
     assert_eq!(report.pending, ["late"]);
     assert!(build_tools(&manager).is_empty());
     hold.wait().release();
-    assert_eq!(changed.recv_timeout(Duration::from_secs(20)).unwrap().servers, ["late"]);
+    assert_eq!(
+        changed
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap()
+            .servers,
+        ["late"]
+    );
     assert_eq!(build_tools(&manager).len(), 17);
 }
 
@@ -224,7 +309,11 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
     let hold = Hold::new();
     let doomed = server(&["--hold-port", &hold.port(), "--exit-on-initialize", "9"]);
     cache
-        .set("doomed", &config_hash(&doomed), &[ToolDef::new("echo", "cached", json!({}))])
+        .set(
+            "doomed",
+            &config_hash(&doomed),
+            &[ToolDef::new("echo", "cached", json!({}))],
+        )
         .unwrap();
     let manager = McpManager::new(o);
     let changed = changes(&manager);
@@ -232,21 +321,33 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
     assert_eq!(report.deferred, ["doomed"]);
     let tools = build_tools(&manager);
     let deferred = Arc::clone(tool_named(&tools, "mcp_doomed_echo"));
-    let caller = std::thread::spawn(move || deferred.execute(json!({}), &ToolContext::default()).unwrap());
+    let caller = std::thread::spawn(move || {
+        deferred
+            .execute(json!({}), &ToolContext::default())
+            .unwrap()
+    });
     hold.wait().release();
     // The waiting call ends with the error as content, not a hang.
     let out = caller.join().unwrap();
     assert!(out.is_error);
-    let text = out.content[0].as_text().unwrap();
+    let text = out.result.content[0].as_text().unwrap();
     assert!(text.starts_with("MCP error: Transport closed"), "{text}");
-    assert_eq!(changed.recv_timeout(Duration::from_secs(10)).unwrap().servers, ["doomed"]);
+    assert_eq!(
+        changed
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap()
+            .servers,
+        ["doomed"]
+    );
     assert!(build_tools(&manager).is_empty());
     let status = manager.connection_status("doomed");
     assert_eq!(status.state, ConnectionState::Disconnected);
     assert!(status.error.is_some());
     let logged = common::logs("[doomed]");
     assert!(
-        logged.iter().any(|r| r.level == log::Level::Warn && r.message.contains("cannot initialize")),
+        logged
+            .iter()
+            .any(|r| r.level == log::Level::Warn && r.message.contains("cannot initialize")),
         "{logged:?}"
     );
 }
@@ -254,7 +355,10 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
 #[test]
 fn failure_table_a_transport_that_dies_at_runtime() {
     let manager = McpManager::new(options());
-    manager.connect_servers(&configs(&[("dies", server(&[])), ("lives", server(&[]))]), &no_sources());
+    manager.connect_servers(
+        &configs(&[("dies", server(&[])), ("lives", server(&[]))]),
+        &no_sources(),
+    );
     let err = manager
         .call_tool("dies", "crash", json!({}), CallOptions::default())
         .unwrap_err();
@@ -263,16 +367,38 @@ fn failure_table_a_transport_that_dies_at_runtime() {
     let status = manager.connection_status("dies");
     assert_eq!(status.state, ConnectionState::Disconnected);
     assert!(status.error.unwrap().to_string().contains("exited"));
-    let again = manager.call_tool("dies", "echo", json!({}), CallOptions::default()).unwrap_err();
-    assert_eq!(again, Error::NotConnected { server: "dies".into() });
+    let again = manager
+        .call_tool("dies", "echo", json!({}), CallOptions::default())
+        .unwrap_err();
+    assert_eq!(
+        again,
+        Error::NotConnected {
+            server: "dies".into()
+        }
+    );
     assert_eq!(again.to_string(), "MCP server not connected: dies");
     let tools = build_tools(&manager);
-    let out = tool_named(&tools, "mcp_dies_echo").execute(json!({}), &ToolContext::default()).unwrap();
+    let out = tool_named(&tools, "mcp_dies_echo")
+        .execute(json!({}), &ToolContext::default())
+        .unwrap();
     assert!(out.is_error);
-    assert_eq!(out.content[0].as_text(), Some("MCP error: MCP server not connected: dies"));
-    assert_eq!(out.text(), "Error: MCP error: MCP server not connected: dies");
+    assert_eq!(
+        out.result.content[0].as_text(),
+        Some("MCP error: MCP server not connected: dies")
+    );
+    assert_eq!(
+        out.text(),
+        "Error: MCP error: MCP server not connected: dies"
+    );
     // The other server is untouched.
-    let out = manager.call_tool("lives", "echo", json!({"message": "ok"}), CallOptions::default()).unwrap();
+    let out = manager
+        .call_tool(
+            "lives",
+            "echo",
+            json!({"message": "ok"}),
+            CallOptions::default(),
+        )
+        .unwrap();
     assert_eq!(out.text(), "ok");
 }
 
@@ -293,7 +419,14 @@ fn a_reconnect_policy_brings_a_dead_server_back() {
         .wait_for_connection("phoenix", Duration::from_secs(20), None)
         .unwrap();
     assert_ne!(client.pid().unwrap(), first);
-    let out = manager.call_tool("phoenix", "echo", json!({"message": "back"}), CallOptions::default()).unwrap();
+    let out = manager
+        .call_tool(
+            "phoenix",
+            "echo",
+            json!({"message": "back"}),
+            CallOptions::default(),
+        )
+        .unwrap();
     assert_eq!(out.text(), "back");
     manager.disconnect_all();
 }
@@ -304,8 +437,16 @@ fn list_changed_refreshes_the_tools_and_tells_the_host() {
     let changed = changes(&manager);
     manager.connect_servers(&configs(&[("grows", server(&[]))]), &no_sources());
     assert_eq!(build_tools(&manager).len(), 17);
-    manager.call_tool("grows", "list_changed", json!({}), CallOptions::default()).unwrap();
-    assert_eq!(changed.recv_timeout(Duration::from_secs(10)).unwrap().servers, ["grows"]);
+    manager
+        .call_tool("grows", "list_changed", json!({}), CallOptions::default())
+        .unwrap();
+    assert_eq!(
+        changed
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap()
+            .servers,
+        ["grows"]
+    );
     let tools = build_tools(&manager);
     assert_eq!(tools.len(), 18);
     tool_named(&tools, "mcp_grows_late_tool");
@@ -320,25 +461,42 @@ fn tool_filters_apply_at_list_and_call_time() {
         ..server(&[])
     };
     manager.connect_servers(&configs(&[("filtered", only)]), &no_sources());
-    let names: Vec<String> = build_tools(&manager).iter().map(|t| t.name().to_owned()).collect();
+    let names: Vec<String> = build_tools(&manager)
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
     assert_eq!(names, ["mcp_filtered_echo"]);
-    let err = manager.call_tool("filtered", "crash", json!({}), CallOptions::default()).unwrap_err();
+    let err = manager
+        .call_tool("filtered", "crash", json!({}), CallOptions::default())
+        .unwrap_err();
     assert!(matches!(err, Error::Config { .. }), "{err:?}");
-    assert!(manager.connection_status("filtered").state == ConnectionState::Connected, "crash was never called");
+    assert!(
+        manager.connection_status("filtered").state == ConnectionState::Connected,
+        "crash was never called"
+    );
 }
 
 #[test]
 fn names_are_deterministic_across_colliding_servers() {
     let manager = McpManager::new(options());
-    manager.connect_servers(&configs(&[("a-b", server(&[])), ("a_b", server(&[]))]), &no_sources());
-    let names: Vec<String> = build_tools(&manager).iter().map(|t| t.name().to_owned()).collect();
+    manager.connect_servers(
+        &configs(&[("a-b", server(&[])), ("a_b", server(&[]))]),
+        &no_sources(),
+    );
+    let names: Vec<String> = build_tools(&manager)
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
     assert_eq!(names.len(), 34, "no tool dropped");
     let unique: std::collections::HashSet<&String> = names.iter().collect();
     assert_eq!(unique.len(), 34);
     // "a-b" sorts before "a_b": it keeps the plain names.
     let tools = build_tools(&manager);
     assert_eq!(tool_named(&tools, "mcp_a_b_echo").label(), "a-b/echo");
-    let again: Vec<String> = build_tools(&manager).iter().map(|t| t.name().to_owned()).collect();
+    let again: Vec<String> = build_tools(&manager)
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
     assert_eq!(names, again);
 }
 
@@ -346,10 +504,19 @@ fn names_are_deterministic_across_colliding_servers() {
 fn disconnect_server_removes_tools_by_identity_not_by_prefix() {
     let manager = McpManager::new(options());
     let changed = changes(&manager);
-    manager.connect_servers(&configs(&[("git", server(&[])), ("git_hub", server(&[]))]), &no_sources());
+    manager.connect_servers(
+        &configs(&[("git", server(&[])), ("git_hub", server(&[]))]),
+        &no_sources(),
+    );
     let pid = manager.client("git").unwrap().pid().unwrap();
     manager.disconnect_server("git");
-    assert_eq!(changed.recv_timeout(Duration::from_secs(10)).unwrap().servers, ["git"]);
+    assert_eq!(
+        changed
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap()
+            .servers,
+        ["git"]
+    );
     let tools = build_tools(&manager);
     assert_eq!(tools.len(), 17);
     assert!(tools.iter().all(|t| t.label().starts_with("git_hub/")));
@@ -366,16 +533,29 @@ fn disconnect_during_connect_leaves_no_process() {
         ..options()
     };
     let manager = McpManager::new(o);
-    let cfg = configs(&[("held", server(&["--tag", &tag, "--grandchild", "--hold-port", &hold.port()]))]);
+    let cfg = configs(&[(
+        "held",
+        server(&["--tag", &tag, "--grandchild", "--hold-port", &hold.port()]),
+    )]);
     let report = manager.connect_servers(&cfg, &no_sources());
     assert_eq!(report.pending, ["held"]);
     let _held = hold.wait();
-    assert_eq!(tagged(&tag).len(), 2, "the server and its grandchild are running");
+    assert_eq!(
+        tagged(&tag).len(),
+        2,
+        "the server and its grandchild are running"
+    );
     manager.disconnect_all();
-    assert_eq!(manager.connection_status("held").state, ConnectionState::Disconnected);
+    assert_eq!(
+        manager.connection_status("held").state,
+        ConnectionState::Disconnected
+    );
     let procs = tagged(&tag);
     for pid in procs {
-        assert!(wait_gone(pid, Duration::from_secs(10)), "process {pid} outlived disconnect_all");
+        assert!(
+            wait_gone(pid, Duration::from_secs(10)),
+            "process {pid} outlived disconnect_all"
+        );
     }
     // A task that finishes after the disconnect finds nothing to update.
     assert!(manager.get_tools().is_empty());
@@ -385,8 +565,12 @@ fn disconnect_during_connect_leaves_no_process() {
 fn tagged(tag: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
         if cmdline.split(|b| *b == 0).any(|a| a == tag.as_bytes()) {
             out.push(pid);
         }
@@ -402,21 +586,34 @@ fn wait_for_connection_honours_cancel_and_timeout() {
         ..options()
     };
     let manager = McpManager::new(o);
-    manager.connect_servers(&configs(&[("held", server(&["--hold-port", &hold.port()]))]), &no_sources());
+    manager.connect_servers(
+        &configs(&[("held", server(&["--hold-port", &hold.port()]))]),
+        &no_sources(),
+    );
     let held = hold.wait();
-    let err = manager.wait_for_connection("held", Duration::from_millis(100), None).unwrap_err();
+    let err = manager
+        .wait_for_connection("held", Duration::from_millis(100), None)
+        .unwrap_err();
     assert!(matches!(err, Error::ConnectTimeout { .. }), "{err:?}");
     let cancel = CancelToken::new();
     let (m2, c2) = (manager.clone(), cancel.clone());
-    let waiter = std::thread::spawn(move || m2.wait_for_connection("held", Duration::from_secs(60), Some(&c2)));
+    let waiter = std::thread::spawn(move || {
+        m2.wait_for_connection("held", Duration::from_secs(60), Some(&c2))
+    });
     cancel.cancel();
     assert_eq!(waiter.join().unwrap().unwrap_err(), Error::Cancelled);
     assert_eq!(
-        manager.wait_for_connection("nobody", Duration::from_secs(1), None).unwrap_err(),
-        Error::NotConnected { server: "nobody".into() }
+        manager
+            .wait_for_connection("nobody", Duration::from_secs(1), None)
+            .unwrap_err(),
+        Error::NotConnected {
+            server: "nobody".into()
+        }
     );
     held.release();
-    manager.wait_for_connection("held", Duration::from_secs(20), None).unwrap();
+    manager
+        .wait_for_connection("held", Duration::from_secs(20), None)
+        .unwrap();
 }
 
 #[test]
@@ -425,22 +622,35 @@ fn cache_miss_on_config_change_and_corrupt_entry() {
     let hold = Hold::new();
     let cfg = server(&["--hold-port", &hold.port()]);
     // An entry for another config, and a corrupt one: both misses, so no deferred tools.
-    cache.set("changed", &config_hash(&server(&["--other"])), &[ToolDef::new("x", "x", json!({}))]).unwrap();
+    cache
+        .set(
+            "changed",
+            &config_hash(&server(&["--other"])),
+            &[ToolDef::new("x", "x", json!({}))],
+        )
+        .unwrap();
     std::fs::write(cache.path_for("corrupt"), "{ not json").unwrap();
     let o = ManagerOptions {
         wait_without_cache: false,
         ..o
     };
     let manager = McpManager::new(o);
-    let report = manager.connect_servers(&configs(&[("changed", cfg.clone()), ("corrupt", cfg)]), &no_sources());
+    let report = manager.connect_servers(
+        &configs(&[("changed", cfg.clone()), ("corrupt", cfg)]),
+        &no_sources(),
+    );
     let mut pending = report.pending.clone();
     pending.sort();
     assert_eq!(pending, ["changed", "corrupt"]);
     assert!(report.deferred.is_empty());
     hold.wait().release();
     hold.wait().release();
-    manager.wait_for_connection("changed", Duration::from_secs(20), None).unwrap();
-    manager.wait_for_connection("corrupt", Duration::from_secs(20), None).unwrap();
+    manager
+        .wait_for_connection("changed", Duration::from_secs(20), None)
+        .unwrap();
+    manager
+        .wait_for_connection("corrupt", Duration::from_secs(20), None)
+        .unwrap();
     manager.disconnect_all();
 }
 

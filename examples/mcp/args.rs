@@ -5,11 +5,13 @@ use std::path::PathBuf;
 pub const USAGE: &str = "\
 mcp: use MCP servers from the command line
 
-usage: mcp [--config FILE] [--cwd DIR] [--json] [--timeout MS] [-v]... [COMMAND]
+usage: mcp [--config FILE] [--cwd DIR] [--json] [--timeout MS] [--cache-dir DIR] [--no-cache]
+           [--no-wait] [-v]... [COMMAND]
 
 commands:
   (none)                 demo: starts two embedded demo servers (one fast, one slow) and shows
-                         discovery, parallel connect, the tools, calls and a clean shutdown
+                         discovery, the 250 ms gate, deferred tools from the cache, a call, a
+                         reload and a clean shutdown
   tools                  list every exposed tool
   call TOOL [ARGS_JSON]  call a tool by its exposed name (mcp_<server>_<tool>)
   status                 every server: status, error, source
@@ -27,6 +29,10 @@ options:
                  VS Code, mcp.json / .mcp.json)
   --json         machine-readable output
   --timeout MS   connect and request timeout per server (default 30000)
+  --cache-dir DIR  where tool definitions are cached (default: the user's cache directory,
+                 e.g. ~/.cache/mcp-runtime)
+  --no-cache     no tool cache (servers still connecting after the gate are waited for)
+  --no-wait      do not wait for servers still connecting after the gate with nothing cached
   -v             more logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too
   -h, --help     this text
 
@@ -53,6 +59,9 @@ pub struct Args {
     pub cwd: Option<PathBuf>,
     pub json: bool,
     pub timeout_ms: Option<u64>,
+    pub cache_dir: Option<PathBuf>,
+    pub no_cache: bool,
+    pub no_wait: bool,
     pub verbosity: usize,
     pub command: Command,
 }
@@ -64,6 +73,9 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         cwd: None,
         json: false,
         timeout_ms: None,
+        cache_dir: None,
+        no_cache: false,
+        no_wait: false,
         verbosity: 0,
         command: Command::Demo,
     };
@@ -85,6 +97,9 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--config" => args.config = Some(value("--config")?.into()),
             "--cwd" => args.cwd = Some(value("--cwd")?.into()),
             "--json" => args.json = true,
+            "--cache-dir" => args.cache_dir = Some(value("--cache-dir")?.into()),
+            "--no-cache" => args.no_cache = true,
+            "--no-wait" => args.no_wait = true,
             "--timeout" => {
                 let v = value("--timeout")?;
                 args.timeout_ms = Some(

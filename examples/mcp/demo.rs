@@ -1,152 +1,118 @@
 //! The no-command demo: the binary starts its own demo servers (itself, re-run with
-//! `--demo-server`) and walks through what the runtime does with them.
+//! `--demo-server`) and walks through the lifecycle: discovery, the startup gate, a slow server
+//! waited for (nothing cached yet), calls, a reload in which the slow server's tools come from
+//! the cache as deferred tools, a deferred call that waits for its server, and shutdown.
 
-use std::path::PathBuf;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_runtime::config::{read_mcp_json, Level, ServerConfig, SourceMeta};
-use mcp_runtime::tool::render_text;
-use mcp_runtime::{CallOptions, ConnectOptions};
+use mcp_runtime::cache::{FileToolCache, ToolCache};
+use mcp_runtime::config::{load_all_mcp_configs, LoadOptions, LoadedConfigs};
+use mcp_runtime::loader::{loaded_tools, LoadedTool};
+use mcp_runtime::manager::{ConnectReport, McpManager};
+use mcp_runtime::ToolContext;
 use serde_json::{json, Value};
 
-use crate::fleet::Fleet;
+use crate::args::Args;
 
 /// Runs the demo; the exit status is 0 when every step worked.
-pub fn run(options: &ConnectOptions) -> Result<u8, String> {
+pub fn run(args: &Args) -> Result<u8, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let dir = std::env::temp_dir().join(format!("mcp-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let result = walk_through(&exe, &dir, options);
+    let result = walk_through(args, &exe, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn walk_through(
-    exe: &std::path::Path,
-    dir: &std::path::Path,
-    options: &ConnectOptions,
-) -> Result<u8, String> {
+fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
+    let project = dir.join("project");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&project).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
     let exe = exe.display().to_string();
     let config = json!({"mcpServers": {
         "fast": {"command": exe, "args": ["--demo-server", "fast"]},
         "slow": {"command": exe, "args": ["--demo-server", "slow"]}
     }});
-    let path: PathBuf = dir.join(".mcp.json");
+    let path = project.join(".mcp.json");
     std::fs::write(
         &path,
         serde_json::to_string_pretty(&config).unwrap_or_default(),
     )
     .map_err(|e| e.to_string())?;
+    let mut ok = true;
 
-    println!("== 1. Discovery\n   {} declares:", path.display());
-    let file = read_mcp_json(&path).map_err(|e| e.to_string())?;
-    for (name, c) in &file.servers {
+    println!("== 1. Discovery");
+    let discovery = LoadOptions {
+        home: Some(home),
+        ..LoadOptions::default()
+    };
+    let found = load_all_mcp_configs(&project, &discovery);
+    for (name, c) in &found.configs {
+        let src = &found.sources[name];
         println!(
-            "   {name:5} {:5} {} {}",
-            c.transport_type().map(|t| t.as_str()).unwrap_or("?"),
+            "   {name:5} {} {} (from {} via {})",
             c.command.as_deref().unwrap_or(""),
-            c.args.join(" ")
+            c.args.join(" "),
+            src.path.display(),
+            src.provider_name
         );
     }
 
-    println!("\n== 2. Connect every server in parallel (spawn, initialize, tools/list)");
-    let started = Instant::now();
-    let source = SourceMeta {
-        provider: "mcp-json".into(),
-        provider_name: "MCP Config".into(),
-        path: path.clone(),
-        level: Level::Project,
-    };
-    let configs: Vec<(String, ServerConfig, SourceMeta)> = file
-        .servers
-        .into_iter()
-        .map(|(n, c)| (n, c, source.clone()))
-        .collect();
-    let fleet = Fleet::connect(configs, dir, options);
-    let mut ok = true;
-    for s in &fleet.servers {
-        match &s.outcome {
-            Ok(c) => println!(
-                "   {:5} connected in {:4} ms, pid {}, {} tools",
-                s.name,
-                s.took.as_millis(),
-                c.client.pid().unwrap_or(0),
-                c.tools.len()
-            ),
-            Err(e) => {
-                ok = false;
-                println!("   {:5} failed: {e}", s.name);
-            }
-        }
+    // The demo keeps its cache to itself, so every run starts cold.
+    let mut options = crate::manager_options(args, &project);
+    if !args.no_cache && args.cache_dir.is_none() {
+        options.cache = Some(Arc::new(FileToolCache::new(dir.join("cache"))) as Arc<dyn ToolCache>);
     }
+    let cached = options.cache.is_some();
+    let manager = McpManager::new(options);
+
     println!(
-        "   all done in {} ms: the slow server did not hold up the fast one's start",
-        started.elapsed().as_millis()
+        "\n== 2. Start: every server in parallel, then the {} ms gate",
+        manager.options().startup_timeout.as_millis()
     );
+    let (report, took) = connect(&manager, &found);
+    show(&report, took);
+    println!("   nothing was cached yet, so the slow server was waited for (the seed's rule)");
+    ok &= report.connected.len() == 2;
 
     println!("\n== 3. Tools, named mcp_<server>_<tool>");
-    for t in &fleet.tools {
+    let tools = loaded_tools(&manager);
+    for t in &tools {
         println!(
-            "   {:22} {}",
-            t.name,
-            t.tool.description.as_deref().unwrap_or("")
+            "   {:22} {:40} {}",
+            t.tool.name(),
+            t.tool.description(),
+            t.path
         );
     }
 
     println!("\n== 4. Calls");
-    let calls: [(&str, Value); 3] = [
-        ("mcp_fast_greet", json!({"name": "world"})),
-        ("mcp_slow_weather", json!({"city": "Lisbon"})),
-        ("mcp_slow_countdown", json!({"n": 3})),
-    ];
-    for (name, args) in calls {
-        let Some((exposed, connected)) = fleet.find(name) else {
-            ok = false;
-            println!("   {name}: not available");
-            continue;
-        };
-        let mut progress = Vec::new();
-        let options = CallOptions::default().with_progress(|p| {
-            progress.push(p.message.clone().unwrap_or_else(|| p.progress.to_string()))
-        });
-        match connected
-            .client
-            .call_tool(&exposed.tool.name, args.clone(), options)
-        {
-            Ok(r) => {
-                ok &= !r.is_error();
-                println!("   {name} {args} → {}", render_text(&r));
-                if !progress.is_empty() {
-                    println!("      progress: {}", progress.join(", "));
-                }
-            }
-            Err(e) => {
-                ok = false;
-                println!("   {name} {args} → error: {e}");
-            }
-        }
-    }
+    ok &= call(&tools, "mcp_fast_greet", json!({"name": "world"}));
+    ok &= call(&tools, "mcp_slow_countdown", json!({"n": 3}));
 
-    println!("\n== 5. Shutdown: close every connection, leave no process behind");
-    let pids: Vec<u32> = fleet
-        .servers
-        .iter()
-        .filter_map(|s| s.outcome.as_ref().ok()?.client.pid())
-        .collect();
-    fleet.close();
-    for s in &fleet.servers {
-        if let Ok(c) = &s.outcome {
-            println!(
-                "   {:5} {}",
-                s.name,
-                c.client
-                    .closed_reason()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default()
-            );
-        }
+    println!("\n== 5. Reload: disconnect everything, start again");
+    manager.disconnect_all();
+    let (report, took) = connect(&manager, &found);
+    show(&report, took);
+    let tools = loaded_tools(&manager);
+    if cached {
+        ok &= report.deferred == ["slow"];
+        println!("   the slow server's tools came from the cache: the host has them at once");
+        println!("   calling a deferred tool waits for its server, then calls it:");
     }
-    let alive: Vec<u32> = pids.into_iter().filter(|p| is_alive(*p)).collect();
+    ok &= call(&tools, "mcp_slow_weather", json!({"city": "Lisbon"}));
+
+    println!("\n== 6. Shutdown: close every connection, leave no process behind");
+    let pids: Vec<u32> = manager
+        .server_names()
+        .iter()
+        .filter_map(|n| manager.client(n)?.pid())
+        .collect();
+    manager.disconnect_all();
+    let alive: Vec<u32> = pids.into_iter().filter(|p| !gone(*p)).collect();
     if alive.is_empty() {
         println!("   no server process left");
     } else {
@@ -164,13 +130,75 @@ fn walk_through(
     Ok(u8::from(!ok))
 }
 
-/// Whether a process exists and is not a zombie (Linux); elsewhere assume it is gone.
-fn is_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, r)| !r.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
+fn connect(manager: &McpManager, found: &LoadedConfigs) -> (ConnectReport, u128) {
+    let started = Instant::now();
+    let report = manager.connect_servers(&found.configs, &found.sources);
+    (report, started.elapsed().as_millis())
+}
+
+fn show(report: &ConnectReport, took: u128) {
+    println!("   connect_servers returned after {took} ms");
+    println!(
+        "   connected: {:?}  deferred (from the cache): {:?}  failed: {:?}",
+        report.connected,
+        report.deferred,
+        report.errors.keys().collect::<Vec<_>>()
+    );
+}
+
+fn call(tools: &[LoadedTool], name: &str, args: Value) -> bool {
+    let Some(t) = tools.iter().find(|t| t.tool.name() == name) else {
+        println!("   {name}: not available");
+        return false;
+    };
+    let progress = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&progress);
+    let ctx = ToolContext {
+        on_progress: Some(Arc::new(move |p| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(p.message.clone().unwrap_or_else(|| p.progress.to_string()));
+            }
+        })),
+        ..ToolContext::default()
+    };
+    let started = Instant::now();
+    match t.tool.execute(args.clone(), &ctx) {
+        Ok(out) => {
+            println!(
+                "   {name} {args} → {} ({} ms)",
+                out.text(),
+                started.elapsed().as_millis()
+            );
+            let progress = progress.lock().map(|p| p.clone()).unwrap_or_default();
+            if !progress.is_empty() {
+                println!("      progress: {}", progress.join(", "));
+            }
+            !out.is_error
+        }
+        Err(e) => {
+            println!("   {name} {args} → {e}");
+            false
+        }
+    }
+}
+
+/// Whether a process is gone (or a zombie), checking for up to three seconds (Linux; elsewhere
+/// it is assumed gone).
+fn gone(pid: u32) -> bool {
+    let deadline = Instant::now() + std::time::Duration::from_secs(3);
+    loop {
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(false);
+        if !alive {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -4,22 +4,24 @@
 mod args;
 mod demo;
 mod demo_server;
-mod fleet;
 mod probe;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use args::{Args, Command};
-use fleet::Fleet;
+use mcp_runtime::cache::FileToolCache;
 use mcp_runtime::config::{
-    load_all_mcp_configs, read_mcp_json, DiscoveredServer, Level, LoadOptions, ServerConfig,
-    SourceMeta,
+    read_mcp_json, DiscoveredServer, Level, LoadOptions, ServerConfig, SourceMeta,
 };
-use mcp_runtime::tool::render_text;
-use mcp_runtime::{CallOptions, ConnectOptions};
+use mcp_runtime::loader::{
+    discover_and_load_mcp_tools, loaded_tools, LoadError, LoadedTool, LoaderOptions,
+};
+use mcp_runtime::manager::{ManagerOptions, McpManager};
+use mcp_runtime::{ConnectOptions, ToolContext};
 use serde_json::{json, Value};
 
 fn main() -> ExitCode {
@@ -58,32 +60,36 @@ fn run(args: &Args) -> Result<u8, String> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| e.to_string())?,
     };
-    let options = connect_options(args);
     match &args.command {
         Command::Help => {
             print!("{}", args::USAGE);
             Ok(0)
         }
-        Command::Demo => demo::run(&options),
-        Command::Tools => {
-            let fleet = open(args, &project, &options)?;
-            print_tools(&fleet, args.json);
-            fleet.close();
-            Ok(0)
-        }
+        Command::Demo => demo::run(args),
         Command::Servers => {
-            print_servers(&load(args, &project)?.discovered, args.json);
-            Ok(0)
-        }
-        Command::Status => {
-            let fleet = open(args, &project, &options)?;
-            print_status(&fleet, args.json);
-            fleet.close();
+            print_servers(&discovered(args, &project)?, args.json);
             Ok(0)
         }
         Command::Probe(target) => {
             let call_timeout = Duration::from_millis(args.timeout_ms.unwrap_or(30_000));
-            Ok(probe::run(target, &options, call_timeout, args.json))
+            Ok(probe::run(
+                target,
+                &connect_options(args),
+                call_timeout,
+                args.json,
+            ))
+        }
+        Command::Tools => {
+            let session = start(args, &project)?;
+            print_tools(&session, args.json);
+            session.manager.disconnect_all();
+            Ok(0)
+        }
+        Command::Status => {
+            let session = start(args, &project)?;
+            print_status(&session, args.json);
+            session.manager.disconnect_all();
+            Ok(0)
         }
         Command::Call {
             tool,
@@ -91,15 +97,16 @@ fn run(args: &Args) -> Result<u8, String> {
         } => {
             let arguments: Value = serde_json::from_str(json_args)
                 .map_err(|e| format!("ARGS_JSON is not JSON: {e}"))?;
-            let fleet = open(args, &project, &options)?;
-            let code = call(&fleet, tool, arguments, args.json);
-            fleet.close();
+            let session = start(args, &project)?;
+            let code = call(&session, tool, arguments, args);
+            session.manager.disconnect_all();
             Ok(code)
         }
     }
 }
 
-fn connect_options(args: &Args) -> ConnectOptions {
+/// The connection settings every server gets.
+pub fn connect_options(args: &Args) -> ConnectOptions {
     let mut options = ConnectOptions::default();
     if let Some(ms) = args.timeout_ms {
         options.timeout = Duration::from_millis(ms);
@@ -108,67 +115,113 @@ fn connect_options(args: &Args) -> ConnectOptions {
     options
 }
 
-/// The servers to use: from `--config`, or discovered from the project and the home directory.
-struct Loaded {
-    servers: Vec<(String, ServerConfig, SourceMeta)>,
-    discovered: Vec<DiscoveredServer>,
+/// The manager settings from the command line.
+pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
+    let cache = (!args.no_cache).then(|| {
+        let dir = args
+            .cache_dir
+            .clone()
+            .unwrap_or_else(FileToolCache::default_dir);
+        Arc::new(FileToolCache::new(dir)) as Arc<dyn mcp_runtime::cache::ToolCache>
+    });
+    ManagerOptions {
+        project_dir: project.to_path_buf(),
+        wait_without_cache: !args.no_wait,
+        cache,
+        connect: connect_options(args),
+        ..ManagerOptions::default()
+    }
 }
 
-fn load(args: &Args, project: &Path) -> Result<Loaded, String> {
-    if let Some(path) = &args.config {
-        let file = read_mcp_json(path).map_err(|e| e.to_string())?;
-        for (name, e) in &file.errors {
-            log::warn!("skipping server {name}: {e}");
-        }
-        let source = SourceMeta {
-            provider: "mcp-json".into(),
-            provider_name: "MCP Config".into(),
-            path: path.clone(),
-            level: Level::Project,
-        };
-        let discovered = file
-            .servers
-            .iter()
-            .map(|(name, config)| DiscoveredServer {
-                name: name.clone(),
-                config: config.clone(),
-                source: source.clone(),
-                enabled: config.is_enabled(),
-                shadowed: false,
-                skipped: (!config.is_enabled()).then(|| "enabled: false".to_owned()),
-            })
-            .collect();
-        let servers = file
-            .servers
-            .into_iter()
-            .map(|(n, c)| (n, c, source.clone()))
-            .collect();
-        return Ok(Loaded {
-            servers,
-            discovered,
-        });
+/// A running set of servers and their tools.
+pub struct Session {
+    pub manager: McpManager,
+    pub tools: Vec<LoadedTool>,
+    pub errors: Vec<LoadError>,
+}
+
+/// `--config FILE` as discovery results.
+fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
+    let file = read_mcp_json(path).map_err(|e| e.to_string())?;
+    for (name, e) in &file.errors {
+        log::warn!("skipping server {name}: {e}");
     }
-    let loaded = load_all_mcp_configs(project, &LoadOptions::default());
-    for p in &loaded.problems {
-        log::warn!("{} ({}): {}", p.name, p.path.display(), p.message);
-    }
-    let servers = loaded
-        .configs
+    let source = SourceMeta {
+        provider: "mcp-json".into(),
+        provider_name: "MCP Config".into(),
+        path: path.to_path_buf(),
+        level: Level::Project,
+    };
+    Ok(file
+        .servers
         .into_iter()
-        .filter_map(|(name, config)| {
-            let source = loaded.sources.get(&name)?.clone();
-            Some((name, config, source))
+        .map(|(name, config)| DiscoveredServer {
+            enabled: config.is_enabled(),
+            skipped: (!config.is_enabled()).then(|| "enabled: false".to_owned()),
+            name,
+            config,
+            source: source.clone(),
+            shadowed: false,
+        })
+        .collect())
+}
+
+/// Starts the servers: from `--config`, or discovered (the loader).
+pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
+    let options = manager_options(args, project);
+    let Some(path) = &args.config else {
+        let loaded = discover_and_load_mcp_tools(
+            project,
+            LoaderOptions {
+                config: LoadOptions::default(),
+                manager: options,
+            },
+        );
+        return Ok(Session {
+            manager: loaded.manager,
+            tools: loaded.tools,
+            errors: loaded.errors,
+        });
+    };
+    let servers = from_config_file(path)?;
+    let configs = servers
+        .iter()
+        .filter(|d| d.enabled)
+        .map(|d| (d.name.clone(), d.config.clone()))
+        .collect();
+    let sources = servers
+        .iter()
+        .map(|d| (d.name.clone(), d.source.clone()))
+        .collect();
+    let manager = McpManager::new(options);
+    let report = manager.connect_servers(&configs, &sources);
+    let errors = report
+        .errors
+        .iter()
+        .map(|(name, e)| LoadError {
+            path: mcp_runtime::loader::display_path(name, Some("MCP Config")),
+            error: e.to_string(),
         })
         .collect();
-    Ok(Loaded {
-        servers,
-        discovered: loaded.discovered,
+    Ok(Session {
+        tools: loaded_tools(&manager),
+        manager,
+        errors,
     })
 }
 
-fn open(args: &Args, project: &Path, options: &ConnectOptions) -> Result<Fleet, String> {
-    let loaded = load(args, project)?;
-    Ok(Fleet::connect(loaded.servers, project, options))
+fn discovered(args: &Args, project: &Path) -> Result<Vec<DiscoveredServer>, String> {
+    match &args.config {
+        Some(path) => from_config_file(path),
+        None => {
+            let loaded =
+                mcp_runtime::config::load_all_mcp_configs(project, &LoadOptions::default());
+            for p in &loaded.problems {
+                log::warn!("{} ({}): {}", p.name, p.path.display(), p.message);
+            }
+            Ok(loaded.discovered)
+        }
+    }
 }
 
 fn print_servers(discovered: &[DiscoveredServer], as_json: bool) {
@@ -206,56 +259,62 @@ fn print_servers(discovered: &[DiscoveredServer], as_json: bool) {
     }
 }
 
-fn first_line(s: Option<&str>) -> &str {
-    s.and_then(|d| d.lines().next()).unwrap_or("")
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
 }
 
-fn print_tools(fleet: &Fleet, as_json: bool) {
+fn print_tools(session: &Session, as_json: bool) {
     if as_json {
-        let rows: Vec<Value> = fleet
+        let rows: Vec<Value> = session
             .tools
             .iter()
             .map(|t| {
-                json!({"name": t.name, "server": fleet.servers[t.server].name, "tool": t.tool.name,
-                       "description": t.tool.description})
+                let (server, tool) = t.tool.mcp_identity().unwrap_or(("", ""));
+                json!({"name": t.tool.name(), "server": server, "tool": tool, "description": t.tool.description()})
             })
             .collect();
         println!("{}", Value::Array(rows));
-        return;
-    }
-    let width = fleet.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
-    for t in &fleet.tools {
-        println!(
-            "{:width$}  {}",
-            t.name,
-            first_line(t.tool.description.as_deref())
-        );
-    }
-    for s in &fleet.servers {
-        if let Err(e) = &s.outcome {
-            eprintln!("{}: {e}", s.name);
+    } else {
+        let width = session
+            .tools
+            .iter()
+            .map(|t| t.tool.name().len())
+            .max()
+            .unwrap_or(0);
+        for t in &session.tools {
+            println!(
+                "{:width$}  {}",
+                t.tool.name(),
+                first_line(t.tool.description())
+            );
         }
+    }
+    for e in &session.errors {
+        eprintln!("{}: {}", e.path, e.error);
     }
 }
 
-fn print_status(fleet: &Fleet, as_json: bool) {
-    let rows: Vec<Value> = fleet
-        .servers
+fn print_status(session: &Session, as_json: bool) {
+    let m = &session.manager;
+    let rows: Vec<Value> = m
+        .server_names()
         .iter()
-        .map(|s| {
-            let transport = s
-                .config
-                .transport_type()
+        .map(|name| {
+            let status = m.connection_status(name);
+            let source = m.source(name);
+            let transport = m
+                .config(name)
+                .and_then(|c| c.transport_type().ok())
                 .map(|t| t.as_str())
                 .unwrap_or("unknown");
             json!({
-                "name": s.name,
-                "status": if s.outcome.is_ok() { "connected" } else { "disconnected" },
-                "error": s.outcome.as_ref().err().map(ToString::to_string),
-                "provider": s.source.provider,
-                "providerName": s.source.provider_name,
-                "path": s.source.path.display().to_string(),
-                "level": s.source.level.as_str(),
+                "name": name,
+                "status": status.state.as_str(),
+                "error": status.error.map(|e| e.to_string()),
+                "provider": source.as_ref().map(|s| s.provider.clone()),
+                "providerName": source.as_ref().map(|s| s.provider_name.clone()),
+                "path": source.as_ref().map(|s| s.path.display().to_string()),
+                "level": source.as_ref().map(|s| s.level.as_str()),
                 "transport": transport,
             })
         })
@@ -266,10 +325,11 @@ fn print_status(fleet: &Fleet, as_json: bool) {
     }
     for r in &rows {
         print!(
-            "{:16} {:13} {:6} {}",
+            "{:16} {:13} {:6} {} {}",
             r["name"].as_str().unwrap_or(""),
             r["status"].as_str().unwrap_or(""),
             r["transport"].as_str().unwrap_or(""),
+            r["providerName"].as_str().unwrap_or(""),
             r["path"].as_str().unwrap_or("")
         );
         if let Some(e) = r["error"].as_str() {
@@ -279,31 +339,33 @@ fn print_status(fleet: &Fleet, as_json: bool) {
     }
 }
 
-fn call(fleet: &Fleet, tool: &str, arguments: Value, as_json: bool) -> u8 {
-    let Some((exposed, connected)) = fleet.find(tool) else {
-        eprintln!("mcp: no tool named {tool} (see `mcp tools`)");
-        for s in &fleet.servers {
-            if let Err(e) = &s.outcome {
-                eprintln!("{}: {e}", s.name);
-            }
+fn call(session: &Session, name: &str, arguments: Value, args: &Args) -> u8 {
+    let Some(loaded) = session.tools.iter().find(|t| t.tool.name() == name) else {
+        eprintln!("mcp: no tool named {name} (see `mcp tools`)");
+        for e in &session.errors {
+            eprintln!("{}: {}", e.path, e.error);
         }
         return 1;
     };
-    match connected
-        .client
-        .call_tool(&exposed.tool.name, arguments, CallOptions::default())
-    {
-        Ok(result) => {
-            if as_json {
-                println!("{}", serde_json::to_string(&result).unwrap_or_default());
+    let ctx = ToolContext {
+        timeout: args.timeout_ms.map(Duration::from_millis),
+        ..ToolContext::default()
+    };
+    match loaded.tool.execute(arguments, &ctx) {
+        Ok(output) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&output.result).unwrap_or_default()
+                );
             } else {
-                println!("{}", render_text(&result));
+                println!("{}", output.text());
             }
             let _ = std::io::stdout().flush();
-            u8::from(result.is_error())
+            u8::from(output.is_error)
         }
-        Err(e) => {
-            eprintln!("mcp: {e}");
+        Err(aborted) => {
+            eprintln!("mcp: {aborted}");
             1
         }
     }

@@ -95,17 +95,14 @@ pub struct ToolDetails {
     pub provider_name: Option<String>,
 }
 
-/// A tool's structured output.
+/// A tool's output: the result exactly as the server sent it (or, when the call failed, one
+/// text block `MCP error: <message>`), whether it is an error, and where it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
-    /// The content blocks, as the server sent them.
-    pub content: Vec<ContentBlock>,
-    /// The structured content, as the server sent it.
-    pub structured_content: Option<Value>,
+    /// The `CallToolResult`: content blocks, structured content, `isError`, `_meta`, as sent.
+    pub result: CallToolResult,
     /// True when the tool (or the server, or the transport) failed.
     pub is_error: bool,
-    /// The result's `_meta`.
-    pub meta: Option<Value>,
     /// Which server and tool produced it.
     pub details: ToolDetails,
 }
@@ -114,9 +111,7 @@ impl ToolOutput {
     fn from_result(result: CallToolResult, details: ToolDetails) -> ToolOutput {
         ToolOutput {
             is_error: result.is_error(),
-            content: result.content,
-            structured_content: result.structured_content,
-            meta: result.meta,
+            result,
             details,
         }
     }
@@ -124,28 +119,29 @@ impl ToolOutput {
     /// An error output: one text block `MCP error: <message>`.
     pub fn error(message: impl std::fmt::Display, details: ToolDetails) -> ToolOutput {
         ToolOutput {
-            content: vec![ContentBlock::text(format!("MCP error: {message}"))],
-            structured_content: None,
+            result: CallToolResult {
+                content: vec![ContentBlock::text(format!("MCP error: {message}"))],
+                is_error: Some(true),
+                ..CallToolResult::default()
+            },
             is_error: true,
-            meta: None,
             details,
         }
     }
 
-    /// The text rendering (see [`render_text`]).
-    pub fn text(&self) -> String {
-        render_text(&self.as_result())
+    /// The content blocks.
+    pub fn content(&self) -> &[ContentBlock] {
+        &self.result.content
     }
 
-    /// The output as a `CallToolResult`.
-    pub fn as_result(&self) -> CallToolResult {
-        CallToolResult {
-            content: self.content.clone(),
-            structured_content: self.structured_content.clone(),
-            is_error: Some(self.is_error),
-            meta: self.meta.clone(),
-            extra: Default::default(),
-        }
+    /// The structured content.
+    pub fn structured_content(&self) -> Option<&Value> {
+        self.result.structured_content.as_ref()
+    }
+
+    /// The text rendering (see [`render_text`]).
+    pub fn text(&self) -> String {
+        render_text(&self.result)
     }
 }
 

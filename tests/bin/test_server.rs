@@ -227,7 +227,9 @@ impl Server {
     /// Blocks until the test releases the held method (one byte on a loopback connection).
     fn hold(&self, method: &str) {
         let held = self.flags.hold_method.as_deref().unwrap_or("initialize");
-        let Some(port) = self.flags.hold_port.filter(|_| held == method) else { return };
+        let Some(port) = self.flags.hold_port.filter(|_| held == method) else {
+            return;
+        };
         use std::io::Read;
         match std::net::TcpStream::connect(("127.0.0.1", port)) {
             Ok(mut stream) => {

@@ -157,7 +157,11 @@ impl Hold {
 
     /// Waits (bounded) until a server is held, and returns it.
     pub fn wait(&self) -> Held {
-        Held(self.held.recv_timeout(Duration::from_secs(20)).expect("the server never reached its hold point"))
+        Held(
+            self.held
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the server never reached its hold point"),
+        )
     }
 }
 
