@@ -8,6 +8,21 @@
 //! leaving a process behind. Every wait is bounded: a request ends with its response,
 //! its timeout, its cancellation, or [`Error::TransportClosed`] when the server goes away.
 //!
+//! A host starts everything with one call:
+//!
+//! ```no_run
+//! use mcp_runtime::{discover_and_load_mcp_tools, LoaderOptions, ToolContext};
+//!
+//! let loaded = discover_and_load_mcp_tools(&std::env::current_dir()?, LoaderOptions::default());
+//! for t in &loaded.tools {
+//!     println!("{} from {}", t.tool.name(), t.path);
+//! }
+//! loaded.manager.disconnect_all();
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! One server, directly:
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use mcp_runtime::{CallOptions, CancelToken, Client, ConnectOptions, Endpoint};
@@ -44,7 +59,9 @@
 //! | transport | [`transport`] | moves messages: [`transport::stdio`], [`transport::http`], [`transport::sse`] |
 //! | client | [`client`] | one connection: correlation, handshake, calls, server requests |
 //! | config | [`config`] | server configs and the files they come from |
-//! | tools | [`tool`] | exposed names (`mcp_<server>_<tool>`) and result rendering |
+//! | manager | [`manager`], [`cache`] | many servers: parallel connect, the 250 ms gate, deferred tools, status |
+//! | tools | [`tool`] | host-facing tools, exposed names (`mcp_<server>_<tool>`), result rendering |
+//! | host | [`loader`] | the startup facade: discover, connect, tools |
 //!
 //! ## Threads
 //!

@@ -1,12 +1,12 @@
 //! The manager: many servers, the seed's lifecycle.
 //!
 //! Read it top-down, one phase per function:
-//! 1. [`McpManager::connect_servers`] = [`start`](McpManager::start) (one task per server:
-//!    validate → resolve → connect → list tools → write the cache) → [`gate`](McpManager::gate)
+//! 1. [`McpManager::connect_servers`] = `start` (one task per server:
+//!    validate → resolve → connect → list tools → write the cache) → `gate`
 //!    (wait until every task is done or `startup_timeout` passed) →
-//!    [`after_gate`](McpManager::after_gate) (cached tools become deferred tools for servers
+//!    `after_gate` (cached tools become deferred tools for servers
 //!    still connecting; without a cache entry, wait for them, the seed's rule).
-//! 2. [`background`](Shared::background): every task, whenever it ends, replaces its server's
+//! 2. `background`: every task, whenever it ends, replaces its server's
 //!    tools, writes the cache and, after startup, logs late errors and tells the
 //!    `on_tools_changed` listeners.
 //! 3. Runtime: `tools/list_changed` refreshes a server's tools; a dead transport is noticed at
