@@ -61,7 +61,7 @@
 //! | config | [`config`] | server configs and the files they come from |
 //! | manager | [`manager`], [`cache`] | many servers: parallel connect, the 250 ms gate, deferred tools, status |
 //! | tools | [`tool`] | host-facing tools, exposed names (`mcp_<server>_<tool>`), result rendering |
-//! | host | [`loader`] | the startup facade: discover, connect, tools |
+//! | host | [`loader`], [`session`], [`commands`], [`subagent`] | the startup facade, the session's tool registry and refresh, `/mcp` commands, subagent proxies |
 //!
 //! ## Threads
 //!
@@ -74,12 +74,15 @@
 pub mod cache;
 pub mod cancel;
 pub mod client;
+pub mod commands;
 pub mod config;
 pub mod error;
 pub mod jsonrpc;
 pub mod loader;
 pub mod manager;
 pub mod protocol;
+pub mod session;
+pub mod subagent;
 pub mod tool;
 pub mod transport;
 
@@ -95,4 +98,5 @@ pub use loader::{
     discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,
 };
 pub use manager::{ManagerOptions, McpManager};
+pub use session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
 pub use tool::{Aborted, Tool, ToolContext, ToolOutput};

@@ -367,3 +367,78 @@ fn the_tool_cache_is_written_where_asked_and_not_at_all_with_no_cache() {
     assert!(!none.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn repl_driven_through_a_pipe_leaves_nothing_behind() {
+    use std::io::Write;
+    let tag = format!("cli-repl-{}", std::process::id());
+    let cfg = config_file("repl", json!({"t": test_server(&["--tag", &tag])}));
+    let dir = cfg.parent().unwrap().to_path_buf();
+    let mut child = mcp()
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "--cwd",
+            dir.to_str().unwrap(),
+            "repl",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let script = "/mcp status\ntools\ncall mcp_t_echo {\"message\": \"piped\"}\n/mcp add extra -- "
+        .to_owned()
+        + common::server_path()
+        + " --tools 1\ncall mcp_extra_tool_0\n/mcp nope\nstatus\n";
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    drop(child.stdin.take()); // end of input ends the repl
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert!(text.starts_with("t: connected (17 tools)\n\n"), "{text}");
+    assert!(text.contains("mcp_t_echo  Echoes the message"), "{text}");
+    assert!(text.contains("\n\npiped\n\n"), "{text}");
+    assert!(text.contains("Added MCP server extra to"), "{text}");
+    assert!(text.contains("\n\ntool_0 called\n\n"), "{text}");
+    assert!(
+        text.contains("Unknown subcommand: nope. Type /mcp help for usage."),
+        "{text}"
+    );
+    assert!(text.contains("extra: connected (18 tools)"), "{text}");
+    assert!(
+        common::processes_tagged(&tag).is_empty(),
+        "the server outlived the repl"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn repl_quit_stops_at_once() {
+    let tag = format!("cli-repl-quit-{}", std::process::id());
+    let cfg = config_file("repl-quit", json!({"t": test_server(&["--tag", &tag])}));
+    let dir = cfg.parent().unwrap().to_path_buf();
+    let out = mcp()
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "--cwd",
+            dir.to_str().unwrap(),
+            "repl",
+        ])
+        .stdin(std::fs::File::open(write_script(&dir, "tools\nquit\ncall never\n")).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!stdout(&out).contains("never"));
+    assert!(common::processes_tagged(&tag).is_empty());
+}
+
+fn write_script(dir: &std::path::Path, text: &str) -> PathBuf {
+    let path = dir.join("script.txt");
+    std::fs::write(&path, text).unwrap();
+    path
+}

@@ -541,7 +541,7 @@ fn disconnect_during_connect_leaves_no_process() {
     assert_eq!(report.pending, ["held"]);
     let _held = hold.wait();
     assert_eq!(
-        tagged(&tag).len(),
+        common::processes_tagged(&tag).len(),
         2,
         "the server and its grandchild are running"
     );
@@ -550,7 +550,7 @@ fn disconnect_during_connect_leaves_no_process() {
         manager.connection_status("held").state,
         ConnectionState::Disconnected
     );
-    let procs = tagged(&tag);
+    let procs = common::processes_tagged(&tag);
     for pid in procs {
         assert!(
             wait_gone(pid, Duration::from_secs(10)),
@@ -560,22 +560,6 @@ fn disconnect_during_connect_leaves_no_process() {
     // A task that finishes after the disconnect finds nothing to update.
     assert!(manager.get_tools().is_empty());
     assert!(manager.server_names().is_empty());
-}
-
-fn tagged(tag: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        if cmdline.split(|b| *b == 0).any(|a| a == tag.as_bytes()) {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 #[test]

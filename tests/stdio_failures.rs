@@ -266,28 +266,11 @@ fn a_failed_handshake_leaves_no_process() {
     let args = ["--tag", tag.as_str(), "--silent-initialize", "--grandchild"];
     let err = Client::connect("silent", &endpoint(&args), opts).unwrap_err();
     assert!(matches!(err, Error::ConnectTimeout { .. }));
-    let left: Vec<u32> = processes_tagged(&tag)
+    let left: Vec<u32> = common::processes_tagged(&tag)
         .into_iter()
         .filter(|pid| !wait_gone(*pid, Duration::from_secs(5)))
         .collect();
     assert!(left.is_empty(), "processes left behind: {left:?}");
-}
-
-/// Processes whose command line contains `tag`.
-fn processes_tagged(tag: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        if cmdline.split(|b| *b == 0).any(|arg| arg == tag.as_bytes()) {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 #[test]

@@ -20,6 +20,8 @@ commands:
                          headless check of one server; TARGET is a URL (the last argument) or
                          `-- command args...` for stdio: connect, answer server requests
                          unattended, call every tool with arguments from its schema
+  repl                   read lines from stdin: `/mcp <sub> ...`, `tools`, `call TOOL JSON`,
+                         `status`, `quit`; prints each answer
 
 options:
   --config FILE  a .mcp.json-shaped file ({\"mcpServers\": {...}}) instead of discovery
@@ -48,6 +50,7 @@ pub enum Command {
     Call { tool: String, args: String },
     Status,
     Servers,
+    Repl,
     Probe(crate::probe::Target),
     Help,
 }
@@ -133,6 +136,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         Some("tools") => Command::Tools,
         Some("status") => Command::Status,
         Some("servers") => Command::Servers,
+        Some("repl") => Command::Repl,
         Some("probe") => {
             let target = match (command.take(), words.next()) {
                 (Some(argv), None) if !argv.is_empty() => crate::probe::Target::Command(argv),

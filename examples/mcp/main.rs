@@ -5,6 +5,7 @@ mod args;
 mod demo;
 mod demo_server;
 mod probe;
+mod repl;
 
 use std::io::Write;
 use std::path::Path;
@@ -79,6 +80,7 @@ fn run(args: &Args) -> Result<u8, String> {
                 args.json,
             ))
         }
+        Command::Repl => repl::run(args, &project),
         Command::Tools => {
             let session = start(args, &project)?;
             print_tools(&session, args.json);

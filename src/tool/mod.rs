@@ -174,24 +174,43 @@ impl Spec {
         arguments: Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, Aborted> {
-        let arguments = if arguments.is_null() {
-            json!({})
-        } else {
-            arguments
-        };
-        let progress = ctx.on_progress.clone();
-        let mut options = crate::CallOptions {
-            timeout: ctx.timeout,
-            cancel: ctx.cancel.clone(),
-            on_progress: None,
-        };
-        if let Some(p) = progress {
-            options.on_progress = Some(Box::new(move |update: &Progress| p(update)));
-        }
-        match manager.call_tool(&self.server, &self.definition.name, arguments, options) {
-            Ok(result) => Ok(ToolOutput::from_result(result, self.details())),
-            Err(crate::Error::Cancelled) => Err(Aborted),
-            Err(e) => Ok(ToolOutput::error(e, self.details())),
-        }
+        call_through(
+            manager,
+            &self.server,
+            &self.definition.name,
+            arguments,
+            ctx,
+            self.details(),
+        )
+    }
+}
+
+/// A call through the manager as every MCP tool makes it: errors become an output with
+/// `is_error`, a cancellation stays [`Aborted`].
+pub(crate) fn call_through(
+    manager: &crate::manager::McpManager,
+    server: &str,
+    tool: &str,
+    arguments: Value,
+    ctx: &ToolContext,
+    details: ToolDetails,
+) -> Result<ToolOutput, Aborted> {
+    let arguments = if arguments.is_null() {
+        json!({})
+    } else {
+        arguments
+    };
+    let mut options = crate::CallOptions {
+        timeout: ctx.timeout,
+        cancel: ctx.cancel.clone(),
+        on_progress: None,
+    };
+    if let Some(p) = ctx.on_progress.clone() {
+        options.on_progress = Some(Box::new(move |update: &Progress| p(update)));
+    }
+    match manager.call_tool(server, tool, arguments, options) {
+        Ok(result) => Ok(ToolOutput::from_result(result, details)),
+        Err(crate::Error::Cancelled) => Err(Aborted),
+        Err(e) => Ok(ToolOutput::error(e, details)),
     }
 }

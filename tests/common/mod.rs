@@ -180,3 +180,21 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Processes whose command line contains `tag` as an argument (live ones only).
+pub fn processes_tagged(tag: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|b| *b == 0).any(|a| a == tag.as_bytes()) && is_alive(pid) {
+            out.push(pid);
+        }
+    }
+    out.sort_unstable();
+    out
+}

@@ -16,6 +16,7 @@ use super::source::{ConfigSource, FoundServer, Level, ServerProblem, SourceOutpu
 mod claude;
 mod codex;
 mod cursor;
+mod file;
 mod gemini;
 mod mcp_json;
 mod own;
@@ -25,6 +26,7 @@ mod windsurf;
 pub use claude::ClaudeCode;
 pub use codex::Codex;
 pub use cursor::Cursor;
+pub use file::McpJsonFile;
 pub use gemini::Gemini;
 pub use mcp_json::McpJson;
 pub use own::{HostConfig, DEFAULT_DIR_NAME};

@@ -1,0 +1,117 @@
+//! `mcp repl`: a host session driven line by line from stdin (a terminal or a script's pipe).
+//!
+//! Lines: `/mcp <sub> ...` (the /mcp commands), `tools`, `call TOOL [JSON]`, `status`, `quit`
+//! (or `exit`, or the end of input). Each answer is printed, followed by a blank line. On quit
+//! every server is disconnected: nothing is left running.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_runtime::commands::McpCommands;
+use mcp_runtime::config::sources::{default_sources, McpJsonFile};
+use mcp_runtime::config::{ConfigSource, LoadOptions};
+use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
+use mcp_runtime::ToolContext;
+use serde_json::Value;
+
+use crate::args::Args;
+
+/// Runs the repl until `quit` or the end of input.
+pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
+    let mut config = LoadOptions::default();
+    if let Some(file) = &args.config {
+        // The host's own files (where /mcp add writes) and the given file, nothing else.
+        let mut sources: Vec<Arc<dyn ConfigSource>> = default_sources(config.host.clone())
+            .into_iter()
+            .take(1)
+            .collect();
+        sources.push(Arc::new(McpJsonFile::new(file)));
+        config.sources = Some(sources);
+    }
+    let session = create_agent_session(SessionOptions {
+        cwd: project.to_path_buf(),
+        config,
+        manager: crate::manager_options(args, project),
+        ..SessionOptions::default()
+    });
+    for e in session.startup_errors() {
+        eprintln!("{}: {}", e.path, e.error);
+    }
+    let commands = McpCommands::new(session.clone());
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout();
+    let mut code = 0;
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (answer, failed) = match line {
+            "quit" | "exit" => break,
+            "tools" => (tools(&session), false),
+            "status" => (commands.run("status"), false),
+            l if l.starts_with("/mcp") => (commands.run(l), false),
+            l if l.starts_with("call ") || l == "call" => call(&session, l, args),
+            other => (
+                format!(
+                    "Unknown command: {other}. Try /mcp help, tools, call TOOL JSON, status, quit."
+                ),
+                true,
+            ),
+        };
+        if failed {
+            code = 1;
+        }
+        let _ = writeln!(out, "{answer}\n");
+        let _ = out.flush();
+    }
+    session.close();
+    Ok(code)
+}
+
+fn tools(session: &AgentSession) -> String {
+    let active = session.active_tools();
+    if active.is_empty() {
+        return "No tools.".to_owned();
+    }
+    active
+        .iter()
+        .map(|t| {
+            format!(
+                "{}  {}",
+                t.tool.name(),
+                t.tool.description().lines().next().unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn call(session: &AgentSession, line: &str, args: &Args) -> (String, bool) {
+    let rest = line.strip_prefix("call").unwrap_or("").trim();
+    let (name, json) = match rest.split_once(char::is_whitespace) {
+        Some((n, j)) => (n, j.trim()),
+        None => (rest, "{}"),
+    };
+    if name.is_empty() {
+        return ("usage: call TOOL [JSON]".to_owned(), true);
+    }
+    let arguments: Value = match serde_json::from_str(json) {
+        Ok(v) => v,
+        Err(e) => return (format!("the arguments are not JSON: {e}"), true),
+    };
+    let Some(tool) = session.tool(name) else {
+        return (format!("No tool named {name}."), true);
+    };
+    let ctx = ToolContext {
+        timeout: args.timeout_ms.map(Duration::from_millis),
+        ..ToolContext::default()
+    };
+    match tool.execute(arguments, &ctx) {
+        Ok(out) => (out.text(), out.is_error),
+        Err(e) => (format!("Error: {e}"), true),
+    }
+}

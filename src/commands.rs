@@ -1,0 +1,454 @@
+//! The `/mcp` command controller: what a host's `/mcp ...` line does. Every subcommand returns
+//! plain text for the host to print. Config edits go through the [`ConfigWriter`] (atomic
+//! writes of the host's own files); enabling or disabling one server connects or disconnects
+//! that server only.
+//!
+//! ```text
+//! /mcp reload                      disconnect all, discover again, connect, refresh the tools
+//! /mcp list                        servers grouped by source and level, with their state
+//! /mcp status                      every server's state, error and tool count
+//! /mcp add <name> [--scope project|user] [--url URL [--transport http|sse]] [--header K:V]...
+//!          [-- command args...]
+//! /mcp remove|rm <name> [--scope project|user]
+//! /mcp enable <name> | disable <name>
+//! /mcp test <name>                 a temporary connection: server info and up to 10 tools
+//! /mcp reconnect <name>
+//! /mcp help
+//! ```
+
+use std::collections::BTreeMap;
+
+use crate::config::{
+    load_all_mcp_configs, resolve_server_config, ConfigWriter, Scope, ServerConfig,
+};
+use crate::manager::ConnectReport;
+use crate::session::AgentSession;
+use crate::{Client, ConnectOptions};
+
+/// The help text.
+pub const HELP: &str = "\
+/mcp reload                       disconnect all servers, discover again, reconnect
+/mcp list                         servers by source and level, with their state
+/mcp status                       each server's state, error and tools
+/mcp add <name> [--scope project|user] [--url URL [--transport http|sse]] [--header K:V]... [-- command args...]
+/mcp remove <name> [--scope project|user]   (also: rm)
+/mcp enable <name>                turn a server on (and connect it)
+/mcp disable <name>               turn a server off (and disconnect it)
+/mcp test <name>                  connect once: server info and up to 10 tools
+/mcp reconnect <name>             disconnect and connect one server
+/mcp help                         this text";
+
+/// The controller for one session.
+#[derive(Debug, Clone)]
+pub struct McpCommands {
+    session: AgentSession,
+}
+
+impl McpCommands {
+    /// A controller for `session`.
+    pub fn new(session: AgentSession) -> McpCommands {
+        McpCommands { session }
+    }
+
+    /// Runs one command line (with or without the leading `/mcp`); returns the text to show.
+    pub fn run(&self, line: &str) -> String {
+        let words = split_words(line);
+        let mut words: Vec<&str> = words.iter().map(String::as_str).collect();
+        if words.first() == Some(&"/mcp") {
+            words.remove(0);
+        }
+        let Some((&sub, rest)) = words.split_first() else {
+            return HELP.to_owned();
+        };
+        if self.session.manager().is_none()
+            && !matches!(sub, "help" | "list" | "add" | "remove" | "rm")
+        {
+            return "MCP is disabled for this session.".to_owned();
+        }
+        let result = match sub {
+            "help" => Ok(HELP.to_owned()),
+            "reload" => Ok(self.reload()),
+            "list" => Ok(self.list()),
+            "status" => Ok(self.status()),
+            "add" => self.add(rest),
+            "remove" | "rm" => self.remove(rest),
+            "enable" => self.toggle(rest, true),
+            "disable" => self.toggle(rest, false),
+            "test" => self.test(rest),
+            "reconnect" => self.reconnect(rest),
+            other => return format!("Unknown subcommand: {other}. Type /mcp help for usage."),
+        };
+        result.unwrap_or_else(|e| format!("Error: {e}"))
+    }
+
+    fn writer(&self) -> ConfigWriter {
+        ConfigWriter::new(self.session.cwd(), self.session.config_options())
+    }
+
+    fn discover(&self) -> crate::config::LoadedConfigs {
+        load_all_mcp_configs(self.session.cwd(), self.session.config_options())
+    }
+
+    fn reload(&self) -> String {
+        let Some(manager) = self.session.manager() else {
+            return "MCP is disabled for this session.".to_owned();
+        };
+        manager.disconnect_all();
+        let report = self.session.discover_and_connect().unwrap_or_default();
+        format!("Reloaded MCP servers.\n{}", summary(&report))
+    }
+
+    fn list(&self) -> String {
+        let loaded = self.discover();
+        if loaded.discovered.is_empty() {
+            return "No MCP servers configured.".to_owned();
+        }
+        let mut groups: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+        for d in &loaded.discovered {
+            let state = match (&d.skipped, self.session.manager()) {
+                (Some(why), _) => format!("off: {why}"),
+                (None, Some(m)) => m.connection_status(&d.name).state.as_str().to_owned(),
+                (None, None) => "on".to_owned(),
+            };
+            let key = (
+                d.source.provider_name.clone(),
+                d.source.level.as_str().to_owned(),
+                d.source.path.display().to_string(),
+            );
+            groups
+                .entry(key)
+                .or_default()
+                .push(format!("  {} ({state})", d.name));
+        }
+        let mut out = Vec::new();
+        for ((provider, level, path), servers) in groups {
+            out.push(format!("{provider} [{level}] {path}"));
+            out.extend(servers);
+        }
+        out.join("\n")
+    }
+
+    fn status(&self) -> String {
+        let Some(manager) = self.session.manager() else {
+            return "MCP is disabled for this session.".to_owned();
+        };
+        let names = manager.server_names();
+        if names.is_empty() {
+            return "No MCP servers connected.".to_owned();
+        }
+        let tools = manager.get_tools();
+        names
+            .iter()
+            .map(|name| {
+                let status = manager.connection_status(name);
+                let count = tools.iter().filter(|t| &t.server == name).count();
+                let mut line = format!("{name}: {} ({count} tools)", status.state.as_str());
+                if let Some(e) = status.error {
+                    line.push_str(&format!(" - {e}"));
+                }
+                line
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn add(&self, args: &[&str]) -> Result<String, crate::Error> {
+        let (name, rest) = args.split_first().ok_or_else(|| usage("add <name> ..."))?;
+        let mut scope = Scope::Project;
+        let mut config = ServerConfig::default();
+        let mut i = 0;
+        while i < rest.len() {
+            let value = |i: usize| {
+                rest.get(i + 1)
+                    .copied()
+                    .ok_or_else(|| usage(&format!("{} needs a value", rest[i])))
+            };
+            match rest[i] {
+                "--scope" => {
+                    scope = parse_scope(value(i)?)?;
+                    i += 2;
+                }
+                "--url" => {
+                    config.url = Some(value(i)?.to_owned());
+                    i += 2;
+                }
+                "--transport" => {
+                    let t = value(i)?;
+                    if !matches!(t, "http" | "sse") {
+                        return Err(usage("--transport is http or sse"));
+                    }
+                    config.transport = Some(t.to_owned());
+                    i += 2;
+                }
+                "--header" => {
+                    let (k, v) = value(i)?
+                        .split_once(':')
+                        .ok_or_else(|| usage("--header takes K:V"))?;
+                    config
+                        .headers
+                        .insert(k.trim().to_owned(), v.trim().to_owned());
+                    i += 2;
+                }
+                "--" => {
+                    let argv = &rest[i + 1..];
+                    let (command, args) = argv
+                        .split_first()
+                        .ok_or_else(|| usage("-- needs a command"))?;
+                    config.command = Some((*command).to_owned());
+                    config.args = args.iter().map(|a| (*a).to_owned()).collect();
+                    i = rest.len();
+                }
+                other => return Err(usage(&format!("unexpected {other:?}"))),
+            }
+        }
+        if config.command.is_none() && config.url.is_none() {
+            return Err(usage("add needs --url URL or -- command args..."));
+        }
+        if config.transport.is_some() && config.url.is_none() {
+            return Err(usage("--transport goes with --url"));
+        }
+        let problems = crate::config::validate_server_config(name, &config);
+        if !problems.is_empty() {
+            return Err(crate::Error::Config {
+                message: problems.join("; "),
+            });
+        }
+        let writer = self.writer();
+        writer.add(scope, name, &config)?;
+        let mut out = format!(
+            "Added MCP server {name} to {}.",
+            writer.path(scope).display()
+        );
+        out.push('\n');
+        out.push_str(&self.connect_one(name));
+        Ok(out)
+    }
+
+    fn remove(&self, args: &[&str]) -> Result<String, crate::Error> {
+        let name = *args
+            .first()
+            .ok_or_else(|| usage("remove <name> [--scope project|user]"))?;
+        let scopes = match args.get(1..) {
+            Some(["--scope", s]) => vec![parse_scope(s)?],
+            Some([]) | None => vec![Scope::Project, Scope::User],
+            _ => return Err(usage("remove <name> [--scope project|user]")),
+        };
+        let writer = self.writer();
+        let mut removed = Vec::new();
+        for scope in scopes {
+            if writer.remove(scope, name)? {
+                removed.push(writer.path(scope).display().to_string());
+            }
+        }
+        if removed.is_empty() {
+            return Ok(format!(
+                "MCP server {name} is not in this host's config files; use /mcp disable {name} to turn it off."
+            ));
+        }
+        if let Some(m) = self.session.manager() {
+            m.disconnect_server(name);
+            self.session.refresh_from_manager();
+        }
+        Ok(format!(
+            "Removed MCP server {name} from {}.",
+            removed.join(" and ")
+        ))
+    }
+
+    fn toggle(&self, args: &[&str], enable: bool) -> Result<String, crate::Error> {
+        let name = *args.first().ok_or_else(|| {
+            usage(if enable {
+                "enable <name>"
+            } else {
+                "disable <name>"
+            })
+        })?;
+        let found = self
+            .discover()
+            .discovered
+            .into_iter()
+            .find(|d| d.name == name && !d.shadowed);
+        let Some(found) = found else {
+            return Ok(format!("No MCP server named {name}."));
+        };
+        self.writer()
+            .set_enabled(name, enable, Some(&found.source))?;
+        let manager = self.session.manager().expect("checked in run");
+        if enable {
+            Ok(format!(
+                "Enabled MCP server {name}.\n{}",
+                self.connect_one(name)
+            ))
+        } else {
+            manager.disconnect_server(name);
+            self.session.refresh_from_manager();
+            Ok(format!("Disabled MCP server {name}."))
+        }
+    }
+
+    fn reconnect(&self, args: &[&str]) -> Result<String, crate::Error> {
+        let name = *args.first().ok_or_else(|| usage("reconnect <name>"))?;
+        let manager = self.session.manager().expect("checked in run");
+        manager.disconnect_server(name);
+        Ok(self.connect_one(name))
+    }
+
+    /// Connects one server (as discovery now sees it) and refreshes the session's tools.
+    fn connect_one(&self, name: &str) -> String {
+        let Some(manager) = self.session.manager() else {
+            return String::new();
+        };
+        let loaded = self.discover();
+        let (Some(config), Some(source)) = (loaded.configs.get(name), loaded.sources.get(name))
+        else {
+            return format!("{name} is not enabled, so it was not connected.");
+        };
+        let configs = BTreeMap::from([(name.to_owned(), config.clone())]);
+        let sources = BTreeMap::from([(name.to_owned(), source.clone())]);
+        let report = manager.connect_servers(&configs, &sources);
+        self.session.refresh_from_manager();
+        summary(&report)
+    }
+
+    fn test(&self, args: &[&str]) -> Result<String, crate::Error> {
+        let name = *args.first().ok_or_else(|| usage("test <name>"))?;
+        let manager = self.session.manager().expect("checked in run");
+        let loaded = self.discover();
+        let config = loaded
+            .discovered
+            .iter()
+            .find(|d| d.name == name && !d.shadowed)
+            .map(|d| d.config.clone())
+            .or_else(|| manager.config(name));
+        let Some(config) = config else {
+            return Ok(format!("No MCP server named {name}."));
+        };
+        let options = manager.options();
+        let resolved = resolve_server_config(name, &config, options.auth.as_deref());
+        let endpoint = resolved.endpoint(&options.project_dir)?;
+        let mut connect: ConnectOptions = options.connect.clone();
+        if let Some(t) = config.timeout() {
+            connect.timeout = t;
+        }
+        let client = Client::connect(name, &endpoint, connect)?;
+        let tools = client.list_tools();
+        let info = &client.initialize_result().server_info;
+        let mut out = vec![format!(
+            "Connected to {name}: {} {} (protocol {}, {})",
+            info.name,
+            info.version,
+            client.protocol_version(),
+            client.transport_kind()
+        )];
+        match tools {
+            Ok(tools) => {
+                out.push(format!("{} tools:", tools.len()));
+                for t in tools.iter().take(10) {
+                    out.push(format!(
+                        "  {} - {}",
+                        t.name,
+                        t.description
+                            .as_deref()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                    ));
+                }
+                if tools.len() > 10 {
+                    out.push(format!("  ... and {} more", tools.len() - 10));
+                }
+            }
+            Err(e) => out.push(format!("tools/list failed: {e}")),
+        }
+        client.close();
+        Ok(out.join("\n"))
+    }
+}
+
+fn summary(report: &ConnectReport) -> String {
+    let mut lines = Vec::new();
+    if !report.connected.is_empty() {
+        lines.push(format!("Connected: {}", report.connected.join(", ")));
+    }
+    if !report.deferred.is_empty() {
+        lines.push(format!(
+            "Connecting (tools from cache): {}",
+            report.deferred.join(", ")
+        ));
+    }
+    if !report.pending.is_empty() {
+        lines.push(format!("Still connecting: {}", report.pending.join(", ")));
+    }
+    for (name, e) in &report.errors {
+        lines.push(format!("Failed: {name}: {e}"));
+    }
+    if lines.is_empty() {
+        lines.push("No MCP servers to connect.".to_owned());
+    }
+    lines.join("\n")
+}
+
+fn usage(what: &str) -> crate::Error {
+    crate::Error::Config {
+        message: format!("usage: /mcp {what}. Type /mcp help for usage."),
+    }
+}
+
+fn parse_scope(s: &str) -> Result<Scope, crate::Error> {
+    match s {
+        "project" => Ok(Scope::Project),
+        "user" => Ok(Scope::User),
+        other => Err(usage(&format!("--scope is project or user, not {other:?}"))),
+    }
+}
+
+/// Splits a command line into words: white space separates, `"..."` and `'...'` quote.
+pub fn split_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => current.push(c),
+            (None, '"') | (None, '\'') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut current));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                current.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(current);
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell_would_for_simple_lines() {
+        assert_eq!(
+            split_words("/mcp add x -- npx -y pkg"),
+            ["/mcp", "add", "x", "--", "npx", "-y", "pkg"]
+        );
+        assert_eq!(
+            split_words(r#"add x --header "Authorization: Bearer t" ''"#),
+            ["add", "x", "--header", "Authorization: Bearer t", ""]
+        );
+        assert!(split_words("   ").is_empty());
+    }
+}

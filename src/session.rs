@@ -1,0 +1,387 @@
+//! The host's tool registry and the agent session the seed's `sdk` builds at startup.
+//!
+//! [`ToolRegistry`] holds the host's own tools and the MCP tools, with an active set.
+//! [`create_agent_session`] runs the loader (unless MCP is off), registers the MCP tools, logs
+//! per-server errors and keeps the manager. [`AgentSession::refresh_mcp_tools`] swaps the MCP
+//! tools for a new set without touching the host's own tools or their active state; by default
+//! the session does that by itself whenever the manager's tool set changes (a late server, a
+//! `tools/list_changed`, a disconnect). Hosts that keep their own registry mirror it through
+//! [`AgentSession::on_refresh`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::cache::ToolCache;
+use crate::config::{AuthStorage, LoadOptions};
+use crate::loader::{
+    discover_and_load_mcp_tools, loaded_tools, LoadError, LoadedTool, LoaderOptions,
+};
+use crate::manager::{ConnectReport, ConnectionState, ManagerOptions, McpManager};
+use crate::tool::Tool;
+use crate::Error;
+
+/// A registered tool.
+#[derive(Clone)]
+pub struct RegisteredTool {
+    /// The tool.
+    pub tool: Arc<dyn Tool>,
+    /// Where it came from (`mcp:<server> via <provider>` for MCP tools; the host's label else).
+    pub path: String,
+    /// Whether it is an MCP tool (refreshes replace exactly these).
+    pub mcp: bool,
+}
+
+/// The host's tools and the MCP tools, by name, with the set that is active.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, RegisteredTool>,
+    active: BTreeSet<String>,
+}
+
+impl ToolRegistry {
+    /// Registers one of the host's own tools (active).
+    pub fn add_host_tool(&mut self, tool: Arc<dyn Tool>, path: impl Into<String>) {
+        let name = tool.name().to_owned();
+        self.tools.insert(
+            name.clone(),
+            RegisteredTool {
+                tool,
+                path: path.into(),
+                mcp: false,
+            },
+        );
+        self.active.insert(name);
+    }
+
+    /// Makes a tool (in)active. False when there is no such tool.
+    pub fn set_active(&mut self, name: &str, active: bool) -> bool {
+        if !self.tools.contains_key(name) {
+            return false;
+        }
+        if active {
+            self.active.insert(name.to_owned());
+        } else {
+            self.active.remove(name);
+        }
+        true
+    }
+
+    /// Removes every MCP tool, registers `tools`, and activates them. The host's own tools
+    /// and their active state stay as they are (a host tool keeps its name against an MCP tool
+    /// that would take it).
+    pub fn replace_mcp_tools(&mut self, tools: Vec<LoadedTool>) {
+        let old: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|(_, t)| t.mcp)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in old {
+            self.tools.remove(&name);
+            self.active.remove(&name);
+        }
+        for t in tools {
+            let name = t.tool.name().to_owned();
+            if self.tools.contains_key(&name) {
+                log::warn!("MCP tool {name} is shadowed by a host tool of the same name");
+                continue;
+            }
+            self.tools.insert(
+                name.clone(),
+                RegisteredTool {
+                    tool: t.tool,
+                    path: t.path,
+                    mcp: true,
+                },
+            );
+            self.active.insert(name);
+        }
+    }
+
+    /// A tool by name.
+    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
+        self.tools.get(name)
+    }
+
+    /// Every tool, by name.
+    pub fn all(&self) -> Vec<RegisteredTool> {
+        self.tools.values().cloned().collect()
+    }
+
+    /// The active tools, by name.
+    pub fn active(&self) -> Vec<RegisteredTool> {
+        self.active
+            .iter()
+            .filter_map(|n| self.tools.get(n))
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a tool is active.
+    pub fn is_active(&self, name: &str) -> bool {
+        self.active.contains(name)
+    }
+
+    /// The names of the MCP tools.
+    pub fn mcp_tool_names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .filter(|(_, t)| t.mcp)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+}
+
+type RefreshListener = Arc<dyn Fn(&ToolRegistry) + Send + Sync>;
+
+/// How to create a session.
+#[derive(Clone)]
+pub struct SessionOptions {
+    /// The project directory.
+    pub cwd: PathBuf,
+    /// Whether to use MCP at all (default true). False skips discovery entirely.
+    pub enable_mcp: bool,
+    /// Whether project-level MCP configs count (default true).
+    pub enable_project_config: bool,
+    /// Discovery settings (home, the host's own files, extra sources). Its
+    /// `enable_project_config` is set from the field above.
+    pub config: LoadOptions,
+    /// Manager settings (gate, cache, auth, connection template).
+    pub manager: ManagerOptions,
+    /// The tool cache (overrides `manager.cache` when set).
+    pub cache: Option<Arc<dyn ToolCache>>,
+    /// OAuth credentials (overrides `manager.auth` when set).
+    pub auth_storage: Option<Arc<dyn AuthStorage>>,
+    /// The host's own tools.
+    pub host_tools: Vec<Arc<dyn Tool>>,
+    /// Refresh the MCP tools by itself when the manager's tool set changes (default true).
+    pub auto_refresh: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            cwd: std::env::current_dir().unwrap_or_default(),
+            enable_mcp: true,
+            enable_project_config: true,
+            config: LoadOptions::default(),
+            manager: ManagerOptions::default(),
+            cache: None,
+            auth_storage: None,
+            host_tools: Vec::new(),
+            auto_refresh: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("cwd", &self.cwd)
+            .field("enable_mcp", &self.enable_mcp)
+            .field("enable_project_config", &self.enable_project_config)
+            .field("host_tools", &self.host_tools.len())
+            .field("auto_refresh", &self.auto_refresh)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A host session: its tool registry and (with MCP on) the manager behind the MCP tools.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct AgentSession {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cwd: PathBuf,
+    config: LoadOptions,
+    manager: Option<McpManager>,
+    registry: Mutex<ToolRegistry>,
+    listeners: Mutex<Vec<RefreshListener>>,
+    startup_errors: Vec<LoadError>,
+    exa_api_keys: Vec<String>,
+}
+
+/// Creates a session: registers the host's tools, then (with MCP on) discovers, connects and
+/// registers the MCP tools, logging each server's error.
+pub fn create_agent_session(options: SessionOptions) -> AgentSession {
+    let mut registry = ToolRegistry::default();
+    for tool in &options.host_tools {
+        registry.add_host_tool(Arc::clone(tool), "host");
+    }
+    let mut config = options.config.clone();
+    config.enable_project_config = options.enable_project_config;
+    if !options.enable_mcp {
+        return AgentSession {
+            inner: Arc::new(Inner {
+                cwd: options.cwd,
+                config,
+                manager: None,
+                registry: Mutex::new(registry),
+                listeners: Mutex::new(Vec::new()),
+                startup_errors: Vec::new(),
+                exa_api_keys: Vec::new(),
+            }),
+        };
+    }
+    let mut manager = options.manager.clone();
+    if options.cache.is_some() {
+        manager.cache = options.cache.clone();
+    }
+    if options.auth_storage.is_some() {
+        manager.auth = options.auth_storage.clone();
+    }
+    let loaded = discover_and_load_mcp_tools(
+        &options.cwd,
+        LoaderOptions {
+            config: config.clone(),
+            manager,
+        },
+    );
+    for e in &loaded.errors {
+        log::warn!("MCP: {}: {}", e.path, e.error);
+    }
+    registry.replace_mcp_tools(loaded.tools);
+    let session = AgentSession {
+        inner: Arc::new(Inner {
+            cwd: options.cwd,
+            config,
+            manager: Some(loaded.manager.clone()),
+            registry: Mutex::new(registry),
+            listeners: Mutex::new(Vec::new()),
+            startup_errors: loaded.errors,
+            exa_api_keys: loaded.exa_api_keys,
+        }),
+    };
+    if options.auto_refresh {
+        let weak: Weak<Inner> = Arc::downgrade(&session.inner);
+        loaded.manager.on_tools_changed(move |_| {
+            if let Some(inner) = weak.upgrade() {
+                AgentSession { inner }.refresh_from_manager();
+            }
+        });
+    }
+    session
+}
+
+impl AgentSession {
+    /// The manager (None when MCP is off).
+    pub fn manager(&self) -> Option<&McpManager> {
+        self.inner.manager.as_ref()
+    }
+
+    /// The project directory.
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.inner.cwd
+    }
+
+    /// The discovery settings the session uses (for reloads).
+    pub fn config_options(&self) -> &LoadOptions {
+        &self.inner.config
+    }
+
+    /// The errors of the startup load.
+    pub fn startup_errors(&self) -> &[LoadError] {
+        &self.inner.startup_errors
+    }
+
+    /// API keys of the Exa servers discovery filtered out.
+    pub fn exa_api_keys(&self) -> &[String] {
+        &self.inner.exa_api_keys
+    }
+
+    /// A copy of the registry.
+    pub fn registry(&self) -> ToolRegistry {
+        self.inner.registry.lock().clone()
+    }
+
+    /// The active tools.
+    pub fn active_tools(&self) -> Vec<RegisteredTool> {
+        self.inner.registry.lock().active()
+    }
+
+    /// Makes a tool (in)active.
+    pub fn set_tool_active(&self, name: &str, active: bool) -> bool {
+        self.inner.registry.lock().set_active(name, active)
+    }
+
+    /// A tool by name.
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.inner
+            .registry
+            .lock()
+            .get(name)
+            .map(|t| Arc::clone(&t.tool))
+    }
+
+    /// Called after every refresh with the new registry (to mirror it in a host's own).
+    pub fn on_refresh(&self, listener: impl Fn(&ToolRegistry) + Send + Sync + 'static) {
+        self.inner.listeners.lock().push(Arc::new(listener));
+    }
+
+    /// Removes every MCP tool, registers `tools`, and activates them; the host's own tools and
+    /// their active state stay.
+    pub fn refresh_mcp_tools(&self, tools: Vec<LoadedTool>) {
+        let snapshot = {
+            let mut registry = self.inner.registry.lock();
+            registry.replace_mcp_tools(tools);
+            registry.clone()
+        };
+        let listeners: Vec<RefreshListener> = self.inner.listeners.lock().clone();
+        for l in listeners {
+            l(&snapshot);
+        }
+    }
+
+    /// Refreshes from the manager's current tool set.
+    pub fn refresh_from_manager(&self) {
+        if let Some(m) = &self.inner.manager {
+            self.refresh_mcp_tools(loaded_tools(m));
+        }
+    }
+
+    /// Waits for a late server; once it is connected, refreshes so its tools are registered.
+    pub fn wait_for_server(&self, name: &str, timeout: Duration) -> Result<(), Error> {
+        let manager = self.inner.manager.as_ref().ok_or(Error::NotConnected {
+            server: name.to_owned(),
+        })?;
+        manager.wait_for_connection(name, timeout, None)?;
+        if manager.connection_status(name).state == ConnectionState::Connected {
+            self.refresh_from_manager();
+        }
+        Ok(())
+    }
+
+    /// Discovers again and connects what is not connected yet (honouring the session's
+    /// `enable_project_config`), then refreshes. The `/mcp reload` flow first disconnects
+    /// everything.
+    pub fn discover_and_connect(&self) -> Option<ConnectReport> {
+        let manager = self.inner.manager.as_ref()?;
+        let loaded = crate::config::load_all_mcp_configs(&self.inner.cwd, &self.inner.config);
+        let report = manager.connect_servers(&loaded.configs, &loaded.sources);
+        self.refresh_from_manager();
+        Some(report)
+    }
+
+    /// Disconnects every server (the session's tools lose their MCP tools).
+    pub fn close(&self) {
+        if let Some(m) = &self.inner.manager {
+            m.disconnect_all();
+        }
+        self.refresh_mcp_tools(Vec::new());
+    }
+}
+
+impl std::fmt::Debug for AgentSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSession")
+            .field("cwd", &self.inner.cwd)
+            .field("mcp", &self.inner.manager.is_some())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,155 @@
+//! Subagents: proxy tools that route calls through the parent's manager, so the parent and all
+//! its subagents share one process per server.
+//!
+//! [`SubagentTools::tools`] reflects the parent's tool set *at the time it is asked* (not a
+//! snapshot taken when the subagent was spawned), and every proxy resolves its server and tool
+//! again at call time. A call waits for the server's connection, is capped (60 s by default),
+//! and an abort stays an abort.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::manager::McpManager;
+use crate::tool::{build_tools, call_through, Aborted, Tool, ToolContext, ToolDetails, ToolOutput};
+use crate::Error;
+
+/// The default cap on one proxied call.
+pub const DEFAULT_CALL_CAP: Duration = Duration::from_secs(60);
+
+/// The parent's MCP tools, for a subagent.
+#[derive(Clone, Debug)]
+pub struct SubagentTools {
+    manager: McpManager,
+    cap: Duration,
+}
+
+impl SubagentTools {
+    /// Proxies over `parent`'s manager, each call capped at `cap`.
+    pub fn new(parent: &McpManager, cap: Duration) -> SubagentTools {
+        SubagentTools {
+            manager: parent.clone(),
+            cap,
+        }
+    }
+
+    /// The proxies for the parent's current tools.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        build_tools(&self.manager)
+            .into_iter()
+            .filter_map(|inner| {
+                let (server, tool) = inner.mcp_identity()?;
+                let proxy = ProxyTool {
+                    name: inner.name().to_owned(),
+                    label: inner.label().to_owned(),
+                    description: inner.description().to_owned(),
+                    parameters: inner.parameters().clone(),
+                    server: server.to_owned(),
+                    tool: tool.to_owned(),
+                    manager: self.manager.clone(),
+                    cap: self.cap,
+                };
+                Some(Arc::new(proxy) as Arc<dyn Tool>)
+            })
+            .collect()
+    }
+}
+
+/// One parent tool, seen from a subagent.
+#[derive(Clone)]
+pub struct ProxyTool {
+    name: String,
+    label: String,
+    description: String,
+    parameters: Value,
+    server: String,
+    tool: String,
+    manager: McpManager,
+    cap: Duration,
+}
+
+impl ProxyTool {
+    fn details(&self) -> ToolDetails {
+        let source = self.manager.source(&self.server);
+        ToolDetails {
+            server: self.server.clone(),
+            tool: self.tool.clone(),
+            provider: source.as_ref().map(|s| s.provider.clone()),
+            provider_name: source.map(|s| s.provider_name),
+        }
+    }
+}
+
+impl Tool for ProxyTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {
+        if ctx.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            return Err(Aborted);
+        }
+        // The parent's current tool set decides: a tool it no longer has is not called.
+        let current = self
+            .manager
+            .get_tools()
+            .into_iter()
+            .any(|t| t.server == self.server && t.tool.name == self.tool);
+        if !current {
+            return Ok(ToolOutput::error(
+                format!(
+                    "tool {} of server {} is no longer available",
+                    self.tool, self.server
+                ),
+                self.details(),
+            ));
+        }
+        let started = std::time::Instant::now();
+        match self
+            .manager
+            .wait_for_connection(&self.server, self.cap, ctx.cancel.as_ref())
+        {
+            Ok(_) => {}
+            Err(Error::Cancelled) => return Err(Aborted),
+            Err(e) => return Ok(ToolOutput::error(e, self.details())),
+        }
+        let left = self.cap.saturating_sub(started.elapsed());
+        let capped = ToolContext {
+            timeout: Some(ctx.timeout.map_or(left, |t| t.min(left))),
+            ..ctx.clone()
+        };
+        call_through(
+            &self.manager,
+            &self.server,
+            &self.tool,
+            arguments,
+            &capped,
+            self.details(),
+        )
+    }
+
+    fn mcp_identity(&self) -> Option<(&str, &str)> {
+        Some((&self.server, &self.tool))
+    }
+}
+
+impl std::fmt::Debug for ProxyTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyTool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}

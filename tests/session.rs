@@ -1,0 +1,435 @@
+//! Host integration: the session's registry and refresh, the /mcp commands, subagent proxies.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{server_path, wait_gone, Hold};
+use mcp_runtime::commands::McpCommands;
+use mcp_runtime::config::LoadOptions;
+use mcp_runtime::loader::LoadedTool;
+use mcp_runtime::manager::ConnectionState;
+use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
+use mcp_runtime::subagent::SubagentTools;
+use mcp_runtime::{Aborted, ManagerOptions, Tool, ToolContext, ToolOutput};
+use serde_json::{json, Value};
+
+/// A host's own tool.
+struct HostTool(&'static str);
+
+impl Tool for HostTool {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn label(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        "a host tool"
+    }
+    fn parameters(&self) -> &Value {
+        static EMPTY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        EMPTY.get_or_init(|| json!({"type": "object", "properties": {}}))
+    }
+    fn execute(&self, _: Value, _: &ToolContext) -> Result<ToolOutput, Aborted> {
+        Err(Aborted)
+    }
+}
+
+struct Project {
+    root: PathBuf,
+}
+
+impl Project {
+    fn new(name: &str, servers: Value) -> Project {
+        let root = common::temp_dir(&format!("session-{name}"));
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("project")).unwrap();
+        let p = Project { root };
+        p.write_servers(servers);
+        p
+    }
+    fn cwd(&self) -> PathBuf {
+        self.root.join("project")
+    }
+    fn write_servers(&self, servers: Value) {
+        std::fs::write(
+            self.cwd().join(".mcp.json"),
+            json!({ "mcpServers": servers }).to_string(),
+        )
+        .unwrap();
+    }
+    fn options(&self) -> SessionOptions {
+        let mut manager = ManagerOptions::default();
+        manager.connect.timeout = Duration::from_secs(20);
+        manager.connect.stdio.close_grace = Duration::from_millis(500);
+        SessionOptions {
+            cwd: self.cwd(),
+            config: LoadOptions {
+                home: Some(self.root.join("home")),
+                ..LoadOptions::default()
+            },
+            manager,
+            ..SessionOptions::default()
+        }
+    }
+    fn own_file(&self, user: bool) -> PathBuf {
+        if user {
+            self.root.join("home/.mcp-runtime/mcp.json")
+        } else {
+            self.cwd().join(".mcp-runtime/mcp.json")
+        }
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn test_server(args: &[&str]) -> Value {
+    json!({"command": server_path(), "args": args})
+}
+
+fn names(session: &AgentSession) -> Vec<String> {
+    session
+        .active_tools()
+        .iter()
+        .map(|t| t.tool.name().to_owned())
+        .collect()
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn refresh_keeps_the_host_tools_and_their_active_state() {
+    let project = Project::new("refresh", json!({"a": test_server(&[])}));
+    let mut options = project.options();
+    options.host_tools = vec![Arc::new(HostTool("read_file")), Arc::new(HostTool("bash"))];
+    let session = create_agent_session(options);
+    assert!(session.set_tool_active("bash", false));
+    assert_eq!(session.registry().mcp_tool_names().len(), 17);
+    let mirrored = Arc::new(std::sync::Mutex::new(0usize));
+    let m2 = Arc::clone(&mirrored);
+    session.on_refresh(move |r| *m2.lock().unwrap() = r.mcp_tool_names().len());
+
+    // Refresh with only one MCP tool: the others go, the host tools stay as they were.
+    let one: Vec<LoadedTool> = mcp_runtime::loader::loaded_tools(session.manager().unwrap())
+        .into_iter()
+        .filter(|t| t.tool.name() == "mcp_a_echo")
+        .collect();
+    session.refresh_mcp_tools(one);
+    let registry = session.registry();
+    assert_eq!(registry.mcp_tool_names(), ["mcp_a_echo"]);
+    assert!(registry.is_active("read_file"));
+    assert!(
+        !registry.is_active("bash"),
+        "the host's inactive tool stays inactive"
+    );
+    assert!(registry.is_active("mcp_a_echo"));
+    assert_eq!(*mirrored.lock().unwrap(), 1, "the mirror heard of it");
+    session.refresh_from_manager();
+    assert_eq!(session.registry().mcp_tool_names().len(), 17);
+    assert!(!session.registry().is_active("bash"));
+    session.close();
+}
+
+#[test]
+fn enable_mcp_false_starts_nothing() {
+    let tag = format!("session-off-{}", std::process::id());
+    let project = Project::new("off", json!({"a": test_server(&["--tag", &tag])}));
+    let mut options = project.options();
+    options.enable_mcp = false;
+    options.host_tools = vec![Arc::new(HostTool("bash"))];
+    let session = create_agent_session(options);
+    assert!(session.manager().is_none());
+    assert_eq!(names(&session), ["bash"]);
+    assert!(common::processes_tagged(&tag).is_empty());
+    let commands = McpCommands::new(session);
+    assert_eq!(
+        commands.run("/mcp status"),
+        "MCP is disabled for this session."
+    );
+}
+
+#[test]
+fn reload_picks_up_a_config_edit() {
+    let project = Project::new("reload", json!({"a": test_server(&[])}));
+    let session = create_agent_session(project.options());
+    let commands = McpCommands::new(session.clone());
+    assert!(!names(&session).contains(&"mcp_b_echo".to_owned()));
+    project.write_servers(json!({"a": test_server(&[]), "b": test_server(&["--tools", "1"])}));
+    let out = commands.run("/mcp reload");
+    assert!(out.contains("Connected: a, b"), "{out}");
+    let now = names(&session);
+    assert!(now.contains(&"mcp_b_echo".to_owned()) && now.contains(&"mcp_b_tool_0".to_owned()));
+    session.close();
+}
+
+#[test]
+fn disabling_one_server_leaves_the_other_running() {
+    let project = Project::new(
+        "disable",
+        json!({"a": test_server(&[]), "b": test_server(&[])}),
+    );
+    let session = create_agent_session(project.options());
+    let manager = session.manager().unwrap().clone();
+    let (pid_a, pid_b) = (
+        manager.client("a").unwrap().pid().unwrap(),
+        manager.client("b").unwrap().pid().unwrap(),
+    );
+    let commands = McpCommands::new(session.clone());
+    assert_eq!(commands.run("/mcp disable a"), "Disabled MCP server a.");
+    assert!(wait_gone(pid_a, Duration::from_secs(5)));
+    assert_eq!(
+        manager.client("b").unwrap().pid(),
+        Some(pid_b),
+        "b was not restarted"
+    );
+    assert!(common::is_alive(pid_b));
+    assert!(names(&session).iter().all(|n| !n.starts_with("mcp_a_")));
+    // a lives in a file we do not own (.mcp.json): the user file's list turns it off.
+    assert_eq!(
+        read(&project.own_file(true))["disabledServers"],
+        json!(["a"])
+    );
+    let out = commands.run("/mcp enable a");
+    assert!(
+        out.starts_with("Enabled MCP server a.\nConnected: a"),
+        "{out}"
+    );
+    assert_eq!(manager.client("b").unwrap().pid(), Some(pid_b));
+    assert!(names(&session).contains(&"mcp_a_echo".to_owned()));
+    session.close();
+}
+
+#[test]
+fn add_and_remove_edit_the_right_file() {
+    let project = Project::new("add", json!({}));
+    let session = create_agent_session(project.options());
+    let commands = McpCommands::new(session.clone());
+    let out = commands.run(&format!("/mcp add local -- {} --tools 1", server_path()));
+    assert!(
+        out.contains(&format!(
+            "Added MCP server local to {}",
+            project.own_file(false).display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("Connected: local"), "{out}");
+    assert_eq!(
+        read(&project.own_file(false))["mcpServers"]["local"]["args"],
+        json!(["--tools", "1"])
+    );
+    assert!(names(&session).contains(&"mcp_local_tool_0".to_owned()));
+
+    let out = commands.run("/mcp add remote --scope user --url http://127.0.0.1:9/mcp --transport sse --header 'X-Key: k'");
+    assert!(
+        out.contains(&project.own_file(true).display().to_string()),
+        "{out}"
+    );
+    let remote = &read(&project.own_file(true))["mcpServers"]["remote"];
+    assert_eq!(
+        remote,
+        &json!({"type": "sse", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "k"}})
+    );
+    assert!(out.contains("Failed: remote"), "{out}");
+
+    assert!(commands
+        .run("/mcp add local -- x")
+        .starts_with("Error: Invalid config: a server named \"local\" already exists"));
+    assert!(commands
+        .run("/mcp add bad!name -- x")
+        .starts_with("Error: Invalid config: invalid server name"));
+    assert!(commands
+        .run("/mcp add nothing")
+        .contains("add needs --url URL or -- command args"));
+
+    let out = commands.run("/mcp rm local");
+    assert!(out.starts_with("Removed MCP server local from"), "{out}");
+    assert!(read(&project.own_file(false))["mcpServers"]
+        .get("local")
+        .is_none());
+    assert!(names(&session).iter().all(|n| !n.starts_with("mcp_local_")));
+    assert!(commands
+        .run("/mcp remove ghost")
+        .contains("not in this host's config files"));
+    session.close();
+}
+
+#[test]
+fn list_status_test_help_and_bad_usage() {
+    let project = Project::new(
+        "list",
+        json!({"a": test_server(&[]), "off": {"command": "x", "enabled": false}}),
+    );
+    let session = create_agent_session(project.options());
+    let commands = McpCommands::new(session.clone());
+    let list = commands.run("/mcp list");
+    assert!(
+        list.starts_with(&format!(
+            "MCP Config [project] {}",
+            project.cwd().join(".mcp.json").display()
+        )),
+        "{list}"
+    );
+    assert!(
+        list.contains("  a (connected)") && list.contains("  off (off: enabled: false)"),
+        "{list}"
+    );
+    assert_eq!(commands.run("/mcp status"), "a: connected (17 tools)");
+    let test = commands.run("/mcp test a");
+    assert!(
+        test.starts_with(
+            "Connected to a: mcp-test-server 1.0.0 (protocol 2025-11-25, stdio)\n17 tools:"
+        ),
+        "{test}"
+    );
+    assert!(test.ends_with("  ... and 7 more"), "{test}");
+    assert_eq!(
+        commands.run("/mcp frobnicate"),
+        "Unknown subcommand: frobnicate. Type /mcp help for usage."
+    );
+    assert!(commands.run("/mcp help").contains("/mcp reconnect <name>"));
+    assert!(commands
+        .run("/mcp enable")
+        .contains("Type /mcp help for usage."));
+    let before = session.manager().unwrap().client("a").unwrap().pid();
+    assert_eq!(commands.run("/mcp reconnect a"), "Connected: a");
+    assert_ne!(
+        session.manager().unwrap().client("a").unwrap().pid(),
+        before
+    );
+    session.close();
+}
+
+#[test]
+fn a_late_servers_tools_appear_after_the_follow_up_refresh() {
+    let hold = Hold::new();
+    let project = Project::new(
+        "late",
+        json!({"late": test_server(&["--hold-port", &hold.port()])}),
+    );
+    let mut options = project.options();
+    options.manager.wait_without_cache = false;
+    options.auto_refresh = false;
+    let session = create_agent_session(options);
+    assert!(names(&session).is_empty());
+    hold.wait().release();
+    session
+        .wait_for_server("late", Duration::from_secs(20))
+        .unwrap();
+    assert_eq!(
+        session.manager().unwrap().connection_status("late").state,
+        ConnectionState::Connected
+    );
+    assert_eq!(session.registry().mcp_tool_names().len(), 17);
+    session.close();
+}
+
+#[test]
+fn auto_refresh_registers_late_tools_by_itself() {
+    let hold = Hold::new();
+    let project = Project::new(
+        "auto",
+        json!({"late": test_server(&["--hold-port", &hold.port()])}),
+    );
+    let mut options = project.options();
+    options.manager.wait_without_cache = false;
+    let session = create_agent_session(options);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    session.on_refresh(move |r| {
+        let _ = tx.send(r.mcp_tool_names().len());
+    });
+    hold.wait().release();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), 17);
+    session.close();
+}
+
+#[test]
+fn subagents_share_the_parents_server_process() {
+    let tag = format!("subagent-{}", std::process::id());
+    let project = Project::new("subagent", json!({"shared": test_server(&["--tag", &tag])}));
+    let session = create_agent_session(project.options());
+    let manager = session.manager().unwrap().clone();
+    let pid = manager.client("shared").unwrap().pid().unwrap();
+    std::thread::scope(|s| {
+        for agent in 0..8 {
+            let manager = &manager;
+            s.spawn(move || {
+                // Each subagent asks for the parent's tools when it starts.
+                let tools = SubagentTools::new(manager, Duration::from_secs(60)).tools();
+                let echo = tools
+                    .iter()
+                    .find(|t| t.name() == "mcp_shared_echo")
+                    .unwrap();
+                for i in 0..20 {
+                    let message = format!("agent {agent} call {i}");
+                    let out = echo
+                        .execute(json!({ "message": message }), &ToolContext::default())
+                        .unwrap();
+                    assert_eq!(out.text(), message);
+                }
+            });
+        }
+    });
+    assert_eq!(
+        common::processes_tagged(&tag),
+        [pid],
+        "one process for the parent and all subagents"
+    );
+
+    // The proxies follow the parent's current tools, not a snapshot.
+    let proxies = SubagentTools::new(&manager, Duration::from_secs(60));
+    let before = proxies.tools();
+    let echo = Arc::clone(
+        before
+            .iter()
+            .find(|t| t.name() == "mcp_shared_echo")
+            .unwrap(),
+    );
+    manager
+        .call_tool("shared", "list_changed", json!({}), Default::default())
+        .unwrap();
+    manager.refresh_server_tools("shared").unwrap();
+    assert_eq!(proxies.tools().len(), before.len() + 1);
+    manager.disconnect_server("shared");
+    let out = echo
+        .execute(json!({"message": "x"}), &ToolContext::default())
+        .unwrap();
+    assert!(
+        out.is_error && out.text().contains("no longer available"),
+        "{}",
+        out.text()
+    );
+    assert!(proxies.tools().is_empty());
+}
+
+#[test]
+fn a_proxied_call_is_capped_and_an_abort_stays_an_abort() {
+    let project = Project::new("cap", json!({"s": test_server(&[])}));
+    let session = create_agent_session(project.options());
+    let manager = session.manager().unwrap().clone();
+    let tools = SubagentTools::new(&manager, Duration::from_millis(200)).tools();
+    let hang = tools.iter().find(|t| t.name() == "mcp_s_hang").unwrap();
+    let out = hang.execute(json!({}), &ToolContext::default()).unwrap();
+    assert!(out.is_error);
+    assert!(
+        out.text().contains("Request timeout after"),
+        "{}",
+        out.text()
+    );
+    let cancel = mcp_runtime::CancelToken::new();
+    cancel.cancel();
+    let ctx = ToolContext {
+        cancel: Some(cancel),
+        ..ToolContext::default()
+    };
+    assert_eq!(hang.execute(json!({}), &ctx).unwrap_err(), Aborted);
+    session.close();
+}
