@@ -18,7 +18,7 @@ use crate::protocol::{
     methods, CallToolResult, ClientCapabilities, InitializeResult, ListToolsResult,
     ProtocolVersion, ServerCapabilities, Tool,
 };
-use crate::transport::{HttpTransport, Inbound, SseTransport, StdioTransport, Transport};
+use crate::transport::{HttpTransport, Inbound, SendHint, SseTransport, StdioTransport, Transport};
 use crate::{CancelToken, Error};
 
 mod handler;
@@ -162,7 +162,14 @@ impl Connection {
                 progress: progress_tx,
             },
         )?;
-        match self.transport.send(&Message::request(id, method, params)) {
+        let hint = SendHint {
+            deadline: (Instant::now() + wait.timeout).min(wait.hard_deadline),
+            inline: wait.cancel.is_none() && wait.on_progress.is_none(),
+        };
+        match self
+            .transport
+            .send_with(&Message::request(id, method, params), &hint)
+        {
             Ok(()) => {}
             // The transport is shutting down: its reader fails this slot with the real reason
             // (exit status, stderr) once the process is gone, so wait for that below.
@@ -174,7 +181,7 @@ impl Connection {
         }
         let never = crossbeam_channel::never();
         let cancel_rx = wait.cancel.as_ref().map(|c| c.receiver()).unwrap_or(&never);
-        let mut deadline = (Instant::now() + wait.timeout).min(wait.hard_deadline);
+        let mut deadline = hint.deadline;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let abandoned = select! {

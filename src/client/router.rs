@@ -2,7 +2,7 @@
 //! host's handler (off the reader thread), notifications to their consumers.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use crossbeam_channel::Sender;
@@ -28,14 +28,15 @@ pub(crate) struct Slot {
     pub progress: Option<Sender<Progress>>,
 }
 
-struct Pending {
-    slots: HashMap<i64, Slot>,
-    closed: Option<Error>,
-}
+/// The pending map is split in shards by id, so concurrent callers rarely meet on one lock.
+const SHARDS: usize = 8;
 
 pub(crate) struct Router {
     server: String,
-    pending: Mutex<Pending>,
+    shards: Vec<Mutex<HashMap<i64, Slot>>>,
+    /// Set (before any shard is drained) once the connection has ended.
+    is_closed: AtomicBool,
+    closed: Mutex<Option<Error>>,
     handler: Arc<dyn ClientHandler>,
     declared: ClientCapabilities,
     transport: OnceLock<Weak<dyn Transport>>,
@@ -66,10 +67,9 @@ impl Router {
             });
         Router {
             server: server.to_owned(),
-            pending: Mutex::new(Pending {
-                slots: HashMap::new(),
-                closed: None,
-            }),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            is_closed: AtomicBool::new(false),
+            closed: Mutex::new(None),
             handler,
             declared,
             transport: OnceLock::new(),
@@ -83,40 +83,57 @@ impl Router {
         let _ = self.transport.set(Arc::downgrade(transport));
     }
 
+    fn shard(&self, id: i64) -> &Mutex<HashMap<i64, Slot>> {
+        &self.shards[id.rem_euclid(SHARDS as i64) as usize]
+    }
+
     /// Registers a pending request. Fails if the connection has already ended.
     pub(crate) fn register(&self, id: i64, slot: Slot) -> Result<(), Error> {
-        let mut p = self.pending.lock();
-        if let Some(e) = &p.closed {
-            return Err(e.clone());
+        let mut shard = self.shard(id).lock();
+        // `fail_all` sets the flag before it drains the shards: either it sees this slot, or
+        // this check sees the flag.
+        if self.is_closed.load(Ordering::SeqCst) {
+            drop(shard);
+            return Err(self.closed().unwrap_or_else(|| Error::closed("the connection was closed")));
         }
-        p.slots.insert(id, slot);
+        shard.insert(id, slot);
         Ok(())
     }
 
     /// Drops a pending request (timed out or cancelled); a late response is then ignored.
     pub(crate) fn forget(&self, id: i64) {
-        self.pending.lock().slots.remove(&id);
+        self.shard(id).lock().remove(&id);
+    }
+
+    fn take(&self, id: i64) -> Option<Slot> {
+        self.shard(id).lock().remove(&id)
     }
 
     /// Why the connection ended, once it has.
     pub(crate) fn closed(&self) -> Option<Error> {
-        self.pending.lock().closed.clone()
+        self.closed.lock().clone()
     }
 
     /// Ends the connection: every pending request fails with `error` (the first reason wins).
     pub(crate) fn fail_all(&self, error: Error) {
-        let (slots, error, first) = {
-            let mut p = self.pending.lock();
-            let first = p.closed.is_none();
-            let error = p.closed.get_or_insert(error).clone();
-            (std::mem::take(&mut p.slots), error, first)
+        let (error, first) = {
+            let mut closed = self.closed.lock();
+            let first = closed.is_none();
+            let error = closed.get_or_insert(error).clone();
+            self.is_closed.store(true, Ordering::SeqCst);
+            (error, first)
         };
+        let slots: Vec<Slot> = self
+            .shards
+            .iter()
+            .flat_map(|s| std::mem::take(&mut *s.lock()).into_values())
+            .collect();
         // The handler hears first, so whoever a failed call wakes finds the news already known
         // (a manager's status says `disconnected` before any caller sees the error).
         if first {
             self.handler.on_connection_closed(&self.server, &error);
         }
-        for (_, slot) in slots {
+        for slot in slots {
             let _ = slot.response.send(Err(error.clone()));
         }
     }
@@ -142,8 +159,7 @@ impl Router {
             }
             return;
         };
-        let slot = self.pending.lock().slots.remove(&id);
-        match slot {
+        match self.take(id) {
             Some(slot) => {
                 let _ = slot.response.send(response.outcome.map_err(Error::from));
             }
@@ -217,11 +233,9 @@ impl Router {
                     Value::String(s) => s.parse().ok(),
                     _ => None,
                 };
-                let p = self.pending.lock();
-                if let Some(tx) = token
-                    .and_then(|t| p.slots.get(&t))
-                    .and_then(|s| s.progress.as_ref())
-                {
+                let Some(token) = token else { return };
+                let shard = self.shard(token).lock();
+                if let Some(tx) = shard.get(&token).and_then(|s| s.progress.as_ref()) {
                     let _ = tx.send(progress);
                 }
             }
@@ -283,7 +297,7 @@ impl Inbound for Router {
 
     fn on_request_failed(&self, id: &RequestId, error: Error) {
         let Some(id) = id.as_i64() else { return };
-        if let Some(slot) = self.pending.lock().slots.remove(&id) {
+        if let Some(slot) = self.take(id) {
             let _ = slot.response.send(Err(error));
         }
     }

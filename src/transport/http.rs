@@ -22,15 +22,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use serde_json::Value;
 use ureq::http::Response;
 use ureq::Body;
 
-use super::pool::WorkerPool;
+use super::pool::{Worker, WorkerPool};
 use super::sse_parser::SseDecoder;
 use super::web::{self, HttpOptions, HttpTarget, StreamEnd};
-use super::{Inbound, Transport};
+use super::{Inbound, SendHint, Transport};
 use crate::jsonrpc::{Message, Request, RequestId, Response as RpcResponse};
 use crate::protocol::{methods, ProtocolVersion};
 use crate::{CancelToken, Error};
@@ -59,11 +59,13 @@ pub struct HttpTransport {
 struct Shared {
     name: String,
     target: HttpTarget,
-    agent: ureq::Agent,
+    agents: web::Agents,
     options: HttpOptions,
     inbound: Arc<dyn Inbound>,
-    session: Mutex<Option<String>>,
-    version: Mutex<Option<ProtocolVersion>>,
+    /// Read on every request, written once per session: a read-write lock keeps concurrent
+    /// requests from queueing on it.
+    session: RwLock<Option<String>>,
+    version: RwLock<Option<ProtocolVersion>>,
     init_params: Mutex<Option<Value>>,
     reinit: Mutex<Reinit>,
     reinit_done: Condvar,
@@ -104,11 +106,11 @@ impl HttpTransport {
             shared: Arc::new(Shared {
                 name: name.to_owned(),
                 target: target.clone(),
-                agent: web::agent(options),
+                agents: web::Agents::new(options),
                 options: options.clone(),
                 inbound,
-                session: Mutex::new(None),
-                version: Mutex::new(None),
+                session: RwLock::new(None),
+                version: RwLock::new(None),
                 init_params: Mutex::new(None),
                 reinit: Mutex::new(Reinit::default()),
                 reinit_done: Condvar::new(),
@@ -122,7 +124,7 @@ impl HttpTransport {
 
     /// The session id the server assigned, if any.
     pub fn session_id(&self) -> Option<String> {
-        self.shared.session.lock().clone()
+        self.shared.session.read().clone()
     }
 }
 
@@ -139,19 +141,20 @@ impl Transport for HttpTransport {
                 }
                 let shared = Arc::clone(s);
                 let request = request.clone();
-                s.pool.run(move || shared.execute(request));
+                s.pool
+                    .run(move |worker| shared.execute(request, Some(worker), None));
                 Ok(())
             }
             cancel if web::is_cancellation(cancel) => {
                 let (shared, message) = (Arc::clone(s), cancel.clone());
-                s.pool.run(move || {
-                    if let Err(e) = shared.post(&message, None) {
+                s.pool.run(move |_| {
+                    if let Err(e) = shared.post(&message, None, None) {
                         log::debug!("[{}] sending a cancellation failed: {e}", shared.name);
                     }
                 });
                 Ok(())
             }
-            other => match s.post(other, None)? {
+            other => match s.post(other, None, None)? {
                 Reply::Answer(r) => {
                     s.inbound.on_message(Message::Response(r));
                     Ok(())
@@ -161,18 +164,35 @@ impl Transport for HttpTransport {
         }
     }
 
+    fn send_with(&self, message: &Message, hint: &SendHint) -> Result<(), Error> {
+        let s = &self.shared;
+        match message {
+            // A caller that needs no cancel or progress runs its exchange itself: no thread hop.
+            Message::Request(request) if hint.inline && request.method != methods::INITIALIZE => {
+                if s.closed.load(Ordering::SeqCst) {
+                    return Err(Error::closed("the connection was closed"));
+                }
+                s.execute(request.clone(), None, Some(hint.deadline));
+                Ok(())
+            }
+            other => self.send(other),
+        }
+    }
+
     fn close(&self) {
         let s = &self.shared;
         if s.closed.swap(true, Ordering::SeqCst) {
             return;
         }
         s.stop.cancel();
-        if let Some(session) = s.session.lock().clone() {
+        if let Some(session) = s.session.read().clone() {
             let request = s
-                .agent
+                .agents
+                .get()
                 .delete(&s.target.url)
                 .config()
-                .timeout_global(Some(s.options.close_timeout))
+                .timeout_send_request(Some(s.options.close_timeout))
+                .timeout_recv_response(Some(s.options.close_timeout))
                 .build()
                 .header("Mcp-Session-Id", session);
             let request = s.with_version(web::with_target_headers(request, &s.target));
@@ -180,7 +200,7 @@ impl Transport for HttpTransport {
                 log::debug!("[{}] DELETE of the session failed: {e}", s.name);
             }
         }
-        s.agent.clone().shutdown();
+        s.agents.shutdown();
         s.inbound
             .on_closed(Error::closed("the connection was closed"));
     }
@@ -190,7 +210,7 @@ impl Transport for HttpTransport {
     }
 
     fn on_negotiated(&self, version: ProtocolVersion) {
-        *self.shared.version.lock() = Some(version);
+        *self.shared.version.write() = Some(version);
     }
 
     fn on_ready(&self) {
@@ -215,7 +235,7 @@ impl Drop for HttpTransport {
 
 impl Shared {
     fn with_version<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
-        match *self.version.lock() {
+        match *self.version.read() {
             Some(v) if v.sends_version_header() => {
                 request.header("MCP-Protocol-Version", v.as_str())
             }
@@ -224,7 +244,7 @@ impl Shared {
     }
 
     fn with_session<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
-        match self.session.lock().clone() {
+        match self.session.read().clone() {
             Some(id) => request.header("Mcp-Session-Id", id),
             None => request,
         }
@@ -232,7 +252,7 @@ impl Shared {
 
     fn remember_session(&self, response: &Response<Body>) {
         if let Some(id) = web::header(response, "mcp-session-id") {
-            let mut session = self.session.lock();
+            let mut session = self.session.write();
             if session.as_deref() != Some(id.as_str()) {
                 log::debug!("[{}] session assigned", self.name);
                 *session = Some(id);
@@ -241,14 +261,26 @@ impl Shared {
     }
 
     /// A request's whole exchange, on a worker thread; its outcome goes to the inbound sink.
-    fn execute(&self, request: Request) {
+    fn execute(&self, request: Request, worker: Option<&Worker>, deadline: Option<Instant>) {
         let id = request.id.clone();
-        match self.exchange(request) {
+        let outcome = self.exchange(request, deadline);
+        // Handing the outcome over is all that is left: let the next request have this worker.
+        if let Some(w) = worker {
+            w.done();
+        }
+        match outcome {
             Ok(Some(response)) => self.inbound.on_message(Message::Response(response)),
             Ok(None) => log::debug!(
                 "[{}] request {id} was accepted without an answer; it may come on the GET stream",
                 self.name
             ),
+            // On the caller's own thread, a timeout is the caller's to report (it also tells
+            // the server); anything else ends the request here.
+            Err(Error::TransportClosed { reason, .. })
+                if deadline.is_some_and(|d| Instant::now() >= d) =>
+            {
+                log::debug!("[{}] request {id} ran out of time: {reason}", self.name)
+            }
             Err(e) => {
                 if !self.closed.load(Ordering::SeqCst) {
                     self.inbound.on_request_failed(&id, e);
@@ -257,17 +289,21 @@ impl Shared {
         }
     }
 
-    fn exchange(&self, request: Request) -> Result<Option<RpcResponse>, Error> {
-        let sent_with = self.session.lock().clone();
+    fn exchange(
+        &self,
+        request: Request,
+        deadline: Option<Instant>,
+    ) -> Result<Option<RpcResponse>, Error> {
+        let sent_with = self.session.read().clone();
         let method = request.method.clone();
         let message = Message::Request(request);
-        match self.post_and_resume(&message) {
+        match self.post_and_resume(&message, deadline) {
             Err(Error::Http { status: 404, .. })
                 if sent_with.is_some() && method != methods::INITIALIZE =>
             {
                 self.reinitialize(sent_with.as_deref())?;
                 if IDEMPOTENT.contains(&method.as_str()) {
-                    self.post_and_resume(&message)
+                    self.post_and_resume(&message, deadline)
                 } else {
                     Err(Error::SessionExpired)
                 }
@@ -276,11 +312,15 @@ impl Shared {
         }
     }
 
-    fn post_and_resume(&self, message: &Message) -> Result<Option<RpcResponse>, Error> {
+    fn post_and_resume(
+        &self,
+        message: &Message,
+        deadline: Option<Instant>,
+    ) -> Result<Option<RpcResponse>, Error> {
         let Message::Request(request) = message else {
             return Ok(None);
         };
-        let mut reply = self.post(message, Some(&request.id))?;
+        let mut reply = self.post(message, Some(&request.id), deadline)?;
         let mut attempts = 0;
         loop {
             match reply {
@@ -312,24 +352,40 @@ impl Shared {
 
     /// POSTs one message. For a request, `expect` is its id and the reply is searched for its
     /// response; everything else the reply carries is dispatched.
-    fn post(&self, message: &Message, expect: Option<&RequestId>) -> Result<Reply, Error> {
+    fn post(
+        &self,
+        message: &Message,
+        expect: Option<&RequestId>,
+        deadline: Option<Instant>,
+    ) -> Result<Reply, Error> {
         let body = {
             let mut b = Vec::with_capacity(256);
             message.write_json(&mut b);
             b
         };
-        let timeout = match expect {
-            Some(_) => self.options.exchange_timeout,
-            None => self.options.post_timeout,
-        };
-        let request = self
-            .agent
-            .post(&self.target.url)
-            .config()
-            .timeout_global(Some(timeout))
-            .build()
-            .header("Accept", "application/json, text/event-stream")
-            .header("Content-Type", "application/json");
+        // A request's exchange is bounded by the agent's phase timeouts; a notification or a
+        // response gets the shorter `post_timeout`.
+        let request = self.agents.get().post(&self.target.url);
+        let request = match (expect, deadline) {
+            // On the caller's thread: the caller's deadline bounds the exchange.
+            (Some(_), Some(d)) => {
+                let left = d
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(1));
+                request
+                    .config()
+                    .timeout_recv_response(Some(left))
+                    .timeout_recv_body(Some(left))
+                    .build()
+            }
+            (Some(_), None) => request,
+            (None, _) => request
+                .config()
+                .timeout_recv_response(Some(self.options.post_timeout))
+                .build(),
+        }
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json");
         let request =
             self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
         let response = request
@@ -356,11 +412,9 @@ impl Shared {
     /// Resumes a cut response stream with a GET carrying `Last-Event-ID`.
     fn resume(&self, last_event_id: &str, expect: &RequestId) -> Result<Reply, Error> {
         let request = self
-            .agent
+            .agents
+            .get()
             .get(&self.target.url)
-            .config()
-            .timeout_global(Some(self.options.exchange_timeout))
-            .build()
             .header("Accept", "text/event-stream")
             .header("Last-Event-ID", last_event_id);
         let request =
@@ -462,7 +516,7 @@ impl Shared {
                     return Err(Error::SessionExpired);
                 }
             }
-            if self.session.lock().as_deref() != stale {
+            if self.session.read().as_deref() != stale {
                 return Ok(()); // another request already re-initialized
             }
             state.running = true;
@@ -479,7 +533,7 @@ impl Shared {
             .lock()
             .clone()
             .ok_or(Error::SessionExpired)?;
-        *self.session.lock() = None;
+        *self.session.write() = None;
         let n = self.reinit_count.fetch_add(1, Ordering::SeqCst) + 1;
         let id = RequestId::String(format!("mcp-runtime-reinitialize-{n}"));
         let init = Message::Request(Request {
@@ -487,14 +541,18 @@ impl Shared {
             method: methods::INITIALIZE.to_owned(),
             params: Some(params),
         });
-        match self.post(&init, Some(&id))? {
+        match self.post(&init, Some(&id), None)? {
             Reply::Answer(RpcResponse { outcome: Ok(_), .. }) => {}
             Reply::Answer(RpcResponse {
                 outcome: Err(e), ..
             }) => return Err(e.into()),
             _ => return Err(Error::SessionExpired),
         }
-        self.post(&Message::notification(methods::INITIALIZED, None), None)?;
+        self.post(
+            &Message::notification(methods::INITIALIZED, None),
+            None,
+            None,
+        )?;
         log::info!(
             "[{}] the server forgot the session; re-initialized",
             self.name
@@ -515,9 +573,14 @@ impl Shared {
         let mut retry: Option<Duration> = None;
         let mut failures: u32 = 0;
         while !self.closed.load(Ordering::SeqCst) {
+            // The GET stream may stay open, and silent, for as long as it likes.
             let mut request = self
-                .agent
+                .agents
+                .get()
                 .get(&self.target.url)
+                .config()
+                .timeout_recv_body(None)
+                .build()
                 .header("Accept", "text/event-stream");
             if let Some(id) = &last_event_id {
                 request = request.header("Last-Event-ID", id.as_str());

@@ -25,6 +25,16 @@ pub use sse::SseTransport;
 pub use stdio::{StdioCommand, StdioOptions, StdioTransport};
 pub use web::{AuthProvider, HttpOptions, HttpTarget};
 
+/// How the caller of [`Transport::send_with`] will wait for the answer.
+#[derive(Debug, Clone, Copy)]
+pub struct SendHint {
+    /// When the caller stops waiting.
+    pub deadline: std::time::Instant,
+    /// The caller has no cancel signal and no progress callback: nothing needs it awake while
+    /// the exchange runs.
+    pub inline: bool,
+}
+
 /// Where a transport delivers what the server sends.
 pub trait Inbound: Send + Sync {
     /// One message from the server. Called on the transport's reader thread: return quickly.
@@ -43,6 +53,13 @@ pub trait Transport: Send + Sync {
     /// [`Inbound`]); a notification or response may be written out before this returns.
     /// Fails with [`Error::TransportClosed`] once the transport is closed.
     fn send(&self, message: &Message) -> Result<(), Error>;
+    /// Sends a request the caller is about to wait for. A transport whose requests are
+    /// round trips (HTTP) may run the exchange right here when `hint.inline` says the caller
+    /// needs neither cancellation nor progress while it waits, bounded by `hint.deadline`.
+    fn send_with(&self, message: &Message, hint: &SendHint) -> Result<(), Error> {
+        let _ = hint;
+        self.send(message)
+    }
     /// Closes the connection and releases its resources (for stdio: the process and its whole
     /// process group). Idempotent; bounded in time.
     fn close(&self);

@@ -50,6 +50,8 @@ impl SseTransport {
             .get(&target.url)
             .config()
             .timeout_recv_response(Some(left))
+            // The stream lives as long as the session.
+            .timeout_recv_body(None)
             .build()
             .header("Accept", "text/event-stream");
         let response = web::with_target_headers(request, target)
@@ -205,7 +207,7 @@ impl Shared {
             .agent
             .post(&url)
             .config()
-            .timeout_global(Some(self.options.post_timeout))
+            .timeout_recv_response(Some(self.options.post_timeout))
             .build()
             .header("Content-Type", "application/json");
         let response = web::with_target_headers(request, &self.target)

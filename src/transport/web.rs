@@ -120,12 +120,63 @@ const ERROR_BODY_CAP: usize = 2048;
 /// Read size for event streams.
 const CHUNK: usize = 16 * 1024;
 
-/// One agent per connection: keep-alive across requests, and one `shutdown` that interrupts
-/// every blocked read of the connection.
+/// The agents of one connection: keep-alive across requests, and one `shutdown` that
+/// interrupts every blocked read of the connection.
+///
+/// A `ureq` agent guards its connection pool with one lock, which every request takes twice;
+/// with many threads calling at once they queue on it. So a connection has a few agents, and
+/// each calling thread always uses the same one (and so finds its own kept-alive connection).
+pub(crate) struct Agents {
+    agents: Vec<ureq::Agent>,
+}
+
+/// How many agents a connection spreads its callers over.
+const AGENT_SHARDS: usize = 4;
+
+impl Agents {
+    pub(crate) fn new(options: &HttpOptions) -> Agents {
+        Agents {
+            agents: (0..AGENT_SHARDS).map(|_| agent(options)).collect(),
+        }
+    }
+
+    /// The calling thread's agent.
+    pub(crate) fn get(&self) -> &ureq::Agent {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+        }
+        let slot = SLOT.with(|s| *s);
+        &self.agents[slot % self.agents.len()]
+    }
+
+    /// Interrupts every blocked read and refuses new requests, on every agent.
+    pub(crate) fn shutdown(&self) {
+        for a in &self.agents {
+            a.clone().shutdown();
+        }
+    }
+}
+
+/// One agent with the connection's settings.
+///
+/// Its timeouts bound each phase of an exchange (`exchange_timeout` for the response and its
+/// body, `post_timeout` for sending). No overall ("global") timeout is set: with one, `ureq`
+/// resolves the host on a new thread for every request, even a request that reuses a pooled
+/// connection. Requests that need other bounds set them per request, phase by phase too.
 pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(options.connect_timeout))
+        .timeout_send_request(Some(options.post_timeout))
+        .timeout_send_body(Some(options.post_timeout))
+        .timeout_recv_response(Some(options.exchange_timeout))
+        .timeout_recv_body(Some(options.exchange_timeout))
+        // Concurrent calls each hold a connection; keep them all for reuse instead of
+        // opening a new one per request once more than a handful run at once.
+        .max_idle_connections(64)
+        .max_idle_connections_per_host(64)
         .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
         .build()
         .into()

@@ -1,0 +1,187 @@
+//! What `perf_bench` (our client) and `perf_floor` (the raw floor) share: the command line,
+//! the statistics and the `RESULT` line, so both are measured and reported the same way.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+/// The benchmark modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Cold,
+    Seq,
+    Conc,
+    Fleet,
+}
+
+/// The command line of both benchmark programs.
+#[derive(Debug, Clone)]
+pub struct Args {
+    pub mode: Mode,
+    pub cmd: Option<Vec<String>>,
+    pub url: Option<String>,
+    pub reps: usize,
+    pub n: usize,
+    pub threads: usize,
+    pub fleet: usize,
+    pub warmup: usize,
+    pub label: String,
+}
+
+pub const USAGE: &str =
+    "usage: --mode cold|seq|conc|fleet (--cmd \"SERVER ARGS...\" | --url URL) [--reps R] [--n N] \
+[--threads T] [--fleet F] [--warmup W] [--label NAME]";
+
+/// Parses the command line (exits with status 2 on bad usage).
+pub fn parse_args(default_label: &str) -> Args {
+    let mut args = Args {
+        mode: Mode::Seq,
+        cmd: None,
+        url: None,
+        reps: 10,
+        n: 2000,
+        threads: 8,
+        fleet: 20,
+        warmup: 200,
+        label: default_label.to_owned(),
+    };
+    let mut it = std::env::args().skip(1);
+    let bad = |m: &str| -> ! {
+        eprintln!("{m}\n{USAGE}");
+        std::process::exit(2)
+    };
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .unwrap_or_else(|| bad(&format!("{a} needs a value")))
+        };
+        let number = |v: String| {
+            v.parse::<usize>()
+                .unwrap_or_else(|_| bad(&format!("not a number: {v}")))
+        };
+        match a.as_str() {
+            "--mode" => {
+                args.mode = match value().as_str() {
+                    "cold" => Mode::Cold,
+                    "seq" => Mode::Seq,
+                    "conc" => Mode::Conc,
+                    "fleet" => Mode::Fleet,
+                    other => bad(&format!("unknown mode {other}")),
+                }
+            }
+            "--cmd" => args.cmd = Some(value().split_whitespace().map(str::to_owned).collect()),
+            "--url" => args.url = Some(value()),
+            "--reps" => args.reps = number(value()),
+            "--n" => args.n = number(value()),
+            "--threads" => args.threads = number(value()).max(1),
+            "--fleet" => args.fleet = number(value()).max(1),
+            "--warmup" => args.warmup = number(value()),
+            "--label" => args.label = value(),
+            other => bad(&format!("unknown argument {other}")),
+        }
+    }
+    if args.cmd.is_none() == args.url.is_none() {
+        bad("give exactly one of --cmd and --url");
+    }
+    if args.mode == Mode::Fleet && args.url.is_some() {
+        bad("fleet mode starts stdio servers: use --cmd");
+    }
+    args
+}
+
+impl Args {
+    pub fn transport(&self) -> &'static str {
+        if self.url.is_some() {
+            "http"
+        } else {
+            "stdio"
+        }
+    }
+}
+
+/// The percentile `q` of a sorted list: index `floor(q*(len-1)+0.5)`.
+pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = (q * (sorted.len() - 1) as f64 + 0.5).floor() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+pub fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Peak resident memory (VmHWM) in KiB.
+pub fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The one line both programs print.
+pub fn print_result(args: &Args, fields: Value) {
+    let mut out = Map::new();
+    out.insert("client".into(), json!(args.label));
+    out.insert("transport".into(), json!(args.transport()));
+    out.insert(
+        "mode".into(),
+        json!(match args.mode {
+            Mode::Cold => "cold",
+            Mode::Seq => "seq",
+            Mode::Conc => "conc",
+            Mode::Fleet => "fleet",
+        }),
+    );
+    if let Value::Object(f) = fields {
+        out.extend(f);
+    }
+    out.insert("rss_kb".into(), json!(rss_kb()));
+    println!("RESULT {}", Value::Object(out));
+}
+
+/// The cold-mode fields.
+pub fn cold_fields(args: &Args, mut times: Vec<Duration>, tools: usize) -> Value {
+    times.sort();
+    json!({"reps": args.reps, "tools": tools, "cold_ms_median": ms(percentile(&times, 0.5)),
+           "cold_ms_min": ms(times.first().copied().unwrap_or_default())})
+}
+
+/// The seq-mode fields.
+pub fn seq_fields(args: &Args, mut times: Vec<Duration>) -> Value {
+    let total: Duration = times.iter().sum();
+    times.sort();
+    json!({"n": args.n, "seq_us_median": us(percentile(&times, 0.5)), "seq_us_p99": us(percentile(&times, 0.99)),
+           "seq_ms_total": ms(total)})
+}
+
+/// The conc-mode fields.
+pub fn conc_fields(args: &Args, mut times: Vec<Duration>, wall: Duration) -> Value {
+    times.sort();
+    let calls = times.len();
+    json!({"n": calls, "threads": args.threads, "conc_ms_total": ms(wall),
+           "conc_calls_per_s": calls as f64 / wall.as_secs_f64().max(1e-9),
+           "conc_us_median": us(percentile(&times, 0.5)), "conc_us_p99": us(percentile(&times, 0.99))})
+}
+
+/// The fleet-mode fields.
+pub fn fleet_fields(args: &Args, mut times: Vec<Duration>, tools_total: usize) -> Value {
+    times.sort();
+    json!({"servers": args.fleet, "reps": args.reps, "tools_total": tools_total,
+           "fleet_ms_median": ms(percentile(&times, 0.5)), "fleet_ms_min": ms(times.first().copied().unwrap_or_default())})
+}
+
+/// The echo call both clients make, and the answer they check.
+pub const MESSAGE: &str = "hello world";
