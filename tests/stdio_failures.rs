@@ -288,3 +288,28 @@ fn an_already_fired_token_sends_nothing() {
     assert_eq!(err, Error::Cancelled);
     assert!(cancelled_ids(&client).is_empty());
 }
+
+#[test]
+fn a_server_that_stops_reading_never_blocks_a_caller() {
+    let client = connect("deaf", &[]);
+    let pid = client.pid().unwrap();
+    client
+        .call_tool("stop_reading", json!({}), CallOptions::default())
+        .unwrap();
+    // 200 calls of 64 KiB each: far more than a pipe holds. Every one must come back (with a
+    // timeout), not block on the full pipe.
+    let big = "x".repeat(64 * 1024);
+    for _ in 0..200 {
+        let err = client
+            .call_tool(
+                "echo",
+                json!({ "message": big }),
+                CallOptions::timeout(Duration::from_millis(1)),
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    }
+    // Close still stops it (its stdin cannot even be closed while the queue is stuck).
+    client.close();
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+}

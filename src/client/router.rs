@@ -40,7 +40,9 @@ pub(crate) struct Router {
     handler: Arc<dyn ClientHandler>,
     declared: ClientCapabilities,
     transport: OnceLock<Weak<dyn Transport>>,
-    events: Sender<Notification>,
+    /// The event thread's queue, started with the first notification that needs it (many
+    /// servers never send one).
+    events: OnceLock<Option<Sender<Notification>>>,
     server_requests: Arc<AtomicUsize>,
 }
 
@@ -50,21 +52,6 @@ impl Router {
         handler: Arc<dyn ClientHandler>,
         declared: ClientCapabilities,
     ) -> Router {
-        let (events, rx) = crossbeam_channel::unbounded::<Notification>();
-        let name = server.to_owned();
-        let h = Arc::clone(&handler);
-        // The event thread ends when the router (the only sender) is dropped.
-        let _ = std::thread::Builder::new()
-            .name(format!("mcp-{server}-events"))
-            .spawn(move || {
-                for n in rx.iter() {
-                    if n.method == methods::TOOLS_LIST_CHANGED {
-                        h.on_tools_list_changed(&name);
-                    } else {
-                        h.on_notification(&name, &n);
-                    }
-                }
-            });
         Router {
             server: server.to_owned(),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
@@ -73,9 +60,34 @@ impl Router {
             handler,
             declared,
             transport: OnceLock::new(),
-            events,
+            events: OnceLock::new(),
             server_requests: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// The queue of the event thread, which this starts on first use. It ends when the router
+    /// (the only sender) is dropped.
+    fn events(&self) -> Option<&Sender<Notification>> {
+        self.events
+            .get_or_init(|| {
+                let (events, rx) = crossbeam_channel::unbounded::<Notification>();
+                let name = self.server.clone();
+                let h = Arc::clone(&self.handler);
+                std::thread::Builder::new()
+                    .name(format!("mcp-{name}-events"))
+                    .spawn(move || {
+                        for n in rx.iter() {
+                            if n.method == methods::TOOLS_LIST_CHANGED {
+                                h.on_tools_list_changed(&name);
+                            } else {
+                                h.on_notification(&name, &n);
+                            }
+                        }
+                    })
+                    .ok()
+                    .map(|_| events)
+            })
+            .as_ref()
     }
 
     /// Gives the router the transport it answers server requests on.
@@ -94,7 +106,9 @@ impl Router {
         // this check sees the flag.
         if self.is_closed.load(Ordering::SeqCst) {
             drop(shard);
-            return Err(self.closed().unwrap_or_else(|| Error::closed("the connection was closed")));
+            return Err(self
+                .closed()
+                .unwrap_or_else(|| Error::closed("the connection was closed")));
         }
         shard.insert(id, slot);
         Ok(())
@@ -264,7 +278,9 @@ impl Router {
                 log::debug!("[{}] the server cancelled one of its requests", self.server);
             }
             _ => {
-                let _ = self.events.send(n);
+                if let Some(events) = self.events() {
+                    let _ = events.send(n);
+                }
             }
         }
     }

@@ -16,6 +16,7 @@ mod pool;
 mod process;
 pub mod sse;
 pub mod sse_parser;
+mod stdin;
 pub mod stdio;
 mod url;
 mod web;

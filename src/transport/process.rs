@@ -1,23 +1,24 @@
-//! The server process: its own process group, exit watching, and a bounded teardown that
-//! leaves nothing behind (no zombie, no orphaned grandchild).
+//! The server process: its own process group, exit waits without a thread, and a bounded
+//! teardown that leaves nothing behind (no zombie, no orphaned grandchild).
+//!
+//! Waiting for the exit with a deadline uses the process's pidfd on Linux (a `poll` that
+//! returns when it exits); elsewhere, and on kernels without pidfds, a short polling loop.
+//! The child is reaped with `try_wait` once it has exited.
 
 use std::process::{Child, Command, ExitStatus};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-/// A spawned server process, watched by a thread that reaps it.
+/// A spawned server process.
 pub(crate) struct ServerProcess {
     pid: u32,
-    state: Mutex<State>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct State {
-    exit: Option<ExitStatus>,
-    stderr_done: bool,
+    child: Mutex<Child>,
+    exit: Mutex<Option<ExitStatus>>,
+    stderr: Mutex<bool>,
+    stderr_done: Condvar,
+    #[cfg(target_os = "linux")]
+    pidfd: Option<std::os::fd::OwnedFd>,
 }
 
 /// Asks the command to start the child in a new process group (so signals reach its
@@ -33,29 +34,18 @@ pub(crate) fn own_process_group(command: &mut Command) {
 }
 
 impl ServerProcess {
-    /// Takes ownership of `child` and starts the thread that waits for (and reaps) it.
-    pub(crate) fn watch(mut child: Child, name: &str) -> std::io::Result<Arc<ServerProcess>> {
-        let process = Arc::new(ServerProcess {
-            pid: child.id(),
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
-        });
-        let watcher = Arc::clone(&process);
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{name}-wait"))
-            .spawn(move || {
-                let status = child.wait();
-                let mut st = watcher.state.lock();
-                // `wait` only fails if the child was already reaped; report it as a failure.
-                st.exit = Some(status.unwrap_or_else(|_| failed_status()));
-                watcher.changed.notify_all();
-            });
-        if let Err(e) = spawned {
-            // Without a watcher nobody would reap the child: kill it now.
-            process.signal_group(Signal::Kill);
-            return Err(e);
+    /// Takes ownership of `child`.
+    pub(crate) fn new(child: Child) -> ServerProcess {
+        let pid = child.id();
+        ServerProcess {
+            pid,
+            child: Mutex::new(child),
+            exit: Mutex::new(None),
+            stderr: Mutex::new(false),
+            stderr_done: Condvar::new(),
+            #[cfg(target_os = "linux")]
+            pidfd: open_pidfd(pid),
         }
-        Ok(process)
     }
 
     /// The process id (also the process group id on Unix).
@@ -63,33 +53,58 @@ impl ServerProcess {
         self.pid
     }
 
-    /// The exit status, if the process has exited.
+    /// The exit status, if the process has exited (reaping it).
     pub(crate) fn exit_status(&self) -> Option<ExitStatus> {
-        self.state.lock().exit
+        let mut exit = self.exit.lock();
+        if exit.is_none() {
+            *exit = self.child.lock().try_wait().ok().flatten();
+        }
+        *exit
     }
 
     /// Waits until the process has exited or `deadline` passes.
     pub(crate) fn wait_exit(&self, deadline: Instant) -> Option<ExitStatus> {
-        let mut st = self.state.lock();
-        while st.exit.is_none() {
-            if self.changed.wait_until(&mut st, deadline).timed_out() {
-                break;
+        loop {
+            if let Some(status) = self.exit_status() {
+                return Some(status);
             }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            self.wait_readable(left);
         }
-        st.exit
+    }
+
+    /// Blocks until the process may have exited, at most `left`.
+    fn wait_readable(&self, left: Duration) {
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.pidfd {
+            use std::os::fd::AsRawFd;
+            let mut pfd = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+            // SAFETY: one valid pollfd for the pidfd we own; it becomes readable at exit.
+            unsafe { libc::poll(&mut pfd, 1, ms) };
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(5)));
     }
 
     /// Records that the stderr drain reached EOF.
     pub(crate) fn mark_stderr_done(&self) {
-        self.state.lock().stderr_done = true;
-        self.changed.notify_all();
+        *self.stderr.lock() = true;
+        self.stderr_done.notify_all();
     }
 
     /// Waits until the stderr drain is done or `deadline` passes.
     pub(crate) fn wait_stderr_done(&self, deadline: Instant) {
-        let mut st = self.state.lock();
-        while !st.stderr_done {
-            if self.changed.wait_until(&mut st, deadline).timed_out() {
+        let mut done = self.stderr.lock();
+        while !*done {
+            if self.stderr_done.wait_until(&mut done, deadline).timed_out() {
                 break;
             }
         }
@@ -130,11 +145,21 @@ impl ServerProcess {
         #[cfg(not(unix))]
         {
             let _ = signal;
+            let _ = self.child.lock().kill();
             let _ = Command::new("taskkill")
                 .args(["/PID", &self.pid.to_string(), "/T", "/F"])
                 .output();
         }
     }
+}
+
+#[cfg(target_os = "linux")]
+fn open_pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as libc::c_int;
+    // SAFETY: a non-negative return is a descriptor we now own.
+    (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// The signals of the teardown.
@@ -144,17 +169,4 @@ pub(crate) enum Signal {
     Term,
     /// Stop now.
     Kill,
-}
-
-fn failed_status() -> ExitStatus {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        ExitStatus::from_raw(1 << 8)
-    }
-    #[cfg(not(unix))]
-    {
-        use std::os::windows::process::ExitStatusExt;
-        ExitStatus::from_raw(1)
-    }
 }

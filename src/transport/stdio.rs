@@ -1,32 +1,33 @@
 //! The stdio transport: a child process speaking newline-delimited JSON-RPC.
 //!
-//! Four named threads per server, none of which a caller ever waits on:
+//! Named threads per server, none of which a caller ever waits on:
 //! - `mcp-<server>-reader` parses stdout lines and hands each message to the [`Inbound`] sink;
 //!   blank lines, a BOM, a trailing `\r` and lines that are not JSON-RPC (banners) are skipped
 //!   and logged at `debug`; a line longer than `max_message_bytes` closes the connection with
 //!   [`Error::MessageTooLarge`] without ever being buffered whole;
-//! - `mcp-<server>-writer` drains a channel into stdin, so [`Transport::send`] never blocks;
+//! - stdin is written by the caller while the pipe takes it, and by `mcp-<server>-writer`
+//!   (started only when the pipe is full) otherwise, so [`Transport::send`] never blocks;
 //! - `mcp-<server>-stderr` drains stderr line by line (each logged at `debug` under the target
 //!   `mcp::<server>::stderr`, the last lines kept for error messages), so a chatty server never
 //!   blocks on a full pipe;
-//! - `mcp-<server>-wait` reaps the process and records its exit status.
 //!
 //! Close: stdin is closed, the server gets a grace period to exit, then its whole process group
-//! gets SIGTERM, another grace period, then SIGKILL. The process is always reaped.
+//! gets SIGTERM, another grace period, then SIGKILL. The process is always reaped; waiting for
+//! its exit needs no thread (see [`process`](super::process)).
 
 use std::collections::VecDeque;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 
 use super::lines::{read_line_capped, trim_line, LineRead};
 use super::process::{own_process_group, ServerProcess};
+use super::stdin::StdinWriter;
 use super::{Inbound, Transport};
 use crate::jsonrpc::Message;
 use crate::Error;
@@ -94,7 +95,7 @@ pub struct StdioTransport {
 struct Shared {
     name: String,
     process: Arc<ServerProcess>,
-    writer: Mutex<Option<Sender<Vec<u8>>>>,
+    stdin: Arc<StdinWriter>,
     tail: StderrTail,
     grace: Duration,
     close_requested: AtomicBool,
@@ -139,12 +140,11 @@ impl StdioTransport {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
                 _ => unreachable!("all three pipes were requested"),
             };
-        let process = ServerProcess::watch(child, name).map_err(|e| spawn_error(e.to_string()))?;
-        let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+        let process = Arc::new(ServerProcess::new(child));
         let shared = Arc::new(Shared {
             name: name.to_owned(),
             process: Arc::clone(&process),
-            writer: Mutex::new(Some(tx)),
+            stdin: StdinWriter::new(name, stdin),
             tail: StderrTail::new(options.stderr_tail_lines),
             grace: options.close_grace,
             close_requested: AtomicBool::new(false),
@@ -157,8 +157,6 @@ impl StdioTransport {
         // If a thread cannot be started, dropping `transport` tears the process down.
         let s = Arc::clone(&shared);
         thread(name, "stderr", move || drain_stderr(&s, stderr)).map_err(&spawn_error)?;
-        let s = Arc::clone(&shared);
-        thread(name, "writer", move || write_loop(&s, stdin, rx)).map_err(&spawn_error)?;
         let s = Arc::clone(&shared);
         let max = options.max_message_bytes;
         thread(name, "reader", move || read_loop(&s, stdout, max, inbound))
@@ -182,12 +180,7 @@ fn thread(name: &str, role: &str, f: impl FnOnce() + Send + 'static) -> Result<(
 
 impl Transport for StdioTransport {
     fn send(&self, message: &Message) -> Result<(), Error> {
-        let line = message.to_line();
-        let writer = self.shared.writer.lock();
-        match writer.as_ref().map(|tx| tx.send(line)) {
-            Some(Ok(())) => Ok(()),
-            _ => Err(Error::closed("the server's stdin is closed")),
-        }
+        self.shared.stdin.send(&message.to_line())
     }
 
     fn close(&self) {
@@ -238,8 +231,8 @@ impl Shared {
                 Phase::Running => *phase = Phase::ShuttingDown,
             }
         }
-        // Dropping the sender lets the writer drain what is queued, then close stdin.
-        self.writer.lock().take();
+        // Closes stdin once whatever is queued is written.
+        self.stdin.close();
         self.process.terminate(self.grace);
         *self.phase.lock() = Phase::Done;
         self.phase_changed.notify_all();
@@ -325,28 +318,6 @@ fn preview(line: &[u8]) -> String {
     } else {
         text.into_owned()
     }
-}
-
-fn write_loop(shared: &Shared, stdin: impl Write, rx: Receiver<Vec<u8>>) {
-    let mut out = BufWriter::with_capacity(64 * 1024, stdin);
-    for line in rx.iter() {
-        let mut result = out.write_all(&line);
-        // Batch what is already queued into one write; flush when the queue is empty.
-        while result.is_ok() {
-            match rx.try_recv() {
-                Ok(more) => result = out.write_all(&more),
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = result.and_then(|_| out.flush()) {
-            log::debug!(
-                "[{}] writing to the server's stdin failed: {e}",
-                shared.name
-            );
-            return;
-        }
-    }
-    // The channel closed: dropping `out` closes the server's stdin.
 }
 
 fn drain_stderr(shared: &Shared, stderr: impl Read) {

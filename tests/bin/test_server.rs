@@ -20,7 +20,7 @@
 //!   --sleep              (internal) the grandchild: sleep forever
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
-//! cancelled, rich, pid, grandchild_pid, stderr.
+//! cancelled, rich, pid, grandchild_pid, stderr; and, unlisted, stop_reading.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -58,6 +58,7 @@ struct Server {
     cancelled: Mutex<Vec<Value>>,
     asks: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     extra_tool: std::sync::atomic::AtomicBool,
+    stop_reading: std::sync::atomic::AtomicBool,
     next_ask: AtomicU64,
     grandchild_pid: Mutex<Option<u32>>,
 }
@@ -108,6 +109,7 @@ fn main() {
         cancelled: Mutex::new(Vec::new()),
         asks: Mutex::new(HashMap::new()),
         extra_tool: std::sync::atomic::AtomicBool::new(false),
+        stop_reading: std::sync::atomic::AtomicBool::new(false),
         next_ask: AtomicU64::new(1),
         grandchild_pid: Mutex::new(None),
     });
@@ -138,6 +140,10 @@ fn main() {
             continue;
         };
         server.handle(msg);
+        if server.stop_reading.load(Ordering::SeqCst) {
+            eprintln!("no longer reading stdin");
+            sleep_forever();
+        }
     }
     eprintln!("stdin closed");
     if server.flags.ignore_stdin_eof {
@@ -369,6 +375,10 @@ impl Server {
             "slow" => {
                 std::thread::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(1000)));
                 self.text(id, "done");
+            }
+            "stop_reading" => {
+                self.stop_reading.store(true, Ordering::SeqCst);
+                self.text(id, "not reading any more");
             }
             "hang" => {
                 // With a progress token, say "started" first, so a test knows the call arrived.

@@ -1,0 +1,187 @@
+//! Writing to a server's stdin without ever blocking the caller.
+//!
+//! The pipe is non-blocking. A message is written at once, by the caller, when nothing is
+//! queued; whatever the pipe cannot take now (a server that stops reading) is queued, and a
+//! flusher thread (`mcp-<server>-writer`, started only then) writes the queue out as the pipe
+//! drains, waiting on the pipe with `poll`. Order is kept: while anything is queued, new
+//! messages queue behind it. No lock is held across a blocking call.
+
+use std::io::{ErrorKind, Write};
+use std::process::ChildStdin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::Error;
+
+/// The stdin of one server.
+pub(crate) struct StdinWriter {
+    name: String,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// `None` once closed (dropping it closes the server's stdin).
+    pipe: Option<ChildStdin>,
+    /// Bytes not written yet, in order.
+    queued: Vec<u8>,
+    /// A flusher thread is writing `queued`.
+    flushing: bool,
+    /// Close the pipe once `queued` is written.
+    close_when_drained: bool,
+}
+
+impl StdinWriter {
+    pub(crate) fn new(name: &str, pipe: ChildStdin) -> Arc<StdinWriter> {
+        set_nonblocking(&pipe);
+        Arc::new(StdinWriter {
+            name: name.to_owned(),
+            state: Mutex::new(State {
+                pipe: Some(pipe),
+                queued: Vec::new(),
+                flushing: false,
+                close_when_drained: false,
+            }),
+        })
+    }
+
+    /// Writes `bytes`, or queues what the pipe cannot take now. Never blocks.
+    pub(crate) fn send(self: &Arc<Self>, bytes: &[u8]) -> Result<(), Error> {
+        let mut st = self.state.lock();
+        if st.pipe.is_none() || st.close_when_drained {
+            return Err(Error::closed("the server's stdin is closed"));
+        }
+        if !st.flushing && st.queued.is_empty() {
+            match write_now(st.pipe.as_mut().expect("checked above"), bytes) {
+                Ok(n) if n == bytes.len() => return Ok(()),
+                Ok(n) => st.queued.extend_from_slice(&bytes[n..]),
+                Err(e) => {
+                    log::debug!("[{}] writing to the server's stdin failed: {e}", self.name);
+                    st.pipe = None;
+                    return Err(Error::closed("the server's stdin is closed"));
+                }
+            }
+        } else {
+            st.queued.extend_from_slice(bytes);
+        }
+        if !st.flushing {
+            st.flushing = true;
+            let writer = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name(format!("mcp-{}-writer", self.name))
+                .spawn(move || writer.flush_loop());
+            if spawned.is_err() {
+                st.flushing = false;
+                return Err(Error::closed("cannot start the stdin writer"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes stdin: at once when nothing is queued, else once the queue is written.
+    pub(crate) fn close(&self) {
+        let mut st = self.state.lock();
+        if st.flushing && !st.queued.is_empty() {
+            st.close_when_drained = true;
+        } else {
+            st.pipe = None;
+        }
+    }
+
+    fn flush_loop(&self) {
+        loop {
+            let fd = {
+                let mut guard = self.state.lock();
+                let st = &mut *guard;
+                let Some(pipe) = st.pipe.as_mut() else {
+                    st.flushing = false;
+                    st.queued.clear();
+                    return;
+                };
+                let queued = std::mem::take(&mut st.queued);
+                match write_now(pipe, &queued) {
+                    Ok(n) => st.queued = queued[n..].to_vec(),
+                    Err(e) => {
+                        log::debug!("[{}] writing to the server's stdin failed: {e}", self.name);
+                        st.pipe = None;
+                        st.flushing = false;
+                        return;
+                    }
+                }
+                if st.queued.is_empty() {
+                    st.flushing = false;
+                    if st.close_when_drained {
+                        st.pipe = None;
+                    }
+                    return;
+                }
+                raw_fd(st.pipe.as_ref().expect("still open"))
+            };
+            // The pipe is full: wait (outside the lock) until it can take more. Bounded, so a
+            // close that drops the pipe is noticed on the next round.
+            wait_writable(fd, Duration::from_millis(100));
+        }
+    }
+}
+
+/// Writes as much of `bytes` as the pipe takes now; `Ok(written)`.
+fn write_now(pipe: &mut ChildStdin, bytes: &[u8]) -> std::io::Result<usize> {
+    let mut written = 0;
+    while written < bytes.len() {
+        match pipe.write(&bytes[written..]) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(unix)]
+type RawFd = std::os::fd::RawFd;
+#[cfg(not(unix))]
+type RawFd = ();
+
+#[cfg(unix)]
+fn raw_fd(pipe: &ChildStdin) -> RawFd {
+    use std::os::fd::AsRawFd;
+    pipe.as_raw_fd()
+}
+
+#[cfg(not(unix))]
+fn raw_fd(_: &ChildStdin) -> RawFd {}
+
+#[cfg(unix)]
+fn set_nonblocking(pipe: &ChildStdin) {
+    let fd = raw_fd(pipe);
+    // SAFETY: fcntl on a descriptor we own, adding O_NONBLOCK to its flags.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn set_nonblocking(_: &ChildStdin) {}
+
+#[cfg(unix)]
+fn wait_writable(fd: RawFd, at_most: Duration) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; the descriptor stays open while the flusher runs (only the
+    // flusher or a close under the lock drops it, and a dropped one just makes poll return).
+    unsafe { libc::poll(&mut pfd, 1, at_most.as_millis() as libc::c_int) };
+}
+
+#[cfg(not(unix))]
+fn wait_writable(_: RawFd, at_most: Duration) {
+    std::thread::sleep(at_most.min(Duration::from_millis(5)));
+}
