@@ -13,7 +13,7 @@
 //!
 //! Close: stdin is closed, the server gets a grace period to exit, then its whole process group
 //! gets SIGTERM, another grace period, then SIGKILL. The process is always reaped; waiting for
-//! its exit needs no thread (see [`process`](super::process)).
+//! its exit needs no thread (it polls the process's pidfd).
 
 use std::collections::VecDeque;
 use std::io::{BufReader, Read};
