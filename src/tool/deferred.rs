@@ -18,21 +18,7 @@ pub struct DeferredMcpTool {
 }
 
 impl Tool for DeferredMcpTool {
-    fn name(&self) -> &str {
-        &self.spec.name
-    }
-
-    fn label(&self) -> &str {
-        &self.spec.label
-    }
-
-    fn description(&self) -> &str {
-        &self.spec.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.spec.parameters
-    }
+    spec_accessors!();
 
     fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {
         match self
@@ -43,10 +29,6 @@ impl Tool for DeferredMcpTool {
             Err(Error::Cancelled) => Err(Aborted),
             Err(e) => Ok(ToolOutput::error(e, self.spec.details())),
         }
-    }
-
-    fn mcp_identity(&self) -> Option<(&str, &str)> {
-        Some((&self.spec.server, &self.spec.definition.name))
     }
 }
 

@@ -13,31 +13,13 @@ pub struct McpTool {
 }
 
 impl Tool for McpTool {
-    fn name(&self) -> &str {
-        &self.spec.name
-    }
-
-    fn label(&self) -> &str {
-        &self.spec.label
-    }
-
-    fn description(&self) -> &str {
-        &self.spec.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.spec.parameters
-    }
+    spec_accessors!();
 
     fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {
         if ctx.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             return Err(Aborted);
         }
         self.spec.call(&self.manager, arguments, ctx)
-    }
-
-    fn mcp_identity(&self) -> Option<(&str, &str)> {
-        Some((&self.spec.server, &self.spec.definition.name))
     }
 }
 

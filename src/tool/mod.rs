@@ -15,6 +15,31 @@ use crate::config::SourceMeta;
 use crate::protocol::{CallToolResult, ContentBlock, Progress, Tool as ToolDefinition};
 use crate::CancelToken;
 
+/// The accessors every tool built on a [`Spec`] shares (inside an `impl Tool`).
+macro_rules! spec_accessors {
+    () => {
+        fn name(&self) -> &str {
+            &self.spec.name
+        }
+
+        fn label(&self) -> &str {
+            &self.spec.label
+        }
+
+        fn description(&self) -> &str {
+            &self.spec.description
+        }
+
+        fn parameters(&self) -> &Value {
+            &self.spec.parameters
+        }
+
+        fn mcp_identity(&self) -> Option<(&str, &str)> {
+            Some((&self.spec.server, &self.spec.definition.name))
+        }
+    };
+}
+
 mod build;
 mod deferred;
 mod mcp_tool;
