@@ -550,7 +550,12 @@ fn resolved_secrets_never_reach_logs_or_error_texts() {
     // Connecting fails (nothing listens there); neither the error nor any log line shows a secret.
     let endpoint = resolved.endpoint(Path::new("/")).unwrap();
     let err = mcp_runtime::Client::connect("secretive", &endpoint, Default::default()).unwrap_err();
-    let texts = [err.to_string(), format!("{err:?}"), format!("{endpoint:?}")];
+    let texts = [
+        err.to_string(),
+        format!("{err:?}"),
+        format!("{endpoint:?}"),
+        format!("{resolved:?}"),
+    ];
     for secret in ["sk-live-123456", "sk-cmd-987654", "oauth-abcdef"] {
         for t in &texts {
             assert!(!t.contains(secret), "{secret} in {t}");

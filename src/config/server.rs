@@ -33,8 +33,9 @@ impl TransportType {
     }
 }
 
-/// One server's config. Unknown fields are kept in `extra` (and written back unchanged).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// One server's config. Unknown fields are kept in `extra` (and written back unchanged). Its
+/// `Debug` shows the names of `env` and `headers` entries, never their values.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerConfig {
     /// `stdio` (default), `http` or `sse`, as written.
@@ -100,6 +101,24 @@ pub struct ServerConfig {
     /// Everything else.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
+        f.debug_struct("ServerConfig")
+            .field("type", &self.transport)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &names(&self.env))
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &names(&self.headers))
+            .field("enabled", &self.enabled)
+            .field("timeout", &self.timeout)
+            .field("tool_timeout", &self.tool_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Checks a server config (the rules and messages hosts show users). Empty when valid.

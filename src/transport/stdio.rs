@@ -32,8 +32,9 @@ use super::{Inbound, Transport};
 use crate::jsonrpc::Message;
 use crate::Error;
 
-/// How to start a stdio server.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// How to start a stdio server. (Its `Debug` shows the names of the environment variables,
+/// never their values: they may be resolved secrets.)
+#[derive(Clone, Default, PartialEq)]
 pub struct StdioCommand {
     /// The program (looked up in `PATH` when it has no slash).
     pub program: String,
@@ -43,6 +44,18 @@ pub struct StdioCommand {
     pub env: Vec<(String, String)>,
     /// The working directory (default: this process's).
     pub cwd: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for StdioCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("StdioCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 impl StdioCommand {
