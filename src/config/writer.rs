@@ -139,12 +139,16 @@ impl ConfigWriter {
         })
     }
 
-    /// Reads `path` (missing: an empty config), applies `f`, writes it back atomically.
+    /// Reads `path` (missing: an empty config), applies `f`, writes it back atomically. Edits
+    /// of one file from this process are serialized, so concurrent edits never lose one
+    /// another (the lock guards only this file's read-modify-write).
     fn edit(
         &self,
         path: &Path,
         f: impl FnOnce(&mut Value) -> Result<(), Error>,
     ) -> Result<(), Error> {
+        let lock = file_lock(path);
+        let _serialized = lock.lock();
         let mut root = match jsonc::read(path) {
             Ok(v) if v.is_object() => v,
             Ok(_) => {
@@ -163,6 +167,16 @@ impl ConfigWriter {
         let text = serde_json::to_string_pretty(&root).unwrap_or_default() + "\n";
         write_private(path, text.as_bytes())
     }
+}
+
+/// The in-process lock of one config file.
+fn file_lock(path: &Path) -> std::sync::Arc<parking_lot::Mutex<()>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, OnceLock};
+    type Locks = parking_lot::Mutex<HashMap<PathBuf, Arc<parking_lot::Mutex<()>>>>;
+    static LOCKS: OnceLock<Locks> = OnceLock::new();
+    let mut locks = LOCKS.get_or_init(Default::default).lock();
+    Arc::clone(locks.entry(path.to_path_buf()).or_default())
 }
 
 fn servers_mut(root: &mut Value) -> &mut Map<String, Value> {
