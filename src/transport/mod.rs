@@ -10,6 +10,7 @@ use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::ProtocolVersion;
 use crate::Error;
 
+mod cork;
 pub mod http;
 pub(crate) mod lines;
 mod pool;

@@ -166,7 +166,7 @@ impl Agents {
 /// resolves the host on a new thread for every request, even a request that reuses a pooled
 /// connection. Requests that need other bounds set them per request, phase by phase too.
 pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
-    ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(options.connect_timeout))
         .timeout_send_request(Some(options.post_timeout))
@@ -178,8 +178,15 @@ pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
         .max_idle_connections(64)
         .max_idle_connections_per_host(64)
         .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into()
+        .build();
+    use ureq::unversioned::transport::{Connector, DefaultConnector};
+    // Each request goes out in one write (see `cork`).
+    let connector = DefaultConnector::new().chain(super::cork::Cork);
+    ureq::Agent::with_parts(
+        config,
+        connector,
+        ureq::unversioned::resolver::DefaultResolver::default(),
+    )
 }
 
 /// Adds the target's configured headers and `Authorization` to a request.
