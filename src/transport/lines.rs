@@ -66,6 +66,75 @@ pub(crate) fn read_line_capped<R: BufRead>(
     }
 }
 
+/// A push-based line splitter for input read in chunks (the multiplexed stdio loop).
+pub(crate) struct LineSplitter {
+    buf: Vec<u8>,
+    cap: usize,
+    discard_rest: bool,
+    discarding: bool,
+}
+
+/// What [`LineSplitter::push`] found.
+pub(crate) enum Piece<'a> {
+    /// A whole line (without its `\n`).
+    Line(&'a [u8]),
+    /// The first `cap` bytes of a line longer than the cap.
+    TooLong(&'a [u8]),
+}
+
+impl LineSplitter {
+    /// Lines of at most `cap` bytes. A longer one is reported as [`Piece::TooLong`]; with
+    /// `discard_rest` its rest is skipped and splitting goes on, without it the caller stops.
+    pub(crate) fn new(cap: usize, discard_rest: bool) -> LineSplitter {
+        LineSplitter {
+            buf: Vec::new(),
+            cap,
+            discard_rest,
+            discarding: false,
+        }
+    }
+
+    /// Splits `data`; `on_piece` returns false to stop (the rest of `data` is dropped).
+    pub(crate) fn push(&mut self, mut data: &[u8], on_piece: &mut dyn FnMut(Piece<'_>) -> bool) {
+        while !data.is_empty() {
+            let newline = data.iter().position(|b| *b == b'\n');
+            let (chunk, rest) = match newline {
+                Some(i) => (&data[..i], &data[i + 1..]),
+                None => (data, &data[data.len()..]),
+            };
+            if self.discarding {
+                if newline.is_some() {
+                    self.discarding = false;
+                }
+            } else if self.buf.len() + chunk.len() > self.cap {
+                let room = self.cap - self.buf.len();
+                self.buf.extend_from_slice(&chunk[..room]);
+                let go_on = on_piece(Piece::TooLong(&self.buf));
+                self.buf.clear();
+                if !go_on || !self.discard_rest {
+                    return;
+                }
+                self.discarding = newline.is_none();
+            } else {
+                self.buf.extend_from_slice(chunk);
+                if newline.is_some() {
+                    let go_on = on_piece(Piece::Line(&self.buf));
+                    self.buf.clear();
+                    if !go_on {
+                        return;
+                    }
+                }
+            }
+            data = rest;
+        }
+    }
+
+    /// The unterminated rest (at the end of the input).
+    pub(crate) fn take_rest(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+}
+
 /// Strips what lenient reading tolerates around a line: a UTF-8 BOM and a trailing `\r`.
 pub(crate) fn trim_line(mut line: &[u8]) -> &[u8] {
     if let Some(rest) = line.strip_prefix(b"\xEF\xBB\xBF") {
@@ -127,6 +196,39 @@ mod tests {
                 (LineRead::Eof, b"".to_vec()),
             ]
         );
+    }
+
+    fn split(input: &[u8], chunk: usize, cap: usize, discard: bool) -> (Vec<String>, Vec<u8>) {
+        let mut s = LineSplitter::new(cap, discard);
+        let mut out = Vec::new();
+        for c in input.chunks(chunk) {
+            s.push(c, &mut |p| {
+                match p {
+                    Piece::Line(l) => out.push(String::from_utf8_lossy(l).into_owned()),
+                    Piece::TooLong(l) => out.push(format!("LONG:{}", String::from_utf8_lossy(l))),
+                }
+                true
+            });
+        }
+        (out, s.take_rest())
+    }
+
+    #[test]
+    fn the_splitter_agrees_with_the_reader() {
+        for chunk in [1, 2, 3, 100] {
+            let (lines, rest) = split(b"ab\n\ncdef\ngh", chunk, 10, false);
+            assert_eq!(lines, ["ab", "", "cdef"], "chunk {chunk}");
+            assert_eq!(rest, b"gh");
+            let (lines, _) = split(b"0123456789abc\nok\n", chunk, 4, true);
+            assert_eq!(lines, ["LONG:0123", "ok"], "chunk {chunk}");
+        }
+        let mut s = LineSplitter::new(4, false);
+        let mut pieces = 0;
+        s.push(b"0123456789\nmore\n", &mut |p| {
+            pieces += 1;
+            matches!(p, Piece::TooLong(b"0123"))
+        });
+        assert_eq!(pieces, 1, "stops at the first over-long line");
     }
 
     #[test]

@@ -1,15 +1,16 @@
 //! The stdio transport: a child process speaking newline-delimited JSON-RPC.
 //!
-//! Named threads per server, none of which a caller ever waits on:
-//! - `mcp-<server>-reader` parses stdout lines and hands each message to the [`Inbound`] sink;
-//!   blank lines, a BOM, a trailing `\r` and lines that are not JSON-RPC (banners) are skipped
-//!   and logged at `debug`; a line longer than `max_message_bytes` closes the connection with
-//!   [`Error::MessageTooLarge`] without ever being buffered whole;
+//! Per server, named threads that no caller ever waits on:
+//! - `mcp-<server>-io` waits on stdout and stderr at once (`poll`). Stdout lines become
+//!   messages handed to the [`Inbound`] sink; blank lines, a BOM, a trailing `\r` and lines
+//!   that are not JSON-RPC (banners) are skipped and logged at `debug`; a line longer than
+//!   `max_message_bytes` closes the connection with [`Error::MessageTooLarge`] without ever
+//!   being buffered whole. Stderr is drained line by line (each logged at `debug` under the
+//!   target `mcp::<server>::stderr`, the last lines kept for error messages), so a chatty
+//!   server never blocks on a full pipe; once stdout ends, `mcp-<server>-stderr` takes over
+//!   stderr for the teardown.
 //! - stdin is written by the caller while the pipe takes it, and by `mcp-<server>-writer`
-//!   (started only when the pipe is full) otherwise, so [`Transport::send`] never blocks;
-//! - `mcp-<server>-stderr` drains stderr line by line (each logged at `debug` under the target
-//!   `mcp::<server>::stderr`, the last lines kept for error messages), so a chatty server never
-//!   blocks on a full pipe;
+//!   (started only when the pipe is full) otherwise, so [`Transport::send`] never blocks.
 //!
 //! Close: stdin is closed, the server gets a grace period to exit, then its whole process group
 //! gets SIGTERM, another grace period, then SIGKILL. The process is always reaped; waiting for
@@ -169,11 +170,17 @@ impl StdioTransport {
         };
         // If a thread cannot be started, dropping `transport` tears the process down.
         let s = Arc::clone(&shared);
-        thread(name, "stderr", move || drain_stderr(&s, stderr)).map_err(&spawn_error)?;
-        let s = Arc::clone(&shared);
         let max = options.max_message_bytes;
-        thread(name, "reader", move || read_loop(&s, stdout, max, inbound))
+        #[cfg(unix)]
+        thread(name, "io", move || io_loop(s, stdout, stderr, max, inbound))
             .map_err(&spawn_error)?;
+        #[cfg(not(unix))]
+        {
+            thread(name, "stderr", move || drain_stderr(&s, stderr)).map_err(&spawn_error)?;
+            let s = Arc::clone(&shared);
+            thread(name, "reader", move || read_loop(&s, stdout, max, inbound))
+                .map_err(&spawn_error)?;
+        }
         Ok(transport)
     }
 
@@ -270,6 +277,160 @@ impl Shared {
     }
 }
 
+/// How reading stdout ended.
+type ReadOutcome = Result<(), Option<std::io::Error>>;
+
+/// Reads stdout and stderr on one thread (`mcp-<server>-io`), waiting on both with `poll`:
+/// stdout lines become messages, stderr lines are logged and kept. When stdout ends, stderr
+/// (which may still be talking) gets a thread of its own for the teardown.
+#[cfg(unix)]
+fn io_loop(
+    shared: Arc<Shared>,
+    mut stdout: std::process::ChildStdout,
+    stderr: std::process::ChildStderr,
+    max: usize,
+    inbound: Arc<dyn Inbound>,
+) {
+    use std::io::ErrorKind;
+    use std::os::fd::AsRawFd;
+
+    use super::lines::{LineSplitter, Piece};
+
+    set_nonblocking(stdout.as_raw_fd(), true);
+    set_nonblocking(stderr.as_raw_fd(), true);
+    let mut stderr = Some(stderr);
+    let mut out = LineSplitter::new(max, false);
+    let mut err = LineSplitter::new(STDERR_LINE_CAP, true);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let outcome: ReadOutcome = 'io: loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: stdout.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: stderr.as_ref().map_or(-1, |e| e.as_raw_fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two pollfds for descriptors we own (a negative one is ignored). No timeout:
+        // the process's output or its end (EOF, or the kill at close) is what wakes us.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            break 'io Err(Some(e));
+        }
+        if fds[1].revents != 0 {
+            if let Some(pipe) = stderr.as_mut() {
+                let ended = read_available(pipe, &mut chunk, &mut |bytes| {
+                    err.push(bytes, &mut |piece| {
+                        match piece {
+                            Piece::Line(l) => stderr_line(&shared, l, false),
+                            Piece::TooLong(l) => stderr_line(&shared, l, true),
+                        }
+                        true
+                    });
+                    true
+                });
+                if ended.is_some() {
+                    let rest = err.take_rest();
+                    if !rest.is_empty() {
+                        stderr_line(&shared, &rest, false);
+                    }
+                    stderr = None;
+                    shared.process.mark_stderr_done();
+                }
+            }
+        }
+        if fds[0].revents != 0 {
+            let mut too_long = false;
+            let ended = read_available(&mut stdout, &mut chunk, &mut |bytes| {
+                out.push(bytes, &mut |piece| match piece {
+                    Piece::Line(l) => {
+                        dispatch_line(&shared, l, &*inbound);
+                        true
+                    }
+                    Piece::TooLong(_) => {
+                        too_long = true;
+                        false
+                    }
+                });
+                !too_long
+            });
+            if too_long {
+                break 'io Err(None);
+            }
+            match ended {
+                Some(Ok(())) => {
+                    dispatch_line(&shared, &out.take_rest(), &*inbound);
+                    break 'io Ok(());
+                }
+                Some(Err(e)) => break 'io Err(Some(e)),
+                None => {}
+            }
+        }
+    };
+    if let Some(pipe) = stderr {
+        set_nonblocking(pipe.as_raw_fd(), false);
+        let rest = err.take_rest();
+        let s = Arc::clone(&shared);
+        let name = shared.name.clone();
+        let spawned = thread(&name, "stderr", move || {
+            drain_stderr(&s, std::io::Cursor::new(rest).chain(pipe))
+        });
+        if spawned.is_err() {
+            shared.process.mark_stderr_done();
+        }
+    }
+    finish(&shared, outcome, max, inbound);
+}
+
+/// Reads what a non-blocking pipe has now, handing each chunk to `on_bytes` (which returns
+/// false to stop). `Some(Ok)` at EOF, `Some(Err)` on a read error, `None` when it would block.
+#[cfg(unix)]
+fn read_available(
+    pipe: &mut impl Read,
+    chunk: &mut [u8],
+    on_bytes: &mut dyn FnMut(&[u8]) -> bool,
+) -> Option<std::io::Result<()>> {
+    loop {
+        match pipe.read(chunk) {
+            Ok(0) => return Some(Ok(())),
+            Ok(n) => {
+                // A short read took all there was: back to poll, which says when there is more
+                // (this saves a read that would only say "would block").
+                if !on_bytes(&chunk[..n]) || n < chunk.len() {
+                    return None;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Some(Err(e)),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn set_nonblocking(fd: std::os::fd::RawFd, on: bool) {
+    // SAFETY: fcntl on a descriptor the caller owns, changing only O_NONBLOCK.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            let flags = if on {
+                flags | libc::O_NONBLOCK
+            } else {
+                flags & !libc::O_NONBLOCK
+            };
+            libc::fcntl(fd, libc::F_SETFL, flags);
+        }
+    }
+}
+
+#[cfg(not(unix))]
 fn read_loop(shared: &Shared, stdout: impl Read, max: usize, inbound: Arc<dyn Inbound>) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::with_capacity(4096);
@@ -285,6 +446,11 @@ fn read_loop(shared: &Shared, stdout: impl Read, max: usize, inbound: Arc<dyn In
         }
     };
     drop(reader);
+    finish(shared, outcome, max, inbound);
+}
+
+/// After stdout ended: stop the process and tell the sink why the connection ended.
+fn finish(shared: &Shared, outcome: ReadOutcome, max: usize, inbound: Arc<dyn Inbound>) {
     match outcome {
         Err(None) => {
             log::warn!(
@@ -334,25 +500,32 @@ fn preview(line: &[u8]) -> String {
 }
 
 fn drain_stderr(shared: &Shared, stderr: impl Read) {
-    let target = format!("mcp::{}::stderr", shared.name);
     let mut reader = BufReader::new(stderr);
     let mut buf = Vec::with_capacity(1024);
     loop {
         let res = read_line_capped(&mut reader, &mut buf, STDERR_LINE_CAP, true);
         let done = !matches!(res, Ok(LineRead::Line) | Ok(LineRead::TooLong));
         if !(done && buf.is_empty()) {
-            let mut line = String::from_utf8_lossy(trim_line(&buf)).into_owned();
-            if matches!(res, Ok(LineRead::TooLong)) {
-                line.push('…');
-            }
-            log::debug!(target: &target, "[{}] {line}", shared.name);
-            shared.tail.push(line);
+            stderr_line(shared, &buf, matches!(res, Ok(LineRead::TooLong)));
         }
         if done {
             break;
         }
     }
     shared.process.mark_stderr_done();
+}
+
+/// One stderr line: logged at `debug` under `mcp::<server>::stderr`, and kept in the tail.
+fn stderr_line(shared: &Shared, raw: &[u8], truncated: bool) {
+    let mut line = String::from_utf8_lossy(trim_line(raw)).into_owned();
+    if truncated {
+        line.push('…');
+    }
+    if log::log_enabled!(log::Level::Debug) {
+        let target = format!("mcp::{}::stderr", shared.name);
+        log::debug!(target: &target, "[{}] {line}", shared.name);
+    }
+    shared.tail.push(line);
 }
 
 /// The last lines of stderr, bounded.
