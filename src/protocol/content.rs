@@ -105,74 +105,72 @@ impl ContentBlock {
     }
 
     fn from_object(mut obj: Map<String, Value>) -> Result<ContentBlock, Map<String, Value>> {
-        fn take_str(obj: &mut Map<String, Value>, key: &str) -> Option<String> {
-            match obj.remove(key) {
-                Some(Value::String(s)) => Some(s),
-                Some(other) => {
-                    obj.insert(key.to_owned(), other);
-                    None
-                }
-                None => None,
-            }
-        }
+        let is_str =
+            |obj: &Map<String, Value>, key: &str| obj.get(key).is_some_and(Value::is_string);
+        let take = |obj: &mut Map<String, Value>, key: &str| match obj.remove(key) {
+            Some(Value::String(s)) => s,
+            _ => unreachable!("checked to be a string"),
+        };
+        // Check the shape first, so a block of the wrong shape is handed back untouched.
         let kind = match obj.get("type").and_then(Value::as_str) {
-            Some(k) => k.to_owned(),
-            None => return Err(obj),
+            Some(k @ ("text" | "image" | "audio" | "resource_link" | "resource")) => k.to_owned(),
+            _ => return Err(obj),
         };
-        // Work on a copy so a malformed block can be returned whole.
-        let original = obj.clone();
-        obj.remove("type");
-        let block = match kind.as_str() {
-            "text" => take_str(&mut obj, "text").map(|text| ContentBlock::Text {
-                text,
-                extra: Map::new(),
-            }),
-            "image" | "audio" => {
-                match (take_str(&mut obj, "data"), take_str(&mut obj, "mimeType")) {
-                    (Some(data), Some(mime_type)) if kind == "image" => Some(ContentBlock::Image {
-                        data,
-                        mime_type,
-                        extra: Map::new(),
-                    }),
-                    (Some(data), Some(mime_type)) => Some(ContentBlock::Audio {
-                        data,
-                        mime_type,
-                        extra: Map::new(),
-                    }),
-                    _ => None,
-                }
-            }
-            "resource_link" => match (take_str(&mut obj, "uri"), take_str(&mut obj, "name")) {
-                (Some(uri), Some(name)) => Some(ContentBlock::ResourceLink {
-                    uri,
-                    name,
-                    extra: Map::new(),
-                }),
-                _ => None,
-            },
-            "resource" => obj
-                .remove("resource")
-                .and_then(|r| serde_json::from_value::<EmbeddedResource>(r).ok())
-                .map(|resource| ContentBlock::Resource {
-                    resource,
-                    extra: Map::new(),
-                }),
-            _ => None,
+        let well_formed = match kind.as_str() {
+            "text" => is_str(&obj, "text"),
+            "image" | "audio" => is_str(&obj, "data") && is_str(&obj, "mimeType"),
+            "resource_link" => is_str(&obj, "uri") && is_str(&obj, "name"),
+            _ => obj
+                .get("resource")
+                .is_some_and(|r| r.get("uri").is_some_and(Value::is_string)),
         };
-        match block {
-            Some(mut b) => {
-                if let ContentBlock::Text { extra, .. }
-                | ContentBlock::Image { extra, .. }
-                | ContentBlock::Audio { extra, .. }
-                | ContentBlock::ResourceLink { extra, .. }
-                | ContentBlock::Resource { extra, .. } = &mut b
-                {
-                    *extra = obj;
-                }
-                Ok(b)
-            }
-            None => Err(original),
+        if !well_formed {
+            return Err(obj);
         }
+        if kind == "resource" {
+            let raw = obj.remove("resource").expect("checked above");
+            return match serde_json::from_value::<EmbeddedResource>(raw.clone()) {
+                Ok(resource) => {
+                    obj.remove("type");
+                    Ok(ContentBlock::Resource {
+                        resource,
+                        extra: obj,
+                    })
+                }
+                Err(_) => {
+                    obj.insert("resource".into(), raw);
+                    Err(obj)
+                }
+            };
+        }
+        obj.remove("type");
+        Ok(match kind.as_str() {
+            "text" => ContentBlock::Text {
+                text: take(&mut obj, "text"),
+                extra: obj,
+            },
+            "image" | "audio" => {
+                let (data, mime_type) = (take(&mut obj, "data"), take(&mut obj, "mimeType"));
+                if kind == "image" {
+                    ContentBlock::Image {
+                        data,
+                        mime_type,
+                        extra: obj,
+                    }
+                } else {
+                    ContentBlock::Audio {
+                        data,
+                        mime_type,
+                        extra: obj,
+                    }
+                }
+            }
+            _ => ContentBlock::ResourceLink {
+                uri: take(&mut obj, "uri"),
+                name: take(&mut obj, "name"),
+                extra: obj,
+            },
+        })
     }
 
     fn to_object(&self) -> Value {
