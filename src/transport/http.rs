@@ -139,10 +139,9 @@ impl Transport for HttpTransport {
                 if request.method == methods::INITIALIZE {
                     *s.init_params.lock() = request.params.clone();
                 }
-                let shared = Arc::clone(s);
-                let request = request.clone();
+                let (shared, message) = (Arc::clone(s), message.clone());
                 s.pool
-                    .run(move |worker| shared.execute(request, Some(worker), None));
+                    .run(move |worker| shared.execute(&message, Some(worker), None));
                 Ok(())
             }
             cancel if web::is_cancellation(cancel) => {
@@ -172,7 +171,7 @@ impl Transport for HttpTransport {
                 if s.closed.load(Ordering::SeqCst) {
                     return Err(Error::closed("the connection was closed"));
                 }
-                s.execute(request.clone(), None, Some(hint.deadline));
+                s.execute(message, None, Some(hint.deadline));
                 Ok(())
             }
             other => self.send(other),
@@ -261,9 +260,12 @@ impl Shared {
     }
 
     /// A request's whole exchange, on a worker thread; its outcome goes to the inbound sink.
-    fn execute(&self, request: Request, worker: Option<&Worker>, deadline: Option<Instant>) {
-        let id = request.id.clone();
-        let outcome = self.exchange(request, deadline);
+    fn execute(&self, message: &Message, worker: Option<&Worker>, deadline: Option<Instant>) {
+        let Message::Request(request) = message else {
+            return;
+        };
+        let id = &request.id;
+        let outcome = self.exchange(message, deadline);
         // Handing the outcome over is all that is left: let the next request have this worker.
         if let Some(w) = worker {
             w.done();
@@ -283,27 +285,30 @@ impl Shared {
             }
             Err(e) => {
                 if !self.closed.load(Ordering::SeqCst) {
-                    self.inbound.on_request_failed(&id, e);
+                    self.inbound.on_request_failed(id, e);
                 }
             }
         }
     }
 
+    /// A request's exchange; `message` is that request.
     fn exchange(
         &self,
-        request: Request,
+        message: &Message,
         deadline: Option<Instant>,
     ) -> Result<Option<RpcResponse>, Error> {
+        let Message::Request(request) = message else {
+            return Ok(None);
+        };
         let sent_with = self.session.read().clone();
-        let method = request.method.clone();
-        let message = Message::Request(request);
-        match self.post_and_resume(&message, deadline) {
+        let method = request.method.as_str();
+        match self.post_and_resume(message, deadline) {
             Err(Error::Http { status: 404, .. })
                 if sent_with.is_some() && method != methods::INITIALIZE =>
             {
                 self.reinitialize(sent_with.as_deref())?;
-                if IDEMPOTENT.contains(&method.as_str()) {
-                    self.post_and_resume(&message, deadline)
+                if IDEMPOTENT.contains(&method) {
+                    self.post_and_resume(message, deadline)
                 } else {
                     Err(Error::SessionExpired)
                 }
