@@ -65,10 +65,15 @@
 //!
 //! ## Threads
 //!
-//! A stdio connection runs named threads (`mcp-<server>-reader`, `-writer`, `-stderr`,
-//! `-wait`, `-events`); callers never block on the server's pipes. Responses are routed by the
-//! reader thread straight to the waiting caller; server requests are answered on threads of
-//! their own, so a slow [`ClientHandler`] never stalls the connection.
+//! A stdio connection has one named thread, `mcp-<server>-io`, waiting on the server's stdout
+//! and stderr at once; it routes each response straight to its waiting caller. Callers write
+//! the server's stdin themselves, and never block on it: what a full pipe cannot take goes to
+//! `mcp-<server>-writer`, started only then. Server requests are answered on threads of their
+//! own (a slow [`ClientHandler`] never stalls the connection), notifications on
+//! `mcp-<server>-events` (started with the first one). An HTTP request runs on its caller's
+//! thread, or, when the caller needs cancel or progress while it waits, on a small worker
+//! pool (`mcp-<server>-http`); `mcp-<server>-listen` holds the GET stream. The manager connects
+//! each server on a thread of its own (`mcp-<server>-connect`).
 #![warn(missing_docs)]
 
 pub mod cache;
