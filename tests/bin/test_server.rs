@@ -292,6 +292,10 @@ impl Server {
             "ping" => self.result(&id, json!({})),
             "tools/list" => self.list_tools(&id, &params),
             "tools/call" => {
+                // Decided here, on the reading thread, so nothing after it is read.
+                if params["name"] == "stop_reading" {
+                    self.stop_reading.store(true, Ordering::SeqCst);
+                }
                 let server = Arc::clone(self);
                 std::thread::spawn(move || server.call_tool(&id, &params));
             }
