@@ -19,6 +19,7 @@ pub mod sse;
 pub mod sse_parser;
 mod stdin;
 pub mod stdio;
+mod tcp;
 mod url;
 mod web;
 

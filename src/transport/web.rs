@@ -179,9 +179,13 @@ pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
         .max_idle_connections_per_host(64)
         .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
         .build();
-    use ureq::unversioned::transport::{Connector, DefaultConnector};
-    // Each request goes out in one write (see `cork`).
-    let connector = DefaultConnector::new().chain(super::cork::Cork);
+    use ureq::unversioned::transport::{Connector, RustlsConnector};
+    // Our TCP (fewer system calls per request, see `tcp`), TLS for https, and each request in
+    // one write (see `cork`).
+    let connector =
+        ().chain(super::tcp::Tcp)
+            .chain(RustlsConnector::default())
+            .chain(super::cork::Cork);
     ureq::Agent::with_parts(
         config,
         connector,
