@@ -177,6 +177,10 @@ pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
         // opening a new one per request once more than a handful run at once.
         .max_idle_connections(64)
         .max_idle_connections_per_host(64)
+        // Each connection has these buffers; MCP messages stream through them, so 128 KiB
+        // each (the default) is memory for nothing. The input one bounds response headers.
+        .input_buffer_size(32 * 1024)
+        .output_buffer_size(16 * 1024)
         .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
         .build();
     use ureq::unversioned::transport::{Connector, RustlsConnector};
