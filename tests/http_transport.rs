@@ -464,3 +464,17 @@ fn a_url_falls_back_to_legacy_sse_on_405() {
     assert_eq!(client.transport_kind(), "sse");
     assert_eq!(echo(&client, "fell back").unwrap(), "fell back");
 }
+
+#[test]
+fn large_messages_stream_through_small_buffers() {
+    let big = "y".repeat(1024 * 1024);
+    for sse in [false, true] {
+        let server = TestHttp::start(Behaviour {
+            sse_replies: sse,
+            ..Behaviour::default()
+        });
+        let client = Client::connect("large", &http(&server), options()).unwrap();
+        assert_eq!(echo(&client, &big).unwrap().len(), big.len(), "sse: {sse}");
+        client.close();
+    }
+}
