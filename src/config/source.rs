@@ -93,6 +93,29 @@ impl SourceOutput {
     pub fn warn(&mut self, path: &Path, message: impl std::fmt::Display) {
         self.warnings.push(format!("{}: {message}", path.display()));
     }
+
+    /// Records one converted entry: a server, or the problem that kept it out.
+    pub fn entry(
+        &mut self,
+        name: &str,
+        path: &Path,
+        level: Level,
+        converted: Result<ServerConfig, String>,
+    ) {
+        match converted {
+            Ok(config) => self.servers.push(FoundServer {
+                name: name.to_owned(),
+                config,
+                path: path.to_path_buf(),
+                level,
+            }),
+            Err(message) => self.problems.push(ServerProblem {
+                name: name.to_owned(),
+                path: path.to_path_buf(),
+                message,
+            }),
+        }
+    }
 }
 
 /// A place users keep MCP server configs. Hosts can add their own.

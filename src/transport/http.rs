@@ -447,25 +447,17 @@ impl Shared {
     ) -> Result<Reply, Error> {
         let mut decoder = SseDecoder::new(self.options.max_message_bytes);
         let mut answer = None;
-        let end = web::read_events(
-            response
-                .into_body()
-                .into_with_config()
-                .limit(u64::MAX)
-                .reader(),
-            &mut decoder,
-            &mut |event| {
-                if event.event != "message" {
-                    return ControlFlow::Continue(());
-                }
-                answer = self.dispatch(event.data.as_bytes(), expect);
-                if answer.is_some() {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            },
-        );
+        let end = web::read_events(web::stream_body(response), &mut decoder, &mut |event| {
+            if event.event != "message" {
+                return ControlFlow::Continue(());
+            }
+            answer = self.dispatch(event.data.as_bytes(), expect);
+            if answer.is_some() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
         if let Some(r) = answer {
             return Ok(Reply::Answer(r));
         }
@@ -608,11 +600,7 @@ impl Shared {
                         self.remember_session(&response);
                         let mut decoder = SseDecoder::new(self.options.max_message_bytes);
                         let end = web::read_events(
-                            response
-                                .into_body()
-                                .into_with_config()
-                                .limit(u64::MAX)
-                                .reader(),
+                            web::stream_body(response),
                             &mut decoder,
                             &mut |event| {
                                 if event.event == "message" {

@@ -68,11 +68,7 @@ impl SseTransport {
         }
         let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<String>(1);
         let closed = Arc::new(AtomicBool::new(false));
-        let body = response
-            .into_body()
-            .into_with_config()
-            .limit(u64::MAX)
-            .reader();
+        let body = web::stream_body(response);
         let (reader_name, reader_closed, limit) = (
             name.to_owned(),
             Arc::clone(&closed),

@@ -274,6 +274,16 @@ pub(crate) fn read_body(
         .map_err(|e| transport_error(e, url, "reading the response"))
 }
 
+/// The body of an event-stream response as a reader, with no size limit: each event is
+/// capped by the decoder instead, since a stream may run for as long as the session.
+pub(crate) fn stream_body(response: Response<Body>) -> ureq::BodyReader<'static> {
+    response
+        .into_body()
+        .into_with_config()
+        .limit(u64::MAX)
+        .reader()
+}
+
 /// How an event stream stopped.
 #[derive(Debug)]
 pub(crate) enum StreamEnd {

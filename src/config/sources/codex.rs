@@ -14,9 +14,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::config::server::ServerConfig;
-use crate::config::source::{
-    ConfigSource, DiscoveryContext, FoundServer, Level, ServerProblem, SourceOutput,
-};
+use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
 
 /// Codex's `config.toml` files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -65,19 +63,8 @@ fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
     };
     for (name, entry) in servers {
         let mut warnings = Vec::new();
-        match convert(entry, &mut warnings) {
-            Ok(config) => out.servers.push(FoundServer {
-                name: name.clone(),
-                config,
-                path: path.to_path_buf(),
-                level,
-            }),
-            Err(message) => out.problems.push(ServerProblem {
-                name: name.clone(),
-                path: path.to_path_buf(),
-                message,
-            }),
-        }
+        let converted = convert(entry, &mut warnings);
+        out.entry(name, path, level, converted);
         for w in warnings {
             out.warn(path, format!("server \"{name}\": {w}"));
         }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::expand::{expand_value, process_env};
 use super::jsonc::{self, ReadError};
 use super::server::ServerConfig;
-use super::source::{ConfigSource, FoundServer, Level, ServerProblem, SourceOutput};
+use super::source::{ConfigSource, Level, SourceOutput};
 
 mod claude;
 mod codex;
@@ -96,19 +96,7 @@ pub(crate) fn servers_at(
         return;
     };
     for (name, entry) in servers {
-        match convert(name, entry.clone()) {
-            Ok(config) => out.servers.push(FoundServer {
-                name: name.clone(),
-                config,
-                path: path.to_path_buf(),
-                level,
-            }),
-            Err(message) => out.problems.push(ServerProblem {
-                name: name.clone(),
-                path: path.to_path_buf(),
-                message,
-            }),
-        }
+        out.entry(name, path, level, convert(name, entry.clone()));
     }
 }
 
