@@ -478,3 +478,22 @@ fn large_messages_stream_through_small_buffers() {
         client.close();
     }
 }
+
+#[test]
+fn a_kept_alive_connection_the_server_closed_is_not_reused() {
+    let server = TestHttp::start(Behaviour {
+        close_after_calls: true,
+        ..Behaviour::default()
+    });
+    let client = Client::connect("closing", &http(&server), options()).unwrap();
+    for n in 1..=3 {
+        // The server has closed the connection of the previous call by now; sending on it
+        // would fail the call, so it must be found closed and replaced.
+        assert_eq!(
+            echo(&client, &format!("call {n}")).unwrap(),
+            format!("call {n}")
+        );
+        server.wait_closed(n);
+    }
+    client.close();
+}

@@ -72,6 +72,7 @@ impl<In: Transport> Connector<In> for Tcp {
             buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
             read_timeout: None,
             write_timeout: None,
+            just_read: false,
         })))
     }
 }
@@ -82,6 +83,8 @@ pub(crate) struct TcpConnection {
     buffers: LazyBuffers,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    /// Data arrived since the last `is_open`: the next one needs no probe (see there).
+    just_read: bool,
 }
 
 impl std::fmt::Debug for TcpConnection {
@@ -153,10 +156,18 @@ impl Transport for TcpConnection {
             }
         };
         self.buffers.input_appended(amount);
+        self.just_read = amount > 0;
         Ok(amount > 0)
     }
 
     fn is_open(&mut self) -> bool {
+        // `ureq` asks twice per request: when a connection goes back to the pool right after
+        // its response was read, and when it is taken out again (under the pool's lock). The
+        // second probe sees everything the first would have (a closed socket, bytes after the
+        // body), so the one right after a read is skipped: one probe per request, not two.
+        if std::mem::take(&mut self.just_read) {
+            return true;
+        }
         // Nothing may be waiting on an idle kept-alive connection: data means the server sent
         // something unasked, EOF or an error means it is gone; "would block" means all is well.
         peek_idle(&self.stream)

@@ -130,8 +130,10 @@ pub(crate) struct Agents {
     agents: Vec<ureq::Agent>,
 }
 
-/// How many agents a connection spreads its callers over.
-const AGENT_SHARDS: usize = 4;
+/// How many agents a connection spreads its callers over: up to eight threads calling at once
+/// each get their own (with four, pairs of threads still queued on a pool lock). An agent
+/// costs a few hundred bytes until it holds a connection.
+const AGENT_SHARDS: usize = 8;
 
 impl Agents {
     pub(crate) fn new(options: &HttpOptions) -> Agents {

@@ -39,6 +39,9 @@ pub struct Behaviour {
     pub cross_origin_endpoint: bool,
     /// Legacy SSE: the endpoint event is an absolute path (else a relative one).
     pub absolute_endpoint: bool,
+    /// Close the connection after answering each `tools/call`, with no `Connection: close`
+    /// (as a server does with an idle kept-alive connection).
+    pub close_after_calls: bool,
 }
 
 /// One request the server received.
@@ -79,6 +82,8 @@ struct State {
     stop: AtomicBool,
     /// Ends the legacy stream when set.
     end_legacy: AtomicBool,
+    /// Connections closed by `close_after_calls`.
+    closed: (Mutex<usize>, std::sync::Condvar),
 }
 
 /// The running server. Dropping it stops it.
@@ -104,6 +109,7 @@ impl TestHttp {
             answers: crossbeam_channel::unbounded(),
             stop: AtomicBool::new(false),
             end_legacy: AtomicBool::new(false),
+            closed: (Mutex::new(0), std::sync::Condvar::new()),
         });
         let s = Arc::clone(&state);
         std::thread::spawn(move || {
@@ -145,6 +151,18 @@ impl TestHttp {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             assert!(!left.is_zero(), "{rpc} never arrived");
             seen = self.state.seen_changed.wait_timeout(seen, left).unwrap().0;
+        }
+    }
+
+    /// Waits (bounded) until `close_after_calls` has closed `n` connections.
+    pub fn wait_closed(&self, n: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let (count, changed) = &self.state.closed;
+        let mut closed = count.lock().unwrap();
+        while *closed < n {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "only {} connections closed", *closed);
+            closed = changed.wait_timeout(closed, left).unwrap().0;
         }
     }
 
@@ -222,6 +240,13 @@ fn serve(s: &Arc<State>, conn: TcpStream) {
         s.seen.lock().unwrap().push(seen.clone());
         s.seen_changed.notify_all();
         if !handle(s, &seen, &mut out) {
+            return;
+        }
+        if s.behaviour.close_after_calls && seen.rpc_method() == Some("tools/call") {
+            let _ = out.shutdown(std::net::Shutdown::Both);
+            let (count, changed) = &s.closed;
+            *count.lock().unwrap() += 1;
+            changed.notify_all();
             return;
         }
     }
