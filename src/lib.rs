@@ -66,7 +66,11 @@
 //! ## Threads
 //!
 //! A stdio connection has one named thread, `mcp-<server>-io`, waiting on the server's stdout
-//! and stderr at once; it routes each response straight to its waiting caller. Callers write
+//! and stderr at once; it routes each response straight to its waiting caller. A caller with
+//! no cancel token and no progress callback that finds nobody else waiting reads its own answer
+//! instead, while that thread parks (it reads again as soon as anyone else waits, and at most
+//! 20 ms after the last such call, so nothing the server sends between calls waits longer).
+//! Callers write
 //! the server's stdin themselves, and never block on it: what a full pipe cannot take goes to
 //! `mcp-<server>-writer`, started only then. Server requests are answered on threads of their
 //! own (a slow [`ClientHandler`] never stalls the connection), notifications on

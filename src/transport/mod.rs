@@ -1,6 +1,7 @@
 //! Transports move JSON-RPC messages between us and one server.
 //!
-//! A transport is built with an [`Inbound`] sink. Its reader thread calls
+//! A transport is built with an [`Inbound`] sink. Whoever reads (its reader thread, or for
+//! stdio a caller reading its own answer) calls
 //! [`Inbound::on_message`] for every message the server sends, in order, and
 //! [`Inbound::on_closed`] exactly once when the connection ends for any reason.
 //! [`Transport::send`] never blocks on the server: a server that stops reading cannot hang
@@ -40,7 +41,8 @@ pub struct SendHint {
 
 /// Where a transport delivers what the server sends.
 pub trait Inbound: Send + Sync {
-    /// One message from the server. Called on the transport's reader thread: return quickly.
+    /// One message from the server. Called on the thread reading (the transport's reader, or a
+    /// caller waiting for its answer): return quickly.
     fn on_message(&self, message: Message);
     /// The connection ended (EOF, process exit, stream end, oversized message, close).
     /// Called once, after the last `on_message`.
@@ -56,9 +58,10 @@ pub trait Transport: Send + Sync {
     /// [`Inbound`]); a notification or response may be written out before this returns.
     /// Fails with [`Error::TransportClosed`] once the transport is closed.
     fn send(&self, message: &Message) -> Result<(), Error>;
-    /// Sends a request the caller is about to wait for. A transport whose requests are
-    /// round trips (HTTP) may run the exchange right here when `hint.inline` says the caller
-    /// needs neither cancellation nor progress while it waits, bounded by `hint.deadline`.
+    /// Sends a request the caller is about to wait for. When `hint.inline` says the caller
+    /// needs neither cancellation nor progress while it waits, a transport may read the answer
+    /// right here, bounded by `hint.deadline`: HTTP runs the whole exchange, stdio reads its
+    /// stdout when nobody else is waiting. The answer still goes through [`Inbound`].
     fn send_with(&self, message: &Message, hint: &SendHint) -> Result<(), Error> {
         let _ = hint;
         self.send(message)
