@@ -554,7 +554,7 @@ impl Shared {
         name: &str,
         config: &ServerConfig,
         attempt: u64,
-        outcome: Outcome,
+        mut outcome: Outcome,
         late: bool,
     ) {
         let mut changed = false;
@@ -568,10 +568,15 @@ impl Shared {
                 );
             if current {
                 let server = state.servers.get_mut(name).expect("checked above");
-                match &outcome {
+                match &mut outcome {
                     Ok((client, tools)) => {
                         changed = server.deferred || server.tools != *tools;
-                        server.tools = tools.clone();
+                        // The cache is written below, outside the lock, from the outcome's
+                        // copy; without a cache the list just moves.
+                        server.tools = match &self.options.cache {
+                            Some(_) => tools.clone(),
+                            None => std::mem::take(tools),
+                        };
                         server.deferred = false;
                         server.last_error = None;
                         server.ever_connected = true;
