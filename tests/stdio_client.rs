@@ -2,11 +2,12 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{connect, endpoint, options, wait_gone};
 use mcp_runtime::protocol::{ContentBlock, ProtocolVersion};
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint, Error};
+use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, Error};
 use serde_json::json;
 
 #[test]
@@ -288,4 +289,48 @@ fn env_and_cwd_reach_the_server() {
         .any(|kv| kv == b"MCP_TEST_VALUE=42"));
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
     assert_eq!(cwd.canonicalize().unwrap(), dir.canonicalize().unwrap());
+}
+
+/// Tells the test what the client saw on its own.
+struct Events(crossbeam_channel::Sender<&'static str>);
+
+impl ClientHandler for Events {
+    fn on_tools_list_changed(&self, _server: &str) {
+        let _ = self.0.send("list_changed");
+    }
+    fn on_connection_closed(&self, _server: &str, _reason: &Error) {
+        let _ = self.0.send("closed");
+    }
+}
+
+#[test]
+fn what_the_server_sends_between_calls_arrives_without_another_call() {
+    for (what, expected) in [("notify", "list_changed"), ("crash", "closed")] {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let options = ConnectOptions {
+            handler: Arc::new(Events(tx)),
+            ..options()
+        };
+        let client = Client::connect("between", &endpoint(&[]), options).unwrap();
+        // Plain calls read their own answers, and the reader thread parks meanwhile; it must
+        // wake up for what comes after the last call.
+        for i in 0..3 {
+            let out = client
+                .call_tool(
+                    "echo",
+                    json!({ "message": i.to_string() }),
+                    CallOptions::default(),
+                )
+                .unwrap();
+            assert_eq!(out.text(), i.to_string());
+        }
+        let args = json!({ "ms": 50, "what": what });
+        let out = client
+            .call_tool("later", args, CallOptions::default())
+            .unwrap();
+        assert_eq!(out.text(), "ok");
+        let seen = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(seen, Ok(expected), "{what}");
+        client.close();
+    }
 }

@@ -372,6 +372,16 @@ impl Server {
         let name = params["name"].as_str().unwrap_or("");
         match name {
             "echo" => self.text(id, args["message"].as_str().unwrap_or("")),
+            "later" => {
+                // Answers now, then acts on its own: what a server sends between calls.
+                self.text(id, "ok");
+                std::thread::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(50)));
+                if args["what"] == "crash" {
+                    std::process::exit(3);
+                }
+                self.extra_tool.store(true, Ordering::SeqCst);
+                self.notify("notifications/tools/list_changed", json!({}));
+            }
             "add" => {
                 let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
                 self.text(id, sum.to_string());
