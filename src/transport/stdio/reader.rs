@@ -114,7 +114,9 @@ impl Reader {
                 stderr: Some(stderr),
                 out: LineSplitter::new(max, false),
                 err: LineSplitter::new(STDERR_LINE_CAP, true),
-                chunk: vec![0u8; 64 * 1024],
+                // Per server; most messages fit in one read, and a server starting with a fleet
+                // should not cost a 64 KiB buffer (the pipe's own size) each.
+                chunk: vec![0u8; 16 * 1024],
                 inbound,
             })),
             lead: Mutex::new(Lead::default()),
