@@ -199,6 +199,10 @@ impl Reader {
                 lead.leader = true;
                 true
             } else {
+                if lead.waiting.len() >= 64 {
+                    // Answers that never came (their callers gave up) leave with their deadline.
+                    lead.anyone_waiting();
+                }
                 lead.waiting.push((id, deadline));
                 if !lead.parked {
                     lead.want_lead |= inline;
