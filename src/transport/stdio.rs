@@ -31,7 +31,9 @@ use parking_lot::{Condvar, Mutex};
 use super::lines::{read_line_capped, trim_line, LineRead};
 use super::process::{own_process_group, ServerProcess};
 use super::stdin::StdinWriter;
-use super::{Inbound, SendHint, Transport};
+#[cfg(unix)]
+use super::SendHint;
+use super::{Inbound, Transport};
 use crate::jsonrpc::Message;
 use crate::Error;
 
