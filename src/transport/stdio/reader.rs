@@ -119,7 +119,14 @@ impl Reader {
                 chunk: vec![0u8; 16 * 1024],
                 inbound,
             })),
-            lead: Mutex::new(Lead::default()),
+            // Parked from the start: the handshake's first request (on the connecting
+            // thread) reads its own answer too. If nobody leads, the io thread starts reading
+            // after `LINGER`, as after any call.
+            lead: Mutex::new(Lead {
+                parked: true,
+                last_lead: Some(Instant::now()),
+                ..Lead::default()
+            }),
             changed: Condvar::new(),
             max,
         }
