@@ -69,7 +69,8 @@
 //! and stderr at once; it routes each response straight to its waiting caller. A caller with
 //! no cancel token and no progress callback that finds nobody else waiting reads its own answer
 //! instead, while that thread parks (it reads again as soon as anyone else waits, and at most
-//! 20 ms after the last such call, so nothing the server sends between calls waits longer).
+//! 20 ms after the last such call, so nothing the server sends between calls waits longer; it
+//! starts parked, so the handshake reads its own answers on the connecting thread).
 //! Callers write
 //! the server's stdin themselves, and never block on it: what a full pipe cannot take goes to
 //! `mcp-<server>-writer`, started only then. Server requests are answered on threads of their
