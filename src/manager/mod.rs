@@ -284,12 +284,7 @@ impl McpManager {
 
     /// A server's (unresolved) config.
     pub fn config(&self, name: &str) -> Option<ServerConfig> {
-        self.shared
-            .state
-            .lock()
-            .servers
-            .get(name)
-            .map(|s| s.config.clone())
+        self.shared.config_of(name)
     }
 
     /// The connected client of a server.
@@ -458,6 +453,15 @@ impl std::fmt::Debug for McpManager {
 }
 
 impl Shared {
+    /// A server's (unresolved) config, copied out of the state.
+    fn config_of(&self, name: &str) -> Option<ServerConfig> {
+        self.state
+            .lock()
+            .servers
+            .get(name)
+            .map(|s| s.config.clone())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn spawn_task(
         self: &Arc<Self>,
@@ -631,13 +635,7 @@ impl Shared {
         let Some(cache) = &self.options.cache else {
             return false;
         };
-        let Some(config) = self
-            .state
-            .lock()
-            .servers
-            .get(name)
-            .map(|s| s.config.clone())
-        else {
+        let Some(config) = self.config_of(name) else {
             return false;
         };
         let Some(tools) = cache.get(name, &config_hash(&config)) else {
@@ -764,13 +762,7 @@ impl Shared {
 
     fn restart(self: &Arc<Self>, name: &str, attempt: u64, cancel: CancelToken, delay: Duration) {
         log::info!("[{name}] reconnecting in {} ms", delay.as_millis());
-        let Some(config) = self
-            .state
-            .lock()
-            .servers
-            .get(name)
-            .map(|s| s.config.clone())
-        else {
+        let Some(config) = self.config_of(name) else {
             return;
         };
         let (done, _) = crossbeam_channel::unbounded();

@@ -302,13 +302,13 @@ impl Shared {
         };
         let sent_with = self.session.read().clone();
         let method = request.method.as_str();
-        match self.post_and_resume(message, deadline) {
+        match self.post_and_resume(message, &request.id, deadline) {
             Err(Error::Http { status: 404, .. })
                 if sent_with.is_some() && method != methods::INITIALIZE =>
             {
                 self.reinitialize(sent_with.as_deref())?;
                 if IDEMPOTENT.contains(&method) {
-                    self.post_and_resume(message, deadline)
+                    self.post_and_resume(message, &request.id, deadline)
                 } else {
                     Err(Error::SessionExpired)
                 }
@@ -317,15 +317,14 @@ impl Shared {
         }
     }
 
+    /// Posts the request `message` (whose id is `id`), resuming a cut response stream.
     fn post_and_resume(
         &self,
         message: &Message,
+        id: &RequestId,
         deadline: Option<Instant>,
     ) -> Result<Option<RpcResponse>, Error> {
-        let Message::Request(request) = message else {
-            return Ok(None);
-        };
-        let mut reply = self.post(message, Some(&request.id), deadline)?;
+        let mut reply = self.post(message, Some(id), deadline)?;
         let mut attempts = 0;
         loop {
             match reply {
@@ -340,7 +339,7 @@ impl Shared {
                         return Err(Error::closed("the connection was closed"));
                     }
                     log::debug!("[{}] resuming the response stream after event {last:?}", self.name);
-                    reply = self.resume(&last, &request.id)?;
+                    reply = self.resume(&last, id)?;
                 }
                 Reply::Cut { last_event_id, .. } => {
                     return Err(Error::closed(match last_event_id {
