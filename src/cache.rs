@@ -8,6 +8,7 @@
 //! miss. Writes are atomic (temporary file + rename), mode 0600.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -26,9 +27,9 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 /// Where tool definitions are remembered between runs.
 pub trait ToolCache: Send + Sync {
     /// The tools stored for `server` under `config_hash`, if fresh.
-    fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Tool>>;
+    fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Arc<Tool>>>;
     /// Stores the tools of `server` under `config_hash`.
-    fn set(&self, server: &str, config_hash: &str, tools: &[Tool]) -> Result<(), Error>;
+    fn set(&self, server: &str, config_hash: &str, tools: &[Arc<Tool>]) -> Result<(), Error>;
 }
 
 /// The hex SHA-256 of the canonical JSON of the unresolved config.
@@ -44,7 +45,7 @@ pub fn config_hash(config: &ServerConfig) -> String {
 struct Entry {
     version: u32,
     config_hash: String,
-    tools: Vec<Tool>,
+    tools: Vec<Arc<Tool>>,
     /// Milliseconds since the Unix epoch.
     written_at: u64,
 }
@@ -118,7 +119,7 @@ fn now_ms() -> u64 {
 }
 
 impl ToolCache for FileToolCache {
-    fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Tool>> {
+    fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Arc<Tool>>> {
         let path = self.path_for(server);
         let text = std::fs::read_to_string(&path).ok()?;
         let entry: Entry = match serde_json::from_str(&text) {
@@ -138,7 +139,7 @@ impl ToolCache for FileToolCache {
         Some(entry.tools)
     }
 
-    fn set(&self, server: &str, config_hash: &str, tools: &[Tool]) -> Result<(), Error> {
+    fn set(&self, server: &str, config_hash: &str, tools: &[Arc<Tool>]) -> Result<(), Error> {
         let entry = Entry {
             version: CACHE_VERSION,
             config_hash: config_hash.to_owned(),
@@ -155,8 +156,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tools() -> Vec<Tool> {
-        vec![Tool::new("read", "Reads", json!({"type": "object"}))]
+    fn tools() -> Vec<Arc<Tool>> {
+        vec![Arc::new(Tool::new(
+            "read",
+            "Reads",
+            json!({"type": "object"}),
+        ))]
     }
 
     fn cache(name: &str) -> FileToolCache {

@@ -41,12 +41,9 @@ impl SubagentTools {
             .filter_map(|inner| {
                 let (server, tool) = inner.mcp_identity()?;
                 let proxy = ProxyTool {
-                    name: inner.name().to_owned(),
-                    label: inner.label().to_owned(),
-                    description: inner.description().to_owned(),
-                    parameters: inner.parameters().clone(),
                     server: server.to_owned(),
                     tool: tool.to_owned(),
+                    inner,
                     manager: self.manager.clone(),
                     cap: self.cap,
                 };
@@ -59,10 +56,8 @@ impl SubagentTools {
 /// One parent tool, seen from a subagent.
 #[derive(Clone)]
 pub struct ProxyTool {
-    name: String,
-    label: String,
-    description: String,
-    parameters: Value,
+    /// The parent's tool object: the presentation is its own (shared, not copied).
+    inner: Arc<dyn Tool>,
     server: String,
     tool: String,
     manager: McpManager,
@@ -83,19 +78,19 @@ impl ProxyTool {
 
 impl Tool for ProxyTool {
     fn name(&self) -> &str {
-        &self.name
+        self.inner.name()
     }
 
     fn label(&self) -> &str {
-        &self.label
+        self.inner.label()
     }
 
     fn description(&self) -> &str {
-        &self.description
+        self.inner.description()
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.inner.parameters()
     }
 
     fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {
@@ -103,11 +98,7 @@ impl Tool for ProxyTool {
             return Err(Aborted);
         }
         // The parent's current tool set decides: a tool it no longer has is not called.
-        let current = self
-            .manager
-            .get_tools()
-            .into_iter()
-            .any(|t| t.server == self.server && t.tool.name == self.tool);
+        let current = self.manager.has_tool(&self.server, &self.tool);
         if !current {
             return Ok(ToolOutput::error(
                 format!(
@@ -149,7 +140,7 @@ impl Tool for ProxyTool {
 impl std::fmt::Debug for ProxyTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProxyTool")
-            .field("name", &self.name)
+            .field("name", &self.inner.name())
             .finish_non_exhaustive()
     }
 }

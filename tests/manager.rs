@@ -183,11 +183,7 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
         .set(
             "slow",
             &config_hash(&slow),
-            &[ToolDef::new(
-                "echo",
-                "Echoes (cached)",
-                json!({"type": "object"}),
-            )],
+            &[ToolDef::new("echo", "Echoes (cached)", json!({"type": "object"})).into()],
         )
         .unwrap();
     let manager = McpManager::new(o);
@@ -312,7 +308,7 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
         .set(
             "doomed",
             &config_hash(&doomed),
-            &[ToolDef::new("echo", "cached", json!({}))],
+            &[ToolDef::new("echo", "cached", json!({})).into()],
         )
         .unwrap();
     let manager = McpManager::new(o);
@@ -610,7 +606,7 @@ fn cache_miss_on_config_change_and_corrupt_entry() {
         .set(
             "changed",
             &config_hash(&server(&["--other"])),
-            &[ToolDef::new("x", "x", json!({}))],
+            &[ToolDef::new("x", "x", json!({})).into()],
         )
         .unwrap();
     std::fs::write(cache.path_for("corrupt"), "{ not json").unwrap();

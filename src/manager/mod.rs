@@ -46,8 +46,9 @@ use state::{Phase, Server, State};
 pub struct ManagedTool {
     /// The server's configured name.
     pub server: String,
-    /// The tool as the server listed it (or as the cache remembered it).
-    pub tool: Tool,
+    /// The tool as the server listed it (or as the cache remembered it), shared with the
+    /// manager rather than copied.
+    pub tool: Arc<Tool>,
     /// True while the server is still connecting and the definition comes from the cache.
     pub deferred: bool,
     /// Where the server's config came from.
@@ -70,7 +71,7 @@ pub(crate) struct Shared {
 }
 
 /// One connect task's outcome.
-type Outcome = Result<(Client, Vec<Tool>), Error>;
+type Outcome = Result<(Client, Vec<Arc<Tool>>), Error>;
 
 impl McpManager {
     /// A manager with no servers.
@@ -358,6 +359,15 @@ impl McpManager {
         out
     }
 
+    /// Whether `server` currently offers `tool` (live, or deferred from the cache).
+    pub fn has_tool(&self, server: &str, tool: &str) -> bool {
+        let state = self.shared.state.lock();
+        state
+            .servers
+            .get(server)
+            .is_some_and(|s| s.tools.iter().any(|t| t.name == tool))
+    }
+
     /// Registers a listener for tool-set changes after startup (late servers, refreshes,
     /// disconnects).
     pub fn on_tools_changed(&self, listener: impl Fn(&ToolsChanged) + Send + Sync + 'static) {
@@ -543,11 +553,7 @@ impl Shared {
                 }
             }
         }
-        let tools = client
-            .list_tools()?
-            .into_iter()
-            .filter(|t| config.tool_allowed(&t.name))
-            .collect();
+        let tools = allowed_tools(&client, config)?;
         Ok((client, tools))
     }
 
@@ -575,12 +581,8 @@ impl Shared {
                 match &mut outcome {
                     Ok((client, tools)) => {
                         changed = server.deferred || server.tools != *tools;
-                        // The cache is written below, outside the lock, from the outcome's
-                        // copy; without a cache the list just moves.
-                        server.tools = match &self.options.cache {
-                            Some(_) => tools.clone(),
-                            None => std::mem::take(tools),
-                        };
+                        // Shared definitions: the cache is written below, outside the lock.
+                        server.tools = tools.clone();
                         server.deferred = false;
                         server.last_error = None;
                         server.ever_connected = true;
@@ -641,7 +643,7 @@ impl Shared {
         let Some(tools) = cache.get(name, &config_hash(&config)) else {
             return false;
         };
-        let tools: Vec<Tool> = tools
+        let tools: Vec<Arc<Tool>> = tools
             .into_iter()
             .filter(|t| config.tool_allowed(&t.name))
             .collect();
@@ -677,11 +679,7 @@ impl Shared {
                 }
             }
         };
-        let tools: Vec<Tool> = client
-            .list_tools()?
-            .into_iter()
-            .filter(|t| config.tool_allowed(&t.name))
-            .collect();
+        let tools = allowed_tools(&client, &config)?;
         let changed = {
             let mut state = self.state.lock();
             match state.servers.get_mut(name) {
@@ -820,4 +818,15 @@ impl Server {
     fn reconnecting(&self) -> bool {
         !self.reconnects.is_empty()
     }
+}
+
+/// A server's tools after its `enabledTools` / `disabledTools` filters, each definition shared
+/// (the manager, the cache and every tool object built from it hold the same one).
+fn allowed_tools(client: &Client, config: &ServerConfig) -> Result<Vec<Arc<Tool>>, Error> {
+    Ok(client
+        .list_tools()?
+        .into_iter()
+        .filter(|t| config.tool_allowed(&t.name))
+        .map(Arc::new)
+        .collect())
 }

@@ -12,6 +12,7 @@
 //! `watchers` (a bounded channel each, so a waiter can also select on its cancel signal).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::Sender;
@@ -41,7 +42,7 @@ pub(crate) struct Server {
     pub source: Option<SourceMeta>,
     pub phase: Phase,
     /// The server's tools after its filters; from the cache while `deferred`.
-    pub tools: Vec<Tool>,
+    pub tools: Vec<Arc<Tool>>,
     pub deferred: bool,
     pub last_error: Option<Error>,
     /// When automatic reconnections started (for the burst breaker).

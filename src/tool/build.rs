@@ -31,7 +31,7 @@ pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn Tool>> {
                     .clone()
                     .filter(|d| !d.trim().is_empty())
                     .unwrap_or_else(|| format!("MCP tool from {}", m.server)),
-                parameters: parameters_of(&m.tool.input_schema),
+                parameters: adjusted_parameters(&m.tool.input_schema),
                 name: name.clone(),
                 server: m.server.clone(),
                 definition: m.tool,
@@ -63,16 +63,23 @@ pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn Tool>> {
 /// The parameters schema shown to the model: the server's `inputSchema`, where an object schema
 /// without `properties` gets an empty one (and a missing schema is an empty object schema).
 pub fn parameters_of(input_schema: &Value) -> Value {
+    adjusted_parameters(input_schema).unwrap_or_else(|| input_schema.clone())
+}
+
+/// [`parameters_of`], or `None` where that is the schema unchanged (the common case), so the
+/// definition's schema can be shown without a copy.
+fn adjusted_parameters(input_schema: &Value) -> Option<Value> {
     match input_schema {
         Value::Object(map) => {
-            let mut map = map.clone();
             let is_object = map.get("type").is_none_or(|t| t == "object");
-            if is_object && !map.contains_key("properties") {
-                map.insert("properties".into(), json!({}));
+            if !is_object || map.contains_key("properties") {
+                return None;
             }
-            Value::Object(map)
+            let mut map = map.clone();
+            map.insert("properties".into(), json!({}));
+            Some(Value::Object(map))
         }
-        _ => json!({"type": "object", "properties": {}}),
+        _ => Some(json!({"type": "object", "properties": {}})),
     }
 }
 

@@ -31,7 +31,7 @@ macro_rules! spec_accessors {
         }
 
         fn parameters(&self) -> &Value {
-            &self.spec.parameters
+            self.spec.parameters()
         }
 
         fn mcp_identity(&self) -> Option<(&str, &str)> {
@@ -176,13 +176,21 @@ pub(crate) struct Spec {
     pub name: String,
     pub label: String,
     pub description: String,
-    pub parameters: Value,
+    /// The parameters schema, only where it differs from the definition's `inputSchema`
+    /// (see [`parameters_of`]); otherwise the definition's is shown as it is, uncopied.
+    pub parameters: Option<Value>,
     pub server: String,
-    pub definition: ToolDefinition,
+    pub definition: Arc<ToolDefinition>,
     pub source: Option<SourceMeta>,
 }
 
 impl Spec {
+    pub(crate) fn parameters(&self) -> &Value {
+        self.parameters
+            .as_ref()
+            .unwrap_or(&self.definition.input_schema)
+    }
+
     pub(crate) fn details(&self) -> ToolDetails {
         ToolDetails {
             server: self.server.clone(),
