@@ -1,7 +1,9 @@
 //! The raw floor: the least a client can do to get the same answers, in the same interface as
 //! `perf_bench`. Preformatted JSON lines over pipes (stdio), or hand-written HTTP/1.1 with
 //! keep-alive (http); every response parsed into a `serde_json::Value` and checked. No error
-//! handling, timeouts, cancellation, or anything else a real client needs: the floor.
+//! handling, timeouts, cancellation, or anything else a real client needs: the floor. In the
+//! fleet, each server's parsed listing is kept until the server closes, as the manager keeps
+//! the tools it listed.
 
 #[path = "support/perf.rs"]
 mod perf;
@@ -39,6 +41,11 @@ fn call_line(id: u64) -> String {
 
 fn list_line(id: u64) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#)
+}
+
+/// How many tools a listing has.
+fn count(tools: &Value) -> usize {
+    tools.as_array().map(Vec::len).unwrap_or(0)
 }
 
 fn check_echo(v: &Value) {
@@ -89,12 +96,10 @@ impl Pipe {
         self.send(INITIALIZED);
     }
 
-    fn list(&mut self) -> usize {
+    /// The listed tools, as parsed.
+    fn list(&mut self) -> Value {
         self.send(&list_line(1));
-        self.recv()["result"]["tools"]
-            .as_array()
-            .map(Vec::len)
-            .unwrap_or(0)
+        self.recv()["result"]["tools"].take()
     }
 
     fn close(mut self) {
@@ -175,17 +180,14 @@ fn cold(args: &Args) -> Value {
             (Some(cmd), _) => {
                 let mut p = Pipe::spawn(cmd);
                 p.handshake();
-                tools = p.list();
+                tools = count(&p.list());
                 times.push(started.elapsed());
                 p.close();
             }
             (None, Some(url)) => {
                 let mut h = Http::connect(url);
                 h.handshake();
-                tools = h.post(&list_line(1)).expect("list")["result"]["tools"]
-                    .as_array()
-                    .map(Vec::len)
-                    .unwrap_or(0);
+                tools = count(&h.post(&list_line(1)).expect("list")["result"]["tools"]);
                 times.push(started.elapsed());
             }
             _ => unreachable!(),
@@ -346,14 +348,15 @@ fn fleet(args: &Args) -> Value {
     let mut tools_total = 0;
     for _ in 0..args.reps {
         let started = Instant::now();
-        let pipes: Vec<(Pipe, usize)> = std::thread::scope(|s| {
+        // Each server's listing is kept until it closes, as the manager keeps its tools.
+        let pipes: Vec<(Pipe, Value)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..args.fleet)
                 .map(|_| {
                     s.spawn(|| {
                         let mut p = Pipe::spawn(&cmd);
                         p.handshake();
-                        let n = p.list();
-                        (p, n)
+                        let tools = p.list();
+                        (p, tools)
                     })
                 })
                 .collect();
@@ -363,7 +366,7 @@ fn fleet(args: &Args) -> Value {
                 .collect()
         });
         times.push(started.elapsed());
-        tools_total = pipes.iter().map(|(_, n)| n).sum();
+        tools_total = pipes.iter().map(|(_, tools)| count(tools)).sum();
         for (p, _) in pipes {
             p.close();
         }
