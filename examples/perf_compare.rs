@@ -66,7 +66,7 @@ fn main() {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let n_seq = (4000 / scale).to_string();
     let n_conc = (8000 / scale).to_string();
-    let cases = vec![
+    let cases = [
         // Unpinned, a sequential stdio run settles either with client and server on one CPU
         // (a round trip of a few microseconds) or across two (tens), at the scheduler's whim,
         // for ours and the floor alike; the ratio of such runs compares placements, not

@@ -71,6 +71,9 @@ struct Lead {
 
 impl Lead {
     fn anyone_waiting(&mut self) -> bool {
+        if self.waiting.is_empty() {
+            return false;
+        }
         let now = Instant::now();
         self.waiting.retain(|(_, until)| *until > now);
         !self.waiting.is_empty()
@@ -250,29 +253,35 @@ impl Reader {
     /// Reads as the leader until `id`'s answer was dispatched, `deadline`, or the end.
     fn read_until(&self, shared: &Arc<Shared>, id: i64, deadline: Instant) {
         let mut guard = self.pipes.lock();
-        loop {
+        let mut first = true;
+        let mut answered = false;
+        while !answered {
             let Some(pipes) = guard.as_mut() else {
                 return;
             };
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            // Rounded up, so the wait never ends just before the deadline.
-            let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-            let mut answered = false;
-            let step = pipes.step(shared, ms, &mut |m| {
+            let mut seen = |m: &Message| {
                 if response_id(m) == Some(id) {
                     answered = true;
                 } else {
                     self.note(m);
                 }
-            });
+            };
+            let step = if std::mem::take(&mut first) {
+                // Read before the first wait: on a shared CPU the server has often answered
+                // while the request was written, and a read that finds the answer saves a
+                // `poll`.
+                pipes.read_stdout(shared, &mut seen)
+            } else {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return;
+                }
+                // Rounded up, so the wait never ends just before the deadline.
+                let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+                pipes.step(shared, ms, &mut seen)
+            };
             if let Some(outcome) = step {
                 self.lead.lock().ending = Some(outcome);
-                return;
-            }
-            if answered {
                 return;
             }
         }
@@ -355,6 +364,15 @@ impl Pipes {
         if fds[0].revents == 0 {
             return None;
         }
+        self.read_stdout(shared, seen)
+    }
+
+    /// Reads and dispatches what stdout has (without waiting). `Some` when stdout ended.
+    fn read_stdout(
+        &mut self,
+        shared: &Shared,
+        seen: &mut dyn FnMut(&Message),
+    ) -> Option<ReadOutcome> {
         let mut too_long = false;
         let (out, inbound) = (&mut self.out, &*self.inbound);
         let ended = read_available(&mut self.stdout, &mut self.chunk, &mut |bytes| {
