@@ -497,3 +497,45 @@ fn a_kept_alive_connection_the_server_closed_is_not_reused() {
     }
     client.close();
 }
+
+#[test]
+fn a_host_name_is_resolved_for_each_new_connection() {
+    let server = TestHttp::start(Behaviour {
+        close_after_calls: true,
+        ..Behaviour::default()
+    });
+    // The server listens on 127.0.0.1; `localhost` must be looked up, and looked up again
+    // for each connection that replaces a closed one.
+    let url = server.url().replace("127.0.0.1", "localhost");
+    let client =
+        Client::connect("named", &Endpoint::Http(HttpTarget::new(url)), options()).unwrap();
+    for n in 1..=3 {
+        assert_eq!(
+            echo(&client, &format!("call {n}")).unwrap(),
+            format!("call {n}")
+        );
+        server.wait_closed(n);
+    }
+    client.close();
+    let port = server
+        .url()
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let posts: Vec<_> = server
+        .seen()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect();
+    assert!(posts.len() >= 4, "{} POSTs", posts.len());
+    for post in &posts {
+        assert_eq!(
+            post.header("host"),
+            Some(format!("localhost:{port}").as_str())
+        );
+    }
+}

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use serde_json::Value;
-use ureq::http::Response;
+use ureq::http::header::{ACCEPT, CONTENT_TYPE};
+use ureq::http::{HeaderName, HeaderValue, Response, Uri};
 use ureq::Body;
 
 use super::pool::{Worker, WorkerPool};
@@ -34,6 +35,11 @@ use super::{Inbound, SendHint, Transport};
 use crate::jsonrpc::{Message, Request, RequestId, Response as RpcResponse};
 use crate::protocol::{methods, ProtocolVersion};
 use crate::{CancelToken, Error};
+
+/// The session header (Streamable HTTP).
+const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+/// The protocol version header (2025-06-18+).
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// Requests that may be re-sent after a session was re-established.
 const IDEMPOTENT: &[&str] = &[
@@ -62,9 +68,11 @@ struct Shared {
     agents: web::Agents,
     options: HttpOptions,
     inbound: Arc<dyn Inbound>,
+    /// The URL, parsed once rather than per request.
+    uri: Uri,
     /// Read on every request, written once per session: a read-write lock keeps concurrent
-    /// requests from queueing on it.
-    session: RwLock<Option<String>>,
+    /// requests from queueing on it. A header value, so each request shares it uncopied.
+    session: RwLock<Option<HeaderValue>>,
     version: RwLock<Option<ProtocolVersion>>,
     init_params: Mutex<Option<Value>>,
     reinit: Mutex<Reinit>,
@@ -101,9 +109,10 @@ impl HttpTransport {
         options: &HttpOptions,
         inbound: Arc<dyn Inbound>,
     ) -> Result<HttpTransport, Error> {
-        super::url::parse(&target.url)?;
+        let uri = super::url::parse(&target.url)?;
         Ok(HttpTransport {
             shared: Arc::new(Shared {
+                uri,
                 name: name.to_owned(),
                 target: target.clone(),
                 agents: web::Agents::new(options),
@@ -124,7 +133,10 @@ impl HttpTransport {
 
     /// The session id the server assigned, if any.
     pub fn session_id(&self) -> Option<String> {
-        self.shared.session.read().clone()
+        let session = self.shared.session.read();
+        session
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     }
 }
 
@@ -188,12 +200,12 @@ impl Transport for HttpTransport {
             let request = s
                 .agents
                 .get()
-                .delete(&s.target.url)
+                .delete(s.uri.clone())
                 .config()
                 .timeout_send_request(Some(s.options.close_timeout))
                 .timeout_recv_response(Some(s.options.close_timeout))
                 .build()
-                .header("Mcp-Session-Id", session);
+                .header(SESSION_HEADER, session);
             let request = s.with_version(web::with_target_headers(request, &s.target));
             if let Err(e) = request.call() {
                 log::debug!("[{}] DELETE of the session failed: {e}", s.name);
@@ -236,7 +248,7 @@ impl Shared {
     fn with_version<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         match *self.version.read() {
             Some(v) if v.sends_version_header() => {
-                request.header("MCP-Protocol-Version", v.as_str())
+                request.header(VERSION_HEADER, HeaderValue::from_static(v.as_str()))
             }
             _ => request,
         }
@@ -244,18 +256,22 @@ impl Shared {
 
     fn with_session<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         match self.session.read().clone() {
-            Some(id) => request.header("Mcp-Session-Id", id),
+            Some(id) => request.header(SESSION_HEADER, id),
             None => request,
         }
     }
 
     fn remember_session(&self, response: &Response<Body>) {
-        if let Some(id) = web::header(response, "mcp-session-id") {
-            let mut session = self.session.write();
-            if session.as_deref() != Some(id.as_str()) {
-                log::debug!("[{}] session assigned", self.name);
-                *session = Some(id);
-            }
+        let Some(id) = response.headers().get(SESSION_HEADER) else {
+            return;
+        };
+        if self.session.read().as_ref() == Some(id) {
+            return;
+        }
+        let mut session = self.session.write();
+        if session.as_ref() != Some(id) {
+            log::debug!("[{}] session assigned", self.name);
+            *session = Some(id.clone());
         }
     }
 
@@ -306,7 +322,7 @@ impl Shared {
             Err(Error::Http { status: 404, .. })
                 if sent_with.is_some() && method != methods::INITIALIZE =>
             {
-                self.reinitialize(sent_with.as_deref())?;
+                self.reinitialize(sent_with.as_ref())?;
                 if IDEMPOTENT.contains(&method) {
                     self.post_and_resume(message, &request.id, deadline)
                 } else {
@@ -369,7 +385,7 @@ impl Shared {
         };
         // A request's exchange is bounded by the agent's phase timeouts; a notification or a
         // response gets the shorter `post_timeout`.
-        let request = self.agents.get().post(&self.target.url);
+        let request = self.agents.get().post(self.uri.clone());
         let request = match (expect, deadline) {
             // On the caller's thread: the caller's deadline bounds the exchange.
             (Some(_), Some(d)) => {
@@ -388,8 +404,11 @@ impl Shared {
                 .timeout_recv_response(Some(self.options.post_timeout))
                 .build(),
         }
-        .header("Accept", "application/json, text/event-stream")
-        .header("Content-Type", "application/json");
+        .header(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        )
+        .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let request =
             self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
         let response = request
@@ -418,8 +437,8 @@ impl Shared {
         let request = self
             .agents
             .get()
-            .get(&self.target.url)
-            .header("Accept", "text/event-stream")
+            .get(self.uri.clone())
+            .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
             .header("Last-Event-ID", last_event_id);
         let request =
             self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
@@ -499,7 +518,7 @@ impl Shared {
     }
 
     /// Re-establishes a forgotten session: once, however many requests noticed it.
-    fn reinitialize(&self, stale: Option<&str>) -> Result<(), Error> {
+    fn reinitialize(&self, stale: Option<&HeaderValue>) -> Result<(), Error> {
         {
             let mut state = self.reinit.lock();
             let deadline = Instant::now() + self.options.post_timeout;
@@ -512,7 +531,7 @@ impl Shared {
                     return Err(Error::SessionExpired);
                 }
             }
-            if self.session.read().as_deref() != stale {
+            if self.session.read().as_ref() != stale {
                 return Ok(()); // another request already re-initialized
             }
             state.running = true;
@@ -573,11 +592,11 @@ impl Shared {
             let mut request = self
                 .agents
                 .get()
-                .get(&self.target.url)
+                .get(self.uri.clone())
                 .config()
                 .timeout_recv_body(None)
                 .build()
-                .header("Accept", "text/event-stream");
+                .header(ACCEPT, HeaderValue::from_static("text/event-stream"));
             if let Some(id) = &last_event_id {
                 request = request.header("Last-Event-ID", id.as_str());
             }

@@ -9,17 +9,63 @@
 //!   early, never late), which keeps the same value, and so no system call, request after
 //!   request.
 //!
+//! And the host is resolved when a connection is opened, not for every request: `ureq`
+//! resolves before each request, even one that reuses a pooled connection (for a host name, a
+//! `getaddrinfo` per tool call), so the agent's resolver ([`ResolveOnConnect`]) resolves
+//! nothing and [`Tcp`] does it.
+//!
 //! Proxies are not supported on this path (MCP servers are reached directly).
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use ureq::config::Config;
+use ureq::http::Uri;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, ShutdownHandle,
     Transport,
 };
+
+/// The agent's resolver: no lookup per request (see the module docs); [`Tcp`] resolves when it
+/// connects.
+#[derive(Debug, Default)]
+pub(crate) struct ResolveOnConnect;
+
+impl Resolver for ResolveOnConnect {
+    fn resolve(
+        &self,
+        _uri: &Uri,
+        _config: &Config,
+        _timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        Ok(self.empty())
+    }
+}
+
+/// The addresses to connect to: the host's, of the configured IP family, at most 16.
+fn resolve(details: &ConnectionDetails) -> Result<Vec<SocketAddr>, ureq::Error> {
+    if !details.addrs.is_empty() {
+        return Ok(details.addrs.iter().copied().collect());
+    }
+    let (Some(scheme), Some(authority)) = (details.uri.scheme(), details.uri.authority()) else {
+        return Err(ureq::Error::HostNotFound);
+    };
+    let host_port =
+        DefaultResolver::host_and_port(scheme, authority).ok_or(ureq::Error::HostNotFound)?;
+    let found: Vec<SocketAddr> = details
+        .config
+        .ip_family()
+        .keep_wanted(host_port.to_socket_addrs()?)
+        .take(16)
+        .collect();
+    if found.is_empty() {
+        return Err(ureq::Error::HostNotFound);
+    }
+    Ok(found)
+}
 
 /// Opens TCP connections (first in the agent's connector chain).
 #[derive(Debug, Default)]
@@ -39,7 +85,7 @@ impl<In: Transport> Connector<In> for Tcp {
         let timeout = details.timeout.not_zero().map(|t| *t);
         let mut last = None;
         let mut stream = None;
-        for addr in details.addrs.iter() {
+        for addr in &resolve(details)? {
             let attempt = match timeout {
                 Some(t) => TcpStream::connect_timeout(addr, t),
                 None => TcpStream::connect(addr),

@@ -164,9 +164,10 @@ impl Agents {
 /// One agent with the connection's settings.
 ///
 /// Its timeouts bound each phase of an exchange (`exchange_timeout` for the response and its
-/// body, `post_timeout` for sending). No overall ("global") timeout is set: with one, `ureq`
-/// resolves the host on a new thread for every request, even a request that reuses a pooled
-/// connection. Requests that need other bounds set them per request, phase by phase too.
+/// body, `post_timeout` for sending). No overall ("global") timeout is set: with one, `ureq`'s
+/// own resolver looks the host up on a new thread. Requests that need other bounds set them per
+/// request, phase by phase too. The host is resolved when a connection is opened, not per
+/// request (see `tcp`).
 pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -192,11 +193,7 @@ pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
         ().chain(super::tcp::Tcp)
             .chain(RustlsConnector::default())
             .chain(super::cork::Cork);
-    ureq::Agent::with_parts(
-        config,
-        connector,
-        ureq::unversioned::resolver::DefaultResolver::default(),
-    )
+    ureq::Agent::with_parts(config, connector, super::tcp::ResolveOnConnect)
 }
 
 /// Adds the target's configured headers and `Authorization` to a request.
@@ -224,9 +221,12 @@ pub(crate) fn header(response: &Response<Body>, name: &str) -> Option<String> {
 
 /// Whether the response is an event stream.
 pub(crate) fn is_event_stream(response: &Response<Body>) -> bool {
-    header(response, "content-type")
-        .map(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
-        .unwrap_or(false)
+    const EVENT_STREAM: &[u8] = b"text/event-stream";
+    response
+        .headers()
+        .get(ureq::http::header::CONTENT_TYPE)
+        .and_then(|c| c.as_bytes().get(..EVENT_STREAM.len()))
+        .is_some_and(|c| c.eq_ignore_ascii_case(EVENT_STREAM))
 }
 
 /// The [`Error::Http`] for a non-success response (reads at most a little of the body).
