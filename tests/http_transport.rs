@@ -309,6 +309,26 @@ fn an_oversized_event_fails_the_call_with_message_too_large() {
 }
 
 #[test]
+fn an_oversized_json_reply_fails_the_call_with_message_too_large() {
+    let server = TestHttp::start(Behaviour {
+        oversized_json: Some(100_000),
+        ..Behaviour::default()
+    });
+    let opts = ConnectOptions {
+        http: HttpOptions {
+            max_message_bytes: 10_000,
+            ..HttpOptions::default()
+        },
+        ..options()
+    };
+    let client = Client::connect("oversized-json", &http(&server), opts).unwrap();
+    let err = echo(&client, "big").unwrap_err();
+    assert_eq!(err, Error::MessageTooLarge { limit: 10_000 });
+    // Only that call failed, and its half-read connection was not reused.
+    assert_eq!(client.list_tools().unwrap().len(), 1);
+}
+
+#[test]
 fn a_hanging_server_times_the_call_out_and_close_interrupts_it() {
     let server = TestHttp::start(Behaviour {
         hang_calls: true,

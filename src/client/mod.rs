@@ -391,10 +391,9 @@ impl Client {
         options: CallOptions<'_>,
     ) -> Result<CallToolResult, Error> {
         let params = json!({ "name": name, "arguments": arguments });
-        parse(
-            methods::TOOLS_CALL,
-            self.request(methods::TOOLS_CALL, Some(params), options)?,
-        )
+        let result = self.request(methods::TOOLS_CALL, Some(params), options)?;
+        CallToolResult::from_value(result)
+            .map_err(|e| Error::protocol(format!("invalid {} result: {e}", methods::TOOLS_CALL)))
     }
 
     /// Sends `ping` and waits for the answer.

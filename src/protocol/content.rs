@@ -218,14 +218,22 @@ impl ContentBlock {
     }
 }
 
-impl<'de> Deserialize<'de> for ContentBlock {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match Value::deserialize(d)? {
+impl ContentBlock {
+    /// The block from its parsed JSON: a known type of the right shape becomes its variant,
+    /// anything else but `null` is [`ContentBlock::Unknown`].
+    pub fn from_value(value: Value) -> Result<ContentBlock, String> {
+        match value {
             Value::Object(obj) => Ok(ContentBlock::from_object(obj)
                 .unwrap_or_else(|obj| ContentBlock::Unknown(Value::Object(obj)))),
-            Value::Null => Err(D::Error::custom("a content block cannot be null")),
+            Value::Null => Err("a content block cannot be null".to_owned()),
             other => Ok(ContentBlock::Unknown(other)),
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        ContentBlock::from_value(Value::deserialize(d)?).map_err(D::Error::custom)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Tools: definitions, listing, calling, results.
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use super::content::ContentBlock;
@@ -123,7 +124,7 @@ pub struct CallToolParams {
 
 /// `tools/call` result: content blocks of every type, structured content, the error flag and
 /// metadata, exactly as the server sent them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CallToolResult {
     /// The content blocks.
     #[serde(default)]
@@ -143,6 +144,46 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// The result from its parsed JSON, its parts moved rather than re-read: a call's result is
+    /// on every call's path, and serde's route for the `extra` fields buffers every field
+    /// first. `null` in an optional field is its absence.
+    pub fn from_value(value: Value) -> Result<CallToolResult, String> {
+        let Value::Object(mut map) = value else {
+            return Err(format!("expected an object, found {}", kind(&value)));
+        };
+        let content = match map.remove("content") {
+            None => Vec::new(),
+            Some(Value::Array(blocks)) => blocks
+                .into_iter()
+                .map(ContentBlock::from_value)
+                .collect::<Result<_, _>>()?,
+            Some(other) => {
+                return Err(format!(
+                    "`content`: expected an array, found {}",
+                    kind(&other)
+                ))
+            }
+        };
+        let is_error = match map.remove("isError") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(b),
+            Some(other) => {
+                return Err(format!(
+                    "`isError`: expected a boolean, found {}",
+                    kind(&other)
+                ))
+            }
+        };
+        let optional = |v: Option<Value>| v.filter(|v| !v.is_null());
+        Ok(CallToolResult {
+            content,
+            structured_content: optional(map.remove("structuredContent")),
+            is_error,
+            meta: optional(map.remove("_meta")),
+            extra: map,
+        })
+    }
+
     /// Whether the result is a tool error (`isError: true`).
     pub fn is_error(&self) -> bool {
         self.is_error.unwrap_or(false)
@@ -155,6 +196,24 @@ impl CallToolResult {
             .filter_map(ContentBlock::as_text)
             .collect::<Vec<_>>()
             .join("\n\n")
+    }
+}
+
+impl<'de> Deserialize<'de> for CallToolResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        CallToolResult::from_value(Value::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+/// A JSON value's kind, for error texts.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -196,5 +255,38 @@ mod tests {
         assert_eq!(r.text(), "a\n\nb");
         assert!(!r.is_error());
         assert_eq!(serde_json::to_value(&r).unwrap(), raw);
+        assert_eq!(CallToolResult::from_value(raw).unwrap(), r);
+    }
+
+    #[test]
+    fn call_result_shapes() {
+        let empty = CallToolResult::from_value(json!({})).unwrap();
+        assert_eq!(empty, CallToolResult::default());
+        let nulls = json!({"structuredContent": null, "isError": null, "_meta": null});
+        assert_eq!(
+            CallToolResult::from_value(nulls).unwrap(),
+            CallToolResult::default()
+        );
+        let odd = json!({"content": [{"type": "hologram"}, 7], "isError": true});
+        let r = CallToolResult::from_value(odd).unwrap();
+        assert_eq!(r.content.len(), 2);
+        assert_eq!(r.content[0].kind(), "hologram");
+        assert!(r.is_error());
+        for (bad, says) in [
+            (json!([]), "expected an object, found an array"),
+            (
+                json!({"content": null}),
+                "`content`: expected an array, found null",
+            ),
+            (json!({"content": [null]}), "a content block cannot be null"),
+            (
+                json!({"isError": "yes"}),
+                "`isError`: expected a boolean, found a string",
+            ),
+        ] {
+            assert_eq!(CallToolResult::from_value(bad.clone()).unwrap_err(), says);
+            let text = serde_json::from_value::<CallToolResult>(bad).unwrap_err();
+            assert_eq!(text.to_string(), says);
+        }
     }
 }

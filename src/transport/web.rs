@@ -268,12 +268,21 @@ pub(crate) fn read_body(
     limit: usize,
     url: &str,
 ) -> Result<Vec<u8>, Error> {
+    // Sized from Content-Length when the server sent one (one allocation, not a series of
+    // doublings), never beyond the limit up front.
+    let expected = response
+        .body()
+        .content_length()
+        .map_or(0, |n| n.min(limit as u64) as usize);
+    let mut bytes = Vec::with_capacity(expected);
     response
         .into_body()
         .into_with_config()
         .limit(limit as u64)
-        .read_to_vec()
-        .map_err(|e| transport_error(e, url, "reading the response"))
+        .reader()
+        .read_to_end(&mut bytes)
+        .map_err(|e| transport_error(ureq::Error::from(e), url, "reading the response"))?;
+    Ok(bytes)
 }
 
 /// The body of an event-stream response as a reader, with no size limit: each event is

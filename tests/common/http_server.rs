@@ -33,6 +33,8 @@ pub struct Behaviour {
     pub hang_calls: bool,
     /// Answer `tools/call` with one event of this many bytes.
     pub oversized_event: Option<usize>,
+    /// Answer `tools/call` with a JSON body of this many bytes (with its Content-Length).
+    pub oversized_json: Option<usize>,
     /// Answer `tools/call` with a stream cut in the middle of an event (no id).
     pub cut_mid_event: bool,
     /// Legacy SSE: the endpoint event names another origin.
@@ -407,6 +409,15 @@ fn post_mcp(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
                 &format!("{{\"pad\":\"{}\"}}", "x".repeat(size)),
             );
             return false;
+        }
+        if let Some(size) = b.oversized_json {
+            headers.push(("Content-Type", "application/json".into()));
+            return respond(
+                out,
+                200,
+                &headers,
+                &format!("{{\"pad\":\"{}\"}}", "x".repeat(size)),
+            );
         }
         if b.cut_mid_event {
             start_stream(out, &headers);
