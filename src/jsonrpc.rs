@@ -8,8 +8,9 @@
 
 use std::fmt;
 
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// JSON-RPC's standard error codes, and the ones MCP adds.
@@ -210,21 +211,26 @@ impl Message {
     /// Parses one unit of input: a message, or (JSON-RPC batching, 2025-03-26) an array of them.
     /// Elements of a batch that are not messages are dropped; the rest are kept.
     pub fn parse(input: &[u8]) -> Result<Vec<Message>, ParseError> {
-        let value: Value =
+        let first = input.iter().find(|b| !b.is_ascii_whitespace());
+        if first != Some(&b'[') {
+            // One message: read straight into its members, without building the object.
+            return match serde_json::from_slice::<Parts>(input) {
+                Ok(parts) => parts.classify().map(|m| vec![m]),
+                // Only a top level that is not an object fails the members' visitor.
+                Err(e) if e.is_data() => Err(ParseError::NotJsonRpc("not an object".into())),
+                Err(e) => Err(ParseError::NotJson(e.to_string())),
+            };
+        }
+        let items: Vec<Value> =
             serde_json::from_slice(input).map_err(|e| ParseError::NotJson(e.to_string()))?;
-        match value {
-            Value::Array(items) => {
-                let parsed: Vec<Message> = items
-                    .into_iter()
-                    .filter_map(|v| Message::from_value(v).ok())
-                    .collect();
-                if parsed.is_empty() {
-                    Err(ParseError::NotJsonRpc("an empty or invalid batch".into()))
-                } else {
-                    Ok(parsed)
-                }
-            }
-            other => Message::from_value(other).map(|m| vec![m]),
+        let parsed: Vec<Message> = items
+            .into_iter()
+            .filter_map(|v| Message::from_value(v).ok())
+            .collect();
+        if parsed.is_empty() {
+            Err(ParseError::NotJsonRpc("an empty or invalid batch".into()))
+        } else {
+            Ok(parsed)
         }
     }
 
@@ -233,43 +239,14 @@ impl Message {
         let Value::Object(mut obj) = value else {
             return Err(ParseError::NotJsonRpc("not an object".into()));
         };
-        let id = obj.remove("id").filter(|v| !v.is_null());
-        if let Some(Value::String(method)) = obj.remove("method") {
-            let params = obj.remove("params");
-            return Ok(match id {
-                Some(id) => Message::Request(Request {
-                    id: RequestId::from_value(id)
-                        .ok_or_else(|| ParseError::NotJsonRpc("invalid request id".into()))?,
-                    method,
-                    params,
-                }),
-                None => Message::Notification(Notification { method, params }),
-            });
+        Parts {
+            id: obj.remove("id"),
+            method: obj.remove("method"),
+            params: obj.remove("params"),
+            result: obj.remove("result"),
+            error: obj.remove("error"),
         }
-        let id = match id {
-            Some(v) => Some(
-                RequestId::from_value(v)
-                    .ok_or_else(|| ParseError::NotJsonRpc("invalid response id".into()))?,
-            ),
-            None => None,
-        };
-        if let Some(error) = obj.remove("error") {
-            let error = serde_json::from_value::<RpcError>(error)
-                .map_err(|e| ParseError::NotJsonRpc(format!("invalid error object: {e}")))?;
-            return Ok(Message::Response(Response {
-                id,
-                outcome: Err(error),
-            }));
-        }
-        if let Some(result) = obj.remove("result") {
-            return Ok(Message::Response(Response {
-                id,
-                outcome: Ok(result),
-            }));
-        }
-        Err(ParseError::NotJsonRpc(
-            "neither a request, a response nor a notification".into(),
-        ))
+        .classify()
     }
 
     /// Serializes the message compactly and appends `\n` (the stdio framing).
@@ -293,6 +270,125 @@ impl Message {
             Message::Notification(n) => Some(&n.method),
             Message::Response(_) => None,
         }
+    }
+}
+
+/// The members of a message object that say what it is (the others, `jsonrpc` included, are
+/// not kept). A member given twice counts once, the last time, as in a parsed object.
+#[derive(Default)]
+struct Parts {
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+impl Parts {
+    fn classify(self) -> Result<Message, ParseError> {
+        let id = self.id.filter(|v| !v.is_null());
+        if let Some(Value::String(method)) = self.method {
+            return Ok(match id {
+                Some(id) => Message::Request(Request {
+                    id: RequestId::from_value(id)
+                        .ok_or_else(|| ParseError::NotJsonRpc("invalid request id".into()))?,
+                    method,
+                    params: self.params,
+                }),
+                None => Message::Notification(Notification {
+                    method,
+                    params: self.params,
+                }),
+            });
+        }
+        let id = match id {
+            Some(v) => Some(
+                RequestId::from_value(v)
+                    .ok_or_else(|| ParseError::NotJsonRpc("invalid response id".into()))?,
+            ),
+            None => None,
+        };
+        if let Some(error) = self.error {
+            let error = serde_json::from_value::<RpcError>(error)
+                .map_err(|e| ParseError::NotJsonRpc(format!("invalid error object: {e}")))?;
+            return Ok(Message::Response(Response {
+                id,
+                outcome: Err(error),
+            }));
+        }
+        if let Some(result) = self.result {
+            return Ok(Message::Response(Response {
+                id,
+                outcome: Ok(result),
+            }));
+        }
+        Err(ParseError::NotJsonRpc(
+            "neither a request, a response nor a notification".into(),
+        ))
+    }
+}
+
+impl<'de> Deserialize<'de> for Parts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Parts, D::Error> {
+        /// A member's name, told apart without copying it.
+        enum Key {
+            Id,
+            Method,
+            Params,
+            Result,
+            Error,
+            Other,
+        }
+
+        impl<'de> Deserialize<'de> for Key {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+                struct Name;
+                impl Visitor<'_> for Name {
+                    type Value = Key;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a member name")
+                    }
+                    fn visit_str<E: de::Error>(self, name: &str) -> Result<Key, E> {
+                        Ok(match name {
+                            "id" => Key::Id,
+                            "method" => Key::Method,
+                            "params" => Key::Params,
+                            "result" => Key::Result,
+                            "error" => Key::Error,
+                            _ => Key::Other,
+                        })
+                    }
+                }
+                d.deserialize_identifier(Name)
+            }
+        }
+
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = Parts;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON-RPC message object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parts, A::Error> {
+                let mut parts = Parts::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let slot = match key {
+                        Key::Id => &mut parts.id,
+                        Key::Method => &mut parts.method,
+                        Key::Params => &mut parts.params,
+                        Key::Result => &mut parts.result,
+                        Key::Error => &mut parts.error,
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value()?);
+                }
+                Ok(parts)
+            }
+        }
+        d.deserialize_map(Members)
     }
 }
 
@@ -410,6 +506,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn reads_a_message_as_its_object_would_read() {
+        // Every input is read both ways (straight into its members, and as a parsed object)
+        // and must come out the same.
+        let inputs: [&[u8]; 12] = [
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            br#"{"id":1,"id":2,"result":3}"#,
+            br#"{"method":5,"id":1,"result":"r"}"#,
+            br#"{"id":null,"method":"n","extra":{"deep":[1,{"x":null}]}}"#,
+            br#"  {"id":"a\u0062","result":null}  "#,
+            br#"{"id":3,"error":{"code":-1,"message":"m","data":[1]}}"#,
+            br#"{"id":3,"error":null}"#,
+            br#"{"i\u0064":4,"result":{}}"#,
+            br#"5"#,
+            br#""text""#,
+            br#"{"id":1,"result":}"#,
+            br#"{}"#,
+        ];
+        for input in inputs {
+            let direct = Message::parse(input);
+            let via_value = match serde_json::from_slice::<Value>(input) {
+                Ok(v) => Message::from_value(v).map(|m| vec![m]),
+                Err(e) => Err(ParseError::NotJson(e.to_string())),
+            };
+            assert_eq!(
+                format!("{direct:?}"),
+                format!("{via_value:?}"),
+                "{}",
+                String::from_utf8_lossy(input)
+            );
+        }
+        let m = Message::parse(br#"{"id":1,"method":"m","params":null}"#).unwrap();
+        assert!(matches!(&m[0], Message::Request(r) if r.params == Some(Value::Null)));
+        assert_eq!(
+            Message::parse(b"5").unwrap_err(),
+            ParseError::NotJsonRpc("not an object".into())
+        );
     }
 
     #[test]
