@@ -289,43 +289,31 @@ fn a_stream_cut_mid_event_without_an_id_fails_that_call_only() {
 }
 
 #[test]
-fn an_oversized_event_fails_the_call_with_message_too_large() {
-    let server = TestHttp::start(Behaviour {
+fn an_oversized_reply_fails_the_call_with_message_too_large() {
+    // As one event of a stream, and as a JSON body (with its Content-Length).
+    let event = Behaviour {
         oversized_event: Some(100_000),
         ..Behaviour::default()
-    });
-    let opts = ConnectOptions {
-        http: HttpOptions {
-            max_message_bytes: 10_000,
-            ..HttpOptions::default()
-        },
-        ..options()
     };
-    let client = Client::connect("oversized", &http(&server), opts).unwrap();
-    let err = echo(&client, "big").unwrap_err();
-    assert_eq!(err, Error::MessageTooLarge { limit: 10_000 });
-    // Only that call failed.
-    assert_eq!(client.list_tools().unwrap().len(), 1);
-}
-
-#[test]
-fn an_oversized_json_reply_fails_the_call_with_message_too_large() {
-    let server = TestHttp::start(Behaviour {
+    let json = Behaviour {
         oversized_json: Some(100_000),
         ..Behaviour::default()
-    });
-    let opts = ConnectOptions {
-        http: HttpOptions {
-            max_message_bytes: 10_000,
-            ..HttpOptions::default()
-        },
-        ..options()
     };
-    let client = Client::connect("oversized-json", &http(&server), opts).unwrap();
-    let err = echo(&client, "big").unwrap_err();
-    assert_eq!(err, Error::MessageTooLarge { limit: 10_000 });
-    // Only that call failed, and its half-read connection was not reused.
-    assert_eq!(client.list_tools().unwrap().len(), 1);
+    for behaviour in [event, json] {
+        let server = TestHttp::start(behaviour);
+        let opts = ConnectOptions {
+            http: HttpOptions {
+                max_message_bytes: 10_000,
+                ..HttpOptions::default()
+            },
+            ..options()
+        };
+        let client = Client::connect("oversized", &http(&server), opts).unwrap();
+        let err = echo(&client, "big").unwrap_err();
+        assert_eq!(err, Error::MessageTooLarge { limit: 10_000 });
+        // Only that call failed (and a half-read connection was not reused).
+        assert_eq!(client.list_tools().unwrap().len(), 1);
+    }
 }
 
 #[test]
