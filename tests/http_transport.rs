@@ -494,16 +494,20 @@ fn a_kept_alive_connection_the_server_closed_is_not_reused() {
         ..Behaviour::default()
     });
     let client = Client::connect("closing", &http(&server), options()).unwrap();
+    calls_over_closed_connections(&server, &client);
+    client.close();
+}
+
+/// Three calls, each on a new connection: the server closed the previous one, and sending on
+/// it would fail the call, so it must be found closed and replaced.
+fn calls_over_closed_connections(server: &TestHttp, client: &Client) {
     for n in 1..=3 {
-        // The server has closed the connection of the previous call by now; sending on it
-        // would fail the call, so it must be found closed and replaced.
         assert_eq!(
-            echo(&client, &format!("call {n}")).unwrap(),
+            echo(client, &format!("call {n}")).unwrap(),
             format!("call {n}")
         );
         server.wait_closed(n);
     }
-    client.close();
 }
 
 #[test]
@@ -517,13 +521,7 @@ fn a_host_name_is_resolved_for_each_new_connection() {
     let url = server.url().replace("127.0.0.1", "localhost");
     let client =
         Client::connect("named", &Endpoint::Http(HttpTarget::new(url)), options()).unwrap();
-    for n in 1..=3 {
-        assert_eq!(
-            echo(&client, &format!("call {n}")).unwrap(),
-            format!("call {n}")
-        );
-        server.wait_closed(n);
-    }
+    calls_over_closed_connections(&server, &client);
     client.close();
     let port = server
         .url()
