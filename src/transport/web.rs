@@ -187,6 +187,9 @@ pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
         .input_buffer_size(16 * 1024)
         .output_buffer_size(8 * 1024)
         .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
+        // Servers are reached directly: a proxy named in the environment (`HTTP_PROXY`, ...)
+        // is not used, rather than half used (the connector chain has no proxy connector).
+        .proxy(None)
         .build();
     use ureq::unversioned::transport::{Connector, RustlsConnector};
     // Our TCP (fewer system calls per request, see `tcp`), TLS for https, and each request in
