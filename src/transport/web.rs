@@ -267,6 +267,9 @@ pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
     }
 }
 
+/// The most a body's buffer is given before its bytes arrive.
+const PREALLOCATE_CAP: usize = 1024 * 1024;
+
 /// Reads the full (capped) body of a response.
 pub(crate) fn read_body(
     response: Response<Body>,
@@ -274,11 +277,12 @@ pub(crate) fn read_body(
     url: &str,
 ) -> Result<Vec<u8>, Error> {
     // Sized from Content-Length when the server sent one (one allocation, not a series of
-    // doublings), never beyond the limit up front.
+    // doublings); up front never beyond the limit, nor beyond a mebibyte (a length is only a
+    // claim until the bytes come).
     let expected = response
         .body()
         .content_length()
-        .map_or(0, |n| n.min(limit as u64) as usize);
+        .map_or(0, |n| n.min(limit.min(PREALLOCATE_CAP) as u64) as usize);
     let mut bytes = Vec::with_capacity(expected);
     response
         .into_body()
