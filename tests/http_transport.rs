@@ -317,6 +317,21 @@ fn an_oversized_reply_fails_the_call_with_message_too_large() {
 }
 
 #[test]
+fn a_body_shorter_than_its_content_length_fails_that_call_only() {
+    let server = TestHttp::start(Behaviour {
+        short_json_body: true,
+        ..Behaviour::default()
+    });
+    let client = Client::connect("short", &http(&server), options()).unwrap();
+    let err = echo(&client, "cut").unwrap_err();
+    assert!(
+        matches!(err, Error::TransportClosed { .. }),
+        "unexpected error: {err:?}"
+    );
+    assert_eq!(client.list_tools().unwrap().len(), 1);
+}
+
+#[test]
 fn a_hanging_server_times_the_call_out_and_close_interrupts_it() {
     let server = TestHttp::start(Behaviour {
         hang_calls: true,

@@ -35,6 +35,8 @@ pub struct Behaviour {
     pub oversized_event: Option<usize>,
     /// Answer `tools/call` with a JSON body of this many bytes (with its Content-Length).
     pub oversized_json: Option<usize>,
+    /// Answer `tools/call` with a Content-Length of a megabyte, a few bytes, and the close.
+    pub short_json_body: bool,
     /// Answer `tools/call` with a stream cut in the middle of an event (no id).
     pub cut_mid_event: bool,
     /// Legacy SSE: the endpoint event names another origin.
@@ -418,6 +420,12 @@ fn post_mcp(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
                 &headers,
                 &format!("{{\"pad\":\"{}\"}}", "x".repeat(size)),
             );
+        }
+        if b.short_json_body {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
+            let _ = out.write_all(head.as_bytes());
+            let _ = out.write_all(b"{\"jsonrpc\":\"2.0\",");
+            return false;
         }
         if b.cut_mid_event {
             start_stream(out, &headers);
