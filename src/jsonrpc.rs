@@ -214,12 +214,7 @@ impl Message {
         let first = input.iter().find(|b| !b.is_ascii_whitespace());
         if first != Some(&b'[') {
             // One message: read straight into its members, without building the object.
-            return match serde_json::from_slice::<Parts>(input) {
-                Ok(parts) => parts.classify().map(|m| vec![m]),
-                // Only a top level that is not an object fails the members' visitor.
-                Err(e) if e.is_data() => Err(ParseError::NotJsonRpc("not an object".into())),
-                Err(e) => Err(ParseError::NotJson(e.to_string())),
-            };
+            return Parts::classify_read(serde_json::from_slice(input)).map(|m| vec![m]);
         }
         let items: Vec<Value> =
             serde_json::from_slice(input).map_err(|e| ParseError::NotJson(e.to_string()))?;
@@ -236,17 +231,7 @@ impl Message {
 
     /// Classifies a JSON value as a message.
     pub fn from_value(value: Value) -> Result<Message, ParseError> {
-        let Value::Object(mut obj) = value else {
-            return Err(ParseError::NotJsonRpc("not an object".into()));
-        };
-        Parts {
-            id: obj.remove("id"),
-            method: obj.remove("method"),
-            params: obj.remove("params"),
-            result: obj.remove("result"),
-            error: obj.remove("error"),
-        }
-        .classify()
+        Parts::classify_read(Parts::deserialize(value))
     }
 
     /// Serializes the message compactly and appends `\n` (the stdio framing).
@@ -285,6 +270,16 @@ struct Parts {
 }
 
 impl Parts {
+    /// The message the members read make, or why there is none. Once the JSON itself is
+    /// sound, only a top level that is not an object fails the members' visitor.
+    fn classify_read(read: Result<Parts, serde_json::Error>) -> Result<Message, ParseError> {
+        match read {
+            Ok(parts) => parts.classify(),
+            Err(e) if e.is_data() => Err(ParseError::NotJsonRpc("not an object".into())),
+            Err(e) => Err(ParseError::NotJson(e.to_string())),
+        }
+    }
+
     fn classify(self) -> Result<Message, ParseError> {
         let id = self.id.filter(|v| !v.is_null());
         if let Some(Value::String(method)) = self.method {
