@@ -564,7 +564,7 @@ impl Shared {
         name: &str,
         config: &ServerConfig,
         attempt: u64,
-        mut outcome: Outcome,
+        outcome: Outcome,
         late: bool,
     ) {
         let mut changed = false;
@@ -578,7 +578,7 @@ impl Shared {
                 );
             if current {
                 let server = state.servers.get_mut(name).expect("checked above");
-                match &mut outcome {
+                match &outcome {
                     Ok((client, tools)) => {
                         changed = server.deferred || server.tools != *tools;
                         // Shared definitions: the cache is written below, outside the lock.
