@@ -1,7 +1,7 @@
 //! Cursor: `<cwd>/.cursor/mcp.json` (project), then `~/.cursor/mcp.json` (user).
 
-use super::{load_json_servers, standard_entry};
-use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
+use super::{load_project_and_user, standard_entry};
+use crate::config::source::{ConfigSource, DiscoveryContext, SourceOutput};
 
 /// Cursor's `mcp.json` files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -17,23 +17,10 @@ impl ConfigSource for Cursor {
     }
 
     fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
-        let mut out = SourceOutput::default();
-        let project = ctx.cwd.join(".cursor").join("mcp.json");
-        load_json_servers(
-            &mut out,
-            &project,
-            Level::Project,
-            &["mcpServers"],
+        load_project_and_user(
+            &ctx.cwd.join(".cursor").join("mcp.json"),
+            &ctx.home.join(".cursor").join("mcp.json"),
             &standard_entry,
-        );
-        let user = ctx.home.join(".cursor").join("mcp.json");
-        load_json_servers(
-            &mut out,
-            &user,
-            Level::User,
-            &["mcpServers"],
-            &standard_entry,
-        );
-        out
+        )
     }
 }

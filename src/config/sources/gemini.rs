@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use super::{load_json_servers, standard_entry};
+use super::{load_project_and_user, standard_entry};
 use crate::config::server::ServerConfig;
-use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
+use crate::config::source::{ConfigSource, DiscoveryContext, SourceOutput};
 
 /// Gemini CLI's `settings.json` files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,11 +42,10 @@ impl ConfigSource for Gemini {
     }
 
     fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
-        let mut out = SourceOutput::default();
-        let project = ctx.cwd.join(".gemini").join("settings.json");
-        load_json_servers(&mut out, &project, Level::Project, &["mcpServers"], &entry);
-        let user = ctx.home.join(".gemini").join("settings.json");
-        load_json_servers(&mut out, &user, Level::User, &["mcpServers"], &entry);
-        out
+        load_project_and_user(
+            &ctx.cwd.join(".gemini").join("settings.json"),
+            &ctx.home.join(".gemini").join("settings.json"),
+            &entry,
+        )
     }
 }

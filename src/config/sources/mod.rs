@@ -47,6 +47,19 @@ pub fn default_sources(host: HostConfig) -> Vec<Arc<dyn ConfigSource>> {
     ]
 }
 
+/// The usual pair of files: a project one, then a user one, each with its servers under
+/// `mcpServers`.
+pub(crate) fn load_project_and_user(
+    project: &Path,
+    user: &Path,
+    convert: &dyn Fn(&str, Value) -> Result<ServerConfig, String>,
+) -> SourceOutput {
+    let mut out = SourceOutput::default();
+    load_json_servers(&mut out, project, Level::Project, &["mcpServers"], convert);
+    load_json_servers(&mut out, user, Level::User, &["mcpServers"], convert);
+    out
+}
+
 /// Reads the servers object at `key_path` of a JSON file, converting each entry. A missing
 /// file or key is nothing; a malformed file is a warning; a bad entry is a problem.
 pub(crate) fn load_json_servers(

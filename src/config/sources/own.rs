@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use super::{load_json_servers, standard_entry};
-use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
+use super::{load_project_and_user, standard_entry};
+use crate::config::source::{ConfigSource, DiscoveryContext, SourceOutput};
 
 /// The default directory name, in the project and in the home directory.
 pub const DEFAULT_DIR_NAME: &str = ".mcp-runtime";
@@ -59,22 +59,10 @@ impl ConfigSource for HostConfig {
     }
 
     fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
-        let mut out = SourceOutput::default();
-        let project = self.project_file(ctx);
-        load_json_servers(
-            &mut out,
-            &project,
-            Level::Project,
-            &["mcpServers"],
-            &standard_entry,
-        );
-        load_json_servers(
-            &mut out,
+        load_project_and_user(
+            &self.project_file(ctx),
             &self.user_file(ctx),
-            Level::User,
-            &["mcpServers"],
             &standard_entry,
-        );
-        out
+        )
     }
 }
