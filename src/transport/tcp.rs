@@ -45,11 +45,9 @@ impl Resolver for ResolveOnConnect {
     }
 }
 
-/// The addresses to connect to: the host's, of the configured IP family, at most 16.
+/// The addresses to connect to: the host's, of the configured IP family, at most 16 (the agent's
+/// resolver, [`ResolveOnConnect`], hands none over).
 fn resolve(details: &ConnectionDetails) -> Result<Vec<SocketAddr>, ureq::Error> {
-    if !details.addrs.is_empty() {
-        return Ok(details.addrs.iter().copied().collect());
-    }
     let (Some(scheme), Some(authority)) = (details.uri.scheme(), details.uri.authority()) else {
         return Err(ureq::Error::HostNotFound);
     };
