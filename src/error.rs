@@ -99,6 +99,9 @@ pub enum Error {
     NotConnected {
         /// The server's configured name.
         server: String,
+        /// Why it is not connected, when known (its last error: a failed connect, a dead
+        /// transport). Renders as `MCP server not connected: <name> (<reason>)`.
+        reason: Option<String>,
     },
     /// A local I/O failure outside the transport (writing a file, ...).
     Io {
@@ -108,6 +111,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// [`Error::NotConnected`] with no reason known.
+    pub fn not_connected(server: &str) -> Error {
+        Error::NotConnected {
+            server: server.to_owned(),
+            reason: None,
+        }
+    }
+
     /// The JSON-RPC error code, when this is an error the server sent.
     pub fn rpc_code(&self) -> Option<i64> {
         match self {
@@ -207,7 +218,14 @@ impl fmt::Display for Error {
             }
             Error::Protocol { message } => write!(f, "Protocol error: {message}"),
             Error::Config { message } => write!(f, "Invalid config: {message}"),
-            Error::NotConnected { server } => write!(f, "MCP server not connected: {server}"),
+            Error::NotConnected {
+                server,
+                reason: None,
+            } => write!(f, "MCP server not connected: {server}"),
+            Error::NotConnected {
+                server,
+                reason: Some(reason),
+            } => write!(f, "MCP server not connected: {server} ({reason})"),
             Error::Io { message } => write!(f, "I/O error: {message}"),
         }
     }
@@ -242,7 +260,10 @@ mod tests {
         };
         assert_eq!(r.to_string(), "MCP error -32601: Method not found");
         assert_eq!(r.rpc_code(), Some(-32601));
-        let n = Error::NotConnected { server: "x".into() };
+        let n = Error::NotConnected {
+            server: "x".into(),
+            reason: None,
+        };
         assert_eq!(n.to_string(), "MCP server not connected: x");
     }
 

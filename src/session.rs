@@ -347,9 +347,11 @@ impl AgentSession {
 
     /// Waits for a late server; once it is connected, refreshes so its tools are registered.
     pub fn wait_for_server(&self, name: &str, timeout: Duration) -> Result<(), Error> {
-        let manager = self.inner.manager.as_ref().ok_or(Error::NotConnected {
-            server: name.to_owned(),
-        })?;
+        let manager = self
+            .inner
+            .manager
+            .as_ref()
+            .ok_or_else(|| Error::not_connected(name))?;
         manager.wait_for_connection(name, timeout, None)?;
         if manager.connection_status(name).state == ConnectionState::Connected {
             self.refresh_from_manager();

@@ -111,7 +111,7 @@ impl Tool for ProxyTool {
         let started = std::time::Instant::now();
         match self
             .manager
-            .wait_for_connection(&self.server, self.cap, ctx.cancel.as_ref())
+            .wait_for_client(&self.server, self.cap, ctx.cancel.as_ref())
         {
             Ok(_) => {}
             Err(Error::Cancelled) => return Err(Aborted),

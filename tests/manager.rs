@@ -327,7 +327,10 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
     let out = caller.join().unwrap();
     assert!(out.is_error);
     let text = out.result.content[0].as_text().unwrap();
-    assert!(text.starts_with("MCP error: Transport closed"), "{text}");
+    assert!(
+        text.starts_with("MCP error: MCP server not connected: doomed (Transport closed"),
+        "{text}"
+    );
     assert_eq!(
         changed
             .recv_timeout(Duration::from_secs(10))
@@ -355,6 +358,9 @@ fn failure_table_a_transport_that_dies_at_runtime() {
         &configs(&[("dies", server(&[])), ("lives", server(&[]))]),
         &no_sources(),
     );
+    // The host holds tool objects built before the death.
+    let tools = build_tools(&manager);
+    let changed = changes(&manager);
     let err = manager
         .call_tool("dies", "crash", json!({}), CallOptions::default())
         .unwrap_err();
@@ -362,29 +368,35 @@ fn failure_table_a_transport_that_dies_at_runtime() {
     // Noticed at once: the status says why, without any call having to time out.
     let status = manager.connection_status("dies");
     assert_eq!(status.state, ConnectionState::Disconnected);
-    assert!(status.error.unwrap().to_string().contains("exited"));
+    let reason = status.error.unwrap().to_string();
+    assert!(reason.contains("exited"), "{reason}");
     let again = manager
         .call_tool("dies", "echo", json!({}), CallOptions::default())
         .unwrap_err();
     assert_eq!(
         again,
         Error::NotConnected {
-            server: "dies".into()
+            server: "dies".into(),
+            reason: Some(reason.clone()),
         }
     );
-    assert_eq!(again.to_string(), "MCP server not connected: dies");
-    let tools = build_tools(&manager);
+    assert_eq!(
+        again.to_string(),
+        format!("MCP server not connected: dies ({reason})")
+    );
+    // Its tools are withdrawn and the host is told.
+    let change = changed
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the death is announced");
+    assert_eq!(change.servers, ["dies"]);
+    assert!(manager.get_tools().iter().all(|t| t.server != "dies"));
     let out = tool_named(&tools, "mcp_dies_echo")
         .execute(json!({}), &ToolContext::default())
         .unwrap();
     assert!(out.is_error);
     assert_eq!(
-        out.result.content[0].as_text(),
-        Some("MCP error: MCP server not connected: dies")
-    );
-    assert_eq!(
-        out.text(),
-        "Error: MCP error: MCP server not connected: dies"
+        out.result.content[0].as_text().map(str::to_owned),
+        Some(format!("MCP error: MCP server not connected: dies ({reason})"))
     );
     // The other server is untouched.
     let out = manager
@@ -586,9 +598,7 @@ fn wait_for_connection_honours_cancel_and_timeout() {
         manager
             .wait_for_connection("nobody", Duration::from_secs(1), None)
             .unwrap_err(),
-        Error::NotConnected {
-            server: "nobody".into()
-        }
+        Error::not_connected("nobody")
     );
     held.release();
     manager

@@ -269,18 +269,33 @@ impl Client {
         endpoint: &Endpoint,
         options: ConnectOptions,
     ) -> Result<Client, Error> {
+        Client::connect_leaving(name, endpoint, &options).map_err(ConnectFailure::close)
+    }
+
+    /// [`Client::connect`], but a failure hands back what the attempt started (a process, a
+    /// connection) for the caller to close where it suits it: the manager reports the failure
+    /// first and tears down after, so a failed handshake never holds its startup gate.
+    pub(crate) fn connect_leaving(
+        name: &str,
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+    ) -> Result<Client, ConnectFailure> {
         let started = Instant::now();
-        match Client::connect_once(name, endpoint, &options, started) {
-            Err(Error::Http { status, .. })
-                if matches!(endpoint, Endpoint::Url(_)) && [400, 404, 405].contains(&status) =>
-            {
+        match Client::connect_once(name, endpoint, options, started) {
+            Err(ConnectFailure {
+                error: Error::Http { status, .. },
+                leftover,
+            }) if matches!(endpoint, Endpoint::Url(_)) && [400, 404, 405].contains(&status) => {
+                if let Some(leftover) = leftover {
+                    leftover.close();
+                }
                 let Endpoint::Url(target) = endpoint else {
                     unreachable!()
                 };
                 log::info!(
                     "[{name}] the server answered {status} to Streamable HTTP; trying legacy SSE"
                 );
-                Client::connect_once(name, &Endpoint::Sse(target.clone()), &options, started)
+                Client::connect_once(name, &Endpoint::Sse(target.clone()), options, started)
             }
             other => other,
         }
@@ -291,15 +306,23 @@ impl Client {
         endpoint: &Endpoint,
         options: &ConnectOptions,
         started: Instant,
-    ) -> Result<Client, Error> {
+    ) -> Result<Client, ConnectFailure> {
         let deadline = started + options.timeout;
-        let conn = Connection::open(name, endpoint, options, deadline).map_err(|e| match e {
-            Error::TransportClosed { .. } if Instant::now() >= deadline => Error::ConnectTimeout {
-                server: name.to_owned(),
-                after: options.timeout,
-                stderr_tail: Vec::new(),
-            },
-            other => other,
+        let conn = Connection::open(name, endpoint, options, deadline).map_err(|e| {
+            let error = match e {
+                Error::TransportClosed { .. } if Instant::now() >= deadline => {
+                    Error::ConnectTimeout {
+                        server: name.to_owned(),
+                        after: options.timeout,
+                        stderr_tail: Vec::new(),
+                    }
+                }
+                other => other,
+            };
+            ConnectFailure {
+                error,
+                leftover: None,
+            }
         })?;
         match handshake::run(&conn, options, started) {
             Ok((init, version)) => Ok(Client {
@@ -311,10 +334,10 @@ impl Client {
                     version,
                 }),
             }),
-            Err(e) => {
-                conn.transport.close();
-                Err(e)
-            }
+            Err(error) => Err(ConnectFailure {
+                error,
+                leftover: Some(Leftover(Arc::clone(&conn.transport))),
+            }),
         }
     }
 
@@ -474,6 +497,32 @@ impl std::fmt::Debug for Client {
             .field("transport", &self.inner.conn.transport.kind())
             .field("protocol_version", &self.inner.version)
             .finish_non_exhaustive()
+    }
+}
+
+/// A connect attempt that failed, with what it started still to be closed.
+pub(crate) struct ConnectFailure {
+    pub(crate) error: Error,
+    pub(crate) leftover: Option<Leftover>,
+}
+
+impl ConnectFailure {
+    /// Closes what the attempt started and gives back its error.
+    pub(crate) fn close(self) -> Error {
+        if let Some(leftover) = self.leftover {
+            leftover.close();
+        }
+        self.error
+    }
+}
+
+/// The transport of a failed handshake: still open until [`Leftover::close`] (or its drop).
+pub(crate) struct Leftover(Arc<dyn Transport>);
+
+impl Leftover {
+    /// Closes it (for stdio: stops the process group), bounded by the transport's grace periods.
+    pub(crate) fn close(self) {
+        self.0.close();
     }
 }
 

@@ -26,6 +26,8 @@ use serde_json::Value;
 
 use super::auth::AuthStorage;
 use super::server::{ServerConfig, TransportType};
+use crate::cancel::CancelToken;
+use crate::error::Error;
 
 /// The bound on one `!command`.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +39,31 @@ pub fn resolve_server_config(
     config: &ServerConfig,
     auth: Option<&dyn AuthStorage>,
 ) -> ServerConfig {
+    resolve(name, config, auth, None)
+}
+
+/// [`resolve_server_config`] for a connect task that can be abandoned: when `cancel` fires, a
+/// running `!command` is stopped (its whole process group, reaped before this returns) and the
+/// result is [`Error::Cancelled`], so a cancelled connect starts nothing.
+pub(crate) fn resolve_cancellable(
+    name: &str,
+    config: &ServerConfig,
+    auth: Option<&dyn AuthStorage>,
+    cancel: &CancelToken,
+) -> Result<ServerConfig, Error> {
+    let resolved = resolve(name, config, auth, Some(cancel));
+    if cancel.is_cancelled() {
+        return Err(Error::Cancelled);
+    }
+    Ok(resolved)
+}
+
+fn resolve(
+    name: &str,
+    config: &ServerConfig,
+    auth: Option<&dyn AuthStorage>,
+    cancel: Option<&CancelToken>,
+) -> ServerConfig {
     let mut resolved = config.clone();
     let stdio = matches!(config.transport_type(), Ok(TransportType::Stdio));
     let values = if stdio {
@@ -45,7 +72,7 @@ pub fn resolve_server_config(
         &mut resolved.headers
     };
     let what = if stdio { "env" } else { "header" };
-    *values = resolve_map(name, what, values);
+    *values = resolve_map(name, what, values, cancel);
     if let Some(token) = oauth_token(name, config, auth) {
         if stdio {
             resolved.env.insert("OAUTH_ACCESS_TOKEN".into(), token);
@@ -65,11 +92,13 @@ fn resolve_map(
     server: &str,
     what: &str,
     values: &BTreeMap<String, String>,
+    cancel: Option<&CancelToken>,
 ) -> BTreeMap<String, String> {
     values
         .iter()
-        .filter_map(|(k, v)| match resolve_value(v) {
+        .filter_map(|(k, v)| match resolve_value(v, cancel) {
             Some(r) => Some((k.clone(), r)),
+            None if cancel.is_some_and(CancelToken::is_cancelled) => None,
             None => {
                 log::warn!("[{server}] {what} {k}: its value could not be resolved; left out");
                 None
@@ -78,9 +107,12 @@ fn resolve_map(
         .collect()
 }
 
-fn resolve_value(value: &str) -> Option<String> {
+fn resolve_value(value: &str, cancel: Option<&CancelToken>) -> Option<String> {
     if let Some(command) = value.strip_prefix('!') {
-        return run_value_command(command.trim());
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            return None;
+        }
+        return cached(command.trim(), COMMAND_TIMEOUT, cancel);
     }
     if let Ok(from_env) = std::env::var(value) {
         if !from_env.is_empty() {
@@ -116,7 +148,7 @@ fn oauth_token(
 /// The value of a `!command`: its trimmed stdout, or `None` when it fails, times out or prints
 /// nothing. Cached for the process; concurrent identical commands run once.
 pub fn run_value_command(command: &str) -> Option<String> {
-    cached(command, COMMAND_TIMEOUT)
+    cached(command, COMMAND_TIMEOUT, None)
 }
 
 enum Slot {
@@ -134,7 +166,10 @@ fn cache() -> &'static Mutex<HashMap<String, Arc<Entry>>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-fn cached(command: &str, timeout: Duration) -> Option<String> {
+/// How often a caller waiting for another caller's run of the same command checks its cancel.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+fn cached(command: &str, timeout: Duration, cancel: Option<&CancelToken>) -> Option<String> {
     let (entry, runs_it) = {
         let mut map = cache().lock();
         match map.get(command) {
@@ -150,7 +185,7 @@ fn cached(command: &str, timeout: Duration) -> Option<String> {
         }
     };
     if runs_it {
-        let result = run(command, timeout);
+        let result = run(command, timeout, cancel);
         if result.is_none() {
             // Failures are not cached: the next connection attempt tries again.
             cache().lock().remove(command);
@@ -165,13 +200,18 @@ fn cached(command: &str, timeout: Duration) -> Option<String> {
         if let Slot::Done(result) = &*slot {
             return result.clone();
         }
-        if entry.done.wait_until(&mut slot, deadline).timed_out() {
+        if cancel.is_some_and(CancelToken::is_cancelled) || Instant::now() >= deadline {
             return None;
         }
+        let until = match cancel {
+            Some(_) => deadline.min(Instant::now() + CANCEL_POLL),
+            None => deadline,
+        };
+        entry.done.wait_until(&mut slot, until);
     }
 }
 
-fn run(command: &str, timeout: Duration) -> Option<String> {
+fn run(command: &str, timeout: Duration, cancel: Option<&CancelToken>) -> Option<String> {
     let mut cmd = if cfg!(windows) {
         let mut c = Command::new("cmd");
         c.args(["/C", command]);
@@ -202,15 +242,23 @@ fn run(command: &str, timeout: Duration) -> Option<String> {
             let _ = tx.send((status.map(|s| s.success()).unwrap_or(false), out));
         })
         .ok()?;
-    match rx.recv_timeout(timeout) {
-        Ok((true, out)) => {
+    let never = crossbeam_channel::never();
+    let cancelled = cancel.map(CancelToken::receiver).unwrap_or(&never);
+    let finished = crossbeam_channel::select! {
+        recv(rx) -> done => done.ok(),
+        recv(cancelled) -> _ => None,
+        default(timeout) => None,
+    };
+    match finished {
+        Some((true, out)) => {
             let text = String::from_utf8_lossy(&out).trim().to_owned();
             (!text.is_empty()).then_some(text)
         }
-        Ok((false, _)) => None,
-        Err(_) => {
-            // Timed out: stop the command and everything it started; the reader thread then
-            // sees EOF and reaps it.
+        Some((false, _)) => None,
+        None => {
+            // Timed out or cancelled: stop the command and everything it started; the reader
+            // thread then sees EOF and reaps it, which is waited for (briefly) so nothing the
+            // command started outlives the connect attempt.
             #[cfg(unix)]
             // SAFETY: signalling the process group we created for the command.
             unsafe {
@@ -218,6 +266,7 @@ fn run(command: &str, timeout: Duration) -> Option<String> {
             }
             #[cfg(not(unix))]
             let _ = pid;
+            let _ = rx.recv_timeout(Duration::from_secs(1));
             None
         }
     }
@@ -258,10 +307,44 @@ mod tests {
         assert_eq!(run_value_command("true"), None, "empty output");
         let started = Instant::now();
         assert_eq!(
-            cached("sleep 30; echo late", Duration::from_millis(200)),
+            cached("sleep 30; echo late", Duration::from_millis(200), None),
             None
         );
         assert!(started.elapsed() < Duration::from_secs(20));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_cancelled_resolution_stops_its_command_and_resolves_nothing() {
+        let marker = std::env::temp_dir().join(format!("mcp-cmd-cancel-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        let config: ServerConfig = serde_json::from_value(json!({
+            "command": "x",
+            "env": {"A": format!("!echo $$ > {0}; sleep 30; echo late", marker.display())}
+        }))
+        .unwrap();
+        let cancel = CancelToken::new();
+        let firing = cancel.clone();
+        let marker_seen = marker.clone();
+        let fire = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while std::fs::read_to_string(&marker_seen).map_or(true, |s| s.trim().is_empty())
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            firing.cancel();
+        });
+        let started = Instant::now();
+        let outcome = resolve_cancellable("s", &config, None, &cancel);
+        fire.join().unwrap();
+        assert_eq!(outcome, Err(Error::Cancelled));
+        assert!(started.elapsed() < Duration::from_secs(9), "the command ran on");
+        let pid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
+        // SAFETY: signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        assert!(!alive, "the command's shell {pid} outlived the cancel");
+        std::fs::remove_file(&marker).unwrap();
     }
 
     #[test]

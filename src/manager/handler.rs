@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::Shared;
 use crate::jsonrpc::{Notification, RpcError};
 use crate::protocol::{ClientCapabilities, ListRootsResult};
-use crate::{ClientHandler, Error};
+use crate::client::ClientHandler;
+use crate::error::Error;
 
 pub(crate) struct ManagedHandler {
     manager: Weak<Shared>,
@@ -52,14 +53,9 @@ impl ClientHandler for ManagedHandler {
     }
 
     fn on_tools_list_changed(&self, server: &str) {
-        // Runs on the connection's event thread, not its reader: listing here is safe.
+        // Coalesced, and run on a manager thread: a flood of notifications costs a refresh or two.
         if let Some(manager) = self.manager.upgrade() {
-            if let Err(e) = manager.refresh(&self.server) {
-                log::debug!(
-                    "[{}] refreshing tools after list_changed failed: {e}",
-                    self.server
-                );
-            }
+            manager.request_refresh(&self.server);
         }
         self.host.on_tools_list_changed(server);
     }

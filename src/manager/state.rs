@@ -19,7 +19,9 @@ use crossbeam_channel::Sender;
 
 use crate::config::{ServerConfig, SourceMeta};
 use crate::protocol::Tool;
-use crate::{CancelToken, Client, Error};
+use crate::cancel::CancelToken;
+use crate::client::Client;
+use crate::error::Error;
 
 /// Where a server is in its life.
 pub(crate) enum Phase {
@@ -49,6 +51,10 @@ pub(crate) struct Server {
     pub reconnects: Vec<Instant>,
     /// Whether any attempt ever connected (only those servers are reconnected).
     pub ever_connected: bool,
+    /// A `tools/list_changed` refresh is running...
+    pub refreshing: bool,
+    /// ...and another notification came meanwhile: one more refresh follows it.
+    pub refresh_queued: bool,
 }
 
 impl Server {
@@ -71,6 +77,8 @@ impl Server {
             last_error: None,
             reconnects: Vec::new(),
             ever_connected: false,
+            refreshing: false,
+            refresh_queued: false,
         }
     }
 
@@ -86,6 +94,19 @@ impl Server {
     pub(crate) fn client(&self) -> Option<&Client> {
         match &self.phase {
             Phase::Connected { client, .. } => Some(client),
+            _ => None,
+        }
+    }
+
+    /// A client that can be called: connected, or done with its handshake and still listing
+    /// its tools.
+    pub(crate) fn usable_client(&self) -> Option<&Client> {
+        match &self.phase {
+            Phase::Connected { client, .. }
+            | Phase::Connecting {
+                client: Some(client),
+                ..
+            } => Some(client),
             _ => None,
         }
     }

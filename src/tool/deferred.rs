@@ -1,6 +1,6 @@
 //! [`DeferredMcpTool`]: a tool known from the cache while its server is still connecting.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -8,8 +8,10 @@ use super::{Aborted, Spec, Tool, ToolContext, ToolOutput};
 use crate::manager::McpManager;
 use crate::Error;
 
-/// A tool whose definition came from the cache; a call waits for the server's connection
-/// (bounded by the server's connect timeout and the caller's cancel signal), then calls it.
+/// A tool whose definition came from the cache; a call waits for the server's connection (its
+/// handshake, not its tool listing), bounded by the smaller of the caller's timeout and the
+/// server's connect timeout and by the caller's cancel signal, then calls it with what is left
+/// of the caller's timeout.
 #[derive(Clone)]
 pub struct DeferredMcpTool {
     pub(crate) spec: Spec,
@@ -21,12 +23,29 @@ impl Tool for DeferredMcpTool {
     spec_accessors!();
 
     fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {
-        match self
-            .manager
-            .wait_for_connection(&self.spec.server, self.wait, ctx.cancel.as_ref())
-        {
-            Ok(_) => self.spec.call(&self.manager, arguments, ctx),
+        let started = Instant::now();
+        let bound = ctx.timeout.map_or(self.wait, |t| t.min(self.wait));
+        let waited =
+            self.manager
+                .wait_for_client(&self.spec.server, bound, ctx.cancel.as_ref());
+        match waited {
+            Ok(_) => {
+                let left = ctx.timeout.map(|t| t.saturating_sub(started.elapsed()));
+                let ctx = ToolContext {
+                    timeout: left,
+                    ..ctx.clone()
+                };
+                self.spec.call(&self.manager, arguments, &ctx)
+            }
             Err(Error::Cancelled) => Err(Aborted),
+            // The caller's own bound ran out first: a timeout of its call, not of the server.
+            Err(Error::ConnectTimeout { .. }) if bound < self.wait => {
+                let e = Error::Timeout {
+                    method: crate::protocol::methods::TOOLS_CALL.to_owned(),
+                    after: bound,
+                };
+                Ok(ToolOutput::error(e, self.spec.details()))
+            }
             Err(e) => Ok(ToolOutput::error(e, self.spec.details())),
         }
     }

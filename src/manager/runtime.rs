@@ -1,0 +1,221 @@
+//! After startup: tool refreshes on `tools/list_changed` (coalesced), a transport that dies,
+//! and the opt-in reconnect policy.
+//!
+//! Both events arrive on a connection's own threads (its event thread or its reader). Neither
+//! does its work there: a refresh lists tools, a death closes the dead client and tells the
+//! host's listeners, and a listener may call back into the manager (even disconnect). Both run
+//! on manager threads ([`super::close::Work`]), which disconnecting waits for.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::state::{Phase, Server};
+use super::task::{allowed_tools, Task};
+use super::Shared;
+use crate::cache::config_hash;
+use crate::cancel::CancelToken;
+use crate::error::Error;
+
+/// The next attempt the reconnect policy scheduled.
+pub(crate) struct Retry {
+    attempt: u64,
+    cancel: CancelToken,
+    delay: Duration,
+}
+
+impl Shared {
+    /// Re-lists a connected server's tools now, on the calling thread.
+    pub(crate) fn refresh(&self, name: &str) -> Result<(), Error> {
+        let (client, config, attempt) = {
+            let state = self.state.lock();
+            let Some(server) = state.servers.get(name) else {
+                return Err(Error::not_connected(name));
+            };
+            match &server.phase {
+                Phase::Connected { attempt, client } => {
+                    (client.clone(), server.config.clone(), *attempt)
+                }
+                _ => return Err(server.not_connected(name)),
+            }
+        };
+        let tools = allowed_tools(&client, &config)?;
+        let changed = {
+            let mut state = self.state.lock();
+            match state.servers.get_mut(name) {
+                Some(server) if server.attempt() == Some(attempt) => {
+                    let changed = server.tools != tools;
+                    server.tools = tools.clone();
+                    changed
+                }
+                _ => false,
+            }
+        };
+        if let Some(cache) = &self.options.cache {
+            if let Err(e) = cache.set(name, &config_hash(&config), &tools) {
+                log::debug!("[{name}] could not write the tool cache: {e}");
+            }
+        }
+        if changed {
+            self.tools_changed(vec![name.to_owned()]);
+        }
+        Ok(())
+    }
+
+    /// A `tools/list_changed` arrived: refresh on a manager thread, one refresh in flight and
+    /// at most one queued behind it, however many notifications come (a server that sends ten
+    /// thousand gets a handful of `tools/list` requests, not ten thousand).
+    pub(crate) fn request_refresh(self: &Arc<Self>, name: &str) {
+        {
+            let mut state = self.state.lock();
+            let Some(server) = state.servers.get_mut(name) else {
+                return;
+            };
+            if server.refreshing {
+                server.refresh_queued = true;
+                return;
+            }
+            server.refreshing = true;
+        }
+        let shared = Arc::clone(self);
+        let server = name.to_owned();
+        let spawned = self
+            .work
+            .spawn(name, format!("mcp-{name}-refresh"), move || loop {
+                if let Err(e) = shared.refresh(&server) {
+                    log::debug!("[{server}] refreshing tools after list_changed failed: {e}");
+                }
+                let mut state = shared.state.lock();
+                let Some(entry) = state.servers.get_mut(&server) else {
+                    return;
+                };
+                if entry.refresh_queued {
+                    entry.refresh_queued = false;
+                    continue;
+                }
+                entry.refreshing = false;
+                return;
+            });
+        if let Err(e) = spawned {
+            log::warn!("[{name}] cannot start a refresh thread: {e}");
+            if let Some(server) = self.state.lock().servers.get_mut(name) {
+                server.refreshing = false;
+            }
+        }
+    }
+
+    /// The transport of a connected server died: its status says why, its tools go (or stay
+    /// as deferred tools while the reconnect policy tries again), the dead client is closed
+    /// and the listeners are told, on a manager thread.
+    pub(crate) fn transport_died(self: &Arc<Self>, name: &str, attempt: u64, reason: &Error) {
+        let (dead, retry, changed) = {
+            let mut state = self.state.lock();
+            let Some(server) = state.servers.get_mut(name) else {
+                return;
+            };
+            if !matches!(server.phase, Phase::Connected { attempt: a, .. } if a == attempt) {
+                return;
+            }
+            log::warn!("[{name}] connection lost: {reason}");
+            let dead = std::mem::replace(&mut server.phase, Phase::Disconnected);
+            server.last_error = Some(reason.clone());
+            let retry = self.schedule_reconnect(server, reason);
+            let changed = !server.tools.is_empty();
+            if retry.is_some() {
+                // Calls wait for the new attempt, as at startup.
+                server.deferred = true;
+            } else {
+                server.tools.clear();
+                server.deferred = false;
+            }
+            state.notify();
+            (dead, retry, changed)
+        };
+        let shared = Arc::clone(self);
+        let server = name.to_owned();
+        let job = move || {
+            if let Phase::Connected { client, .. } = dead {
+                client.close();
+            }
+            if let Some(next) = retry {
+                shared.restart(&server, next);
+            }
+            if changed {
+                shared.tools_changed(vec![server.clone()]);
+            }
+        };
+        if let Err(e) = self.work.spawn(name, format!("mcp-{name}-died"), job) {
+            log::warn!("[{name}] cannot start a teardown thread: {e}");
+        }
+    }
+
+    /// With a reconnect policy, turns a disconnected server into a connecting one and returns
+    /// what its next task needs; `None` when there is no policy, the error is not worth a retry,
+    /// or the burst breaker says stop.
+    pub(crate) fn schedule_reconnect(&self, server: &mut Server, error: &Error) -> Option<Retry> {
+        let policy = self.options.reconnect.as_ref()?;
+        if matches!(
+            error,
+            Error::Cancelled | Error::Config { .. } | Error::UnsupportedProtocolVersion { .. }
+        ) {
+            return None;
+        }
+        // Only servers that were connected once are reconnected.
+        if !server.ever_connected {
+            return None;
+        }
+        let now = Instant::now();
+        let delay = policy.next_delay(&server.reconnects, now)?;
+        server
+            .reconnects
+            .retain(|t| now.duration_since(*t) < policy.window);
+        server.reconnects.push(now);
+        let attempt = self.next_attempt();
+        let cancel = CancelToken::new();
+        // The phase it replaces is `Disconnected` (no client): nothing is dropped here.
+        server.phase = Phase::Connecting {
+            attempt,
+            cancel: cancel.clone(),
+            client: None,
+        };
+        Some(Retry {
+            attempt,
+            cancel,
+            delay,
+        })
+    }
+
+    /// Starts the attempt [`Shared::schedule_reconnect`] scheduled.
+    pub(crate) fn restart(self: &Arc<Self>, name: &str, next: Retry) {
+        log::info!("[{name}] reconnecting in {} ms", next.delay.as_millis());
+        let Some(config) = self.config_of(name) else {
+            return;
+        };
+        Task {
+            shared: Arc::clone(self),
+            name: name.to_owned(),
+            config,
+            attempt: next.attempt,
+            cancel: next.cancel,
+            delay: Some(next.delay),
+            done: None,
+            startup_over: Arc::new(AtomicBool::new(true)),
+        }
+        .spawn();
+    }
+}
+
+impl Server {
+    /// Whether a reconnect attempt is what is running (its deferred tools stay meanwhile).
+    pub(crate) fn reconnecting(&self) -> bool {
+        !self.reconnects.is_empty()
+    }
+
+    /// [`Error::NotConnected`] for this entry, with its last error as the reason.
+    pub(crate) fn not_connected(&self, name: &str) -> Error {
+        Error::NotConnected {
+            server: name.to_owned(),
+            reason: self.last_error.as_ref().map(ToString::to_string),
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! One connect attempt of one server, on its own thread: resolve → connect → list tools → apply
+//! the outcome → tell the gate → tear down what is nobody's.
+//!
+//! The order matters: the outcome reaches the state and the gate *before* any teardown runs, so
+//! a failed handshake frees the startup gate at once, while its process is stopped on this
+//! thread, which the manager keeps track of ([`super::close::Work`]) so disconnecting still
+//! waits for that process to be gone. Old phases replaced under the state lock are moved out
+//! and dropped after it is released: dropping the last clone of a client closes it, which is
+//! I/O and reaches the manager again through the transport's close callback.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+
+use super::handler::ManagedHandler;
+use super::state::Phase;
+use super::Shared;
+use crate::cache::config_hash;
+use crate::cancel::CancelToken;
+use crate::client::{Client, Leftover};
+use crate::config::{resolve_cancellable, ServerConfig};
+use crate::error::Error;
+use crate::protocol::Tool;
+
+/// One connect task's outcome.
+pub(crate) type Outcome = Result<(Client, Vec<Arc<Tool>>), Error>;
+
+/// What a finished task still has to close, after it has reported.
+enum Teardown {
+    Nothing,
+    /// A client nobody else holds (its listing failed, or its server was removed meanwhile).
+    Client(Client),
+    /// The transport of a failed handshake.
+    Transport(Leftover),
+}
+
+impl Teardown {
+    fn run(self) {
+        match self {
+            Teardown::Nothing => {}
+            Teardown::Client(client) => client.close(),
+            Teardown::Transport(leftover) => leftover.close(),
+        }
+    }
+}
+
+/// A connect attempt, with everything it needs.
+pub(crate) struct Task {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) name: String,
+    pub(crate) config: ServerConfig,
+    pub(crate) attempt: u64,
+    pub(crate) cancel: CancelToken,
+    /// Wait this long first (a reconnect's backoff), cancellably.
+    pub(crate) delay: Option<Duration>,
+    /// The gate of the `connect_servers` call that started it, if any.
+    pub(crate) done: Option<Sender<String>>,
+    /// Set once that call's startup is over: outcomes are "late" from then on.
+    pub(crate) startup_over: Arc<AtomicBool>,
+}
+
+impl Task {
+    /// Starts the task on its `mcp-<name>-connect` thread.
+    pub(crate) fn spawn(self) {
+        let shared = Arc::clone(&self.shared);
+        let name = self.name.clone();
+        let attempt = self.attempt;
+        let late = Arc::clone(&self.startup_over);
+        let spawned = shared
+            .work
+            .spawn(&name, format!("mcp-{name}-connect"), move || self.run());
+        if let Err(e) = spawned {
+            let error = Error::Io {
+                message: format!("cannot start a connect thread: {e}"),
+            };
+            let dropped = shared.apply(&name, None, attempt, &Err(error), late.load(Ordering::SeqCst));
+            drop(dropped);
+        }
+    }
+
+    fn run(self) {
+        let (outcome, teardown) = self.connect();
+        let late = self.startup_over.load(Ordering::SeqCst);
+        let applied = self
+            .shared
+            .apply(&self.name, Some(&self.config), self.attempt, &outcome, late);
+        if let Some(done) = &self.done {
+            let _ = done.send(self.name.clone());
+        }
+        // After the gate has heard: closing a failed or abandoned connection takes time.
+        let teardown = match (applied, outcome) {
+            (Applied::Stale, Ok((client, _))) => Teardown::Client(client),
+            _ => teardown,
+        };
+        teardown.run();
+    }
+
+    /// Resolve → connect → list (filtered). Whatever is left to close on failure comes back
+    /// with the error.
+    fn connect(&self) -> (Outcome, Teardown) {
+        let cancelled = match self.delay {
+            Some(d) => !matches!(
+                self.cancel.receiver().recv_timeout(d),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout)
+            ),
+            None => self.cancel.is_cancelled(),
+        };
+        if cancelled {
+            return (Err(Error::Cancelled), Teardown::Nothing);
+        }
+        let shared = &self.shared;
+        let resolved = match resolve_cancellable(
+            &self.name,
+            &self.config,
+            shared.options.auth.as_deref(),
+            &self.cancel,
+        ) {
+            Ok(r) => r,
+            Err(e) => return (Err(e), Teardown::Nothing),
+        };
+        let endpoint = match resolved.endpoint(&shared.options.project_dir) {
+            Ok(e) => e,
+            Err(e) => return (Err(e), Teardown::Nothing),
+        };
+        let mut options = shared.options.connect.clone();
+        // A server's `timeout` bounds its connect and every request (its `toolTimeout`, if any,
+        // bounds its tool calls instead; see `McpManager::call_tool`).
+        if let Some(t) = self.config.timeout() {
+            options.timeout = t;
+            options.request_timeout = t;
+        }
+        options.cancel = Some(self.cancel.clone());
+        options.handler = Arc::new(ManagedHandler::new(
+            Arc::downgrade(shared),
+            &self.name,
+            self.attempt,
+            Arc::clone(&shared.options.connect.handler),
+        ));
+        // A disconnect may have come while values were resolved: start nothing then.
+        if self.cancel.is_cancelled() {
+            return (Err(Error::Cancelled), Teardown::Nothing);
+        }
+        let client = match Client::connect_leaving(&self.name, &endpoint, &options) {
+            Ok(c) => c,
+            Err(failure) => {
+                let teardown = failure.leftover.map_or(Teardown::Nothing, Teardown::Transport);
+                return (Err(failure.error), teardown);
+            }
+        };
+        // Let a disconnect (or a deferred tool's call) reach this client while it lists.
+        {
+            let mut state = shared.state.lock();
+            match state.servers.get_mut(&self.name).map(|s| &mut s.phase) {
+                Some(Phase::Connecting {
+                    attempt: a,
+                    client: slot,
+                    ..
+                }) if *a == self.attempt => *slot = Some(client.clone()),
+                _ => {
+                    drop(state);
+                    return (Err(Error::Cancelled), Teardown::Client(client));
+                }
+            }
+            state.notify();
+        }
+        match allowed_tools(&client, &self.config) {
+            Ok(tools) => (Ok((client, tools)), Teardown::Nothing),
+            Err(e) => (Err(e), Teardown::Client(client)),
+        }
+    }
+}
+
+/// Whether an outcome was applied to its server.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Applied {
+    /// The task still owned its server: the state now shows the outcome.
+    Current,
+    /// The server was removed or taken over by another attempt meanwhile.
+    Stale,
+}
+
+impl Shared {
+    /// Applies a task's outcome if the task still owns its server, writes the cache, and after
+    /// startup logs late errors and tells listeners. Nothing is closed or dropped under the lock.
+    pub(crate) fn apply(
+        self: &Arc<Self>,
+        name: &str,
+        config: Option<&ServerConfig>,
+        attempt: u64,
+        outcome: &Outcome,
+        late: bool,
+    ) -> Applied {
+        let changed;
+        let mut retry = None;
+        let replaced: Option<Phase>;
+        {
+            let mut state = self.state.lock();
+            let server = match state.servers.get_mut(name) {
+                Some(s) if matches!(s.phase, Phase::Connecting { attempt: a, .. } if a == attempt) => s,
+                _ => return Applied::Stale,
+            };
+            let next = match outcome {
+                Ok((client, tools)) => {
+                    changed = server.deferred || server.tools != *tools;
+                    server.tools = tools.clone();
+                    server.deferred = false;
+                    server.last_error = None;
+                    server.ever_connected = true;
+                    Phase::Connected {
+                        attempt,
+                        client: client.clone(),
+                    }
+                }
+                Err(e) => {
+                    changed = !server.tools.is_empty() && !server.reconnecting();
+                    if !server.reconnecting() {
+                        server.tools.clear();
+                        server.deferred = false;
+                    }
+                    server.last_error = Some(e.clone());
+                    Phase::Disconnected
+                }
+            };
+            replaced = Some(std::mem::replace(&mut server.phase, next));
+            if let Err(e) = outcome {
+                retry = self.schedule_reconnect(server, e);
+            }
+            state.notify();
+        }
+        // The old phase holds a clone of the client at most: dropped here, outside the lock.
+        drop(replaced);
+        match outcome {
+            Ok((_, tools)) => {
+                if let (Some(cache), Some(config)) = (&self.options.cache, config) {
+                    if let Err(e) = cache.set(name, &config_hash(config), tools) {
+                        log::debug!("[{name}] could not write the tool cache: {e}");
+                    }
+                }
+            }
+            Err(e) if late => log::warn!("[{name}] {e}"),
+            Err(_) => {}
+        }
+        if let Some(next) = retry {
+            self.restart(name, next);
+        }
+        if late && changed {
+            self.tools_changed(vec![name.to_owned()]);
+        }
+        Applied::Current
+    }
+}
+
+/// A server's tools after its `enabledTools` / `disabledTools` filters, each definition shared
+/// (the manager, the cache and every tool object built from it hold the same one).
+pub(crate) fn allowed_tools(client: &Client, config: &ServerConfig) -> Result<Vec<Arc<Tool>>, Error> {
+    Ok(client
+        .list_tools()?
+        .into_iter()
+        .filter(|t| config.tool_allowed(&t.name))
+        .map(Arc::new)
+        .collect())
+}
