@@ -396,7 +396,9 @@ fn failure_table_a_transport_that_dies_at_runtime() {
     assert!(out.is_error);
     assert_eq!(
         out.result.content[0].as_text().map(str::to_owned),
-        Some(format!("MCP error: MCP server not connected: dies ({reason})"))
+        Some(format!(
+            "MCP error: MCP server not connected: dies ({reason})"
+        ))
     );
     // The other server is untouched.
     let out = manager

@@ -339,8 +339,15 @@ mod tests {
         let outcome = resolve_cancellable("s", &config, None, &cancel);
         fire.join().unwrap();
         assert_eq!(outcome, Err(Error::Cancelled));
-        assert!(started.elapsed() < Duration::from_secs(9), "the command ran on");
-        let pid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(9),
+            "the command ran on"
+        );
+        let pid: i32 = std::fs::read_to_string(&marker)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         // SAFETY: signal 0 only checks whether the process exists.
         let alive = unsafe { libc::kill(pid, 0) } == 0;
         assert!(!alive, "the command's shell {pid} outlived the cancel");

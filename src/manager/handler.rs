@@ -7,10 +7,10 @@ use std::sync::{Arc, Weak};
 use serde_json::Value;
 
 use super::Shared;
-use crate::jsonrpc::{Notification, RpcError};
-use crate::protocol::{ClientCapabilities, ListRootsResult};
 use crate::client::ClientHandler;
 use crate::error::Error;
+use crate::jsonrpc::{Notification, RpcError};
+use crate::protocol::{ClientCapabilities, ListRootsResult};
 
 pub(crate) struct ManagedHandler {
     manager: Weak<Shared>,

@@ -133,8 +133,8 @@ impl McpManager {
         }
         // Every task is bounded by its connect and list timeouts; this is the backstop.
         let connect = &self.shared.options.connect;
-        let longest = self.longest_connect_timeout().max(connect.timeout) * 2
-            + connect.request_timeout;
+        let longest =
+            self.longest_connect_timeout().max(connect.timeout) * 2 + connect.request_timeout;
         let deadline = Instant::now() + longest + Duration::from_secs(5);
         while !uncached.is_empty() {
             match done.recv_deadline(deadline) {

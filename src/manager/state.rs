@@ -17,11 +17,11 @@ use std::time::Instant;
 
 use crossbeam_channel::Sender;
 
-use crate::config::{ServerConfig, SourceMeta};
-use crate::protocol::Tool;
 use crate::cancel::CancelToken;
 use crate::client::Client;
+use crate::config::{ServerConfig, SourceMeta};
 use crate::error::Error;
+use crate::protocol::Tool;
 
 /// Where a server is in its life.
 pub(crate) enum Phase {

@@ -75,17 +75,22 @@ impl Task {
             let error = Error::Io {
                 message: format!("cannot start a connect thread: {e}"),
             };
-            let dropped = shared.apply(&name, None, attempt, &Err(error), late.load(Ordering::SeqCst));
-            drop(dropped);
+            shared.apply(
+                &name,
+                None,
+                attempt,
+                &Err(error),
+                late.load(Ordering::SeqCst),
+            );
         }
     }
 
     fn run(self) {
         let (outcome, teardown) = self.connect();
         let late = self.startup_over.load(Ordering::SeqCst);
-        let applied = self
-            .shared
-            .apply(&self.name, Some(&self.config), self.attempt, &outcome, late);
+        let applied =
+            self.shared
+                .apply(&self.name, Some(&self.config), self.attempt, &outcome, late);
         if let Some(done) = &self.done {
             let _ = done.send(self.name.clone());
         }
@@ -145,7 +150,9 @@ impl Task {
         let client = match Client::connect_leaving(&self.name, &endpoint, &options) {
             Ok(c) => c,
             Err(failure) => {
-                let teardown = failure.leftover.map_or(Teardown::Nothing, Teardown::Transport);
+                let teardown = failure
+                    .leftover
+                    .map_or(Teardown::Nothing, Teardown::Transport);
                 return (Err(failure.error), teardown);
             }
         };
@@ -198,7 +205,9 @@ impl Shared {
         {
             let mut state = self.state.lock();
             let server = match state.servers.get_mut(name) {
-                Some(s) if matches!(s.phase, Phase::Connecting { attempt: a, .. } if a == attempt) => s,
+                Some(s) if matches!(s.phase, Phase::Connecting { attempt: a, .. } if a == attempt) => {
+                    s
+                }
                 _ => return Applied::Stale,
             };
             let next = match outcome {
@@ -254,7 +263,10 @@ impl Shared {
 
 /// A server's tools after its `enabledTools` / `disabledTools` filters, each definition shared
 /// (the manager, the cache and every tool object built from it hold the same one).
-pub(crate) fn allowed_tools(client: &Client, config: &ServerConfig) -> Result<Vec<Arc<Tool>>, Error> {
+pub(crate) fn allowed_tools(
+    client: &Client,
+    config: &ServerConfig,
+) -> Result<Vec<Arc<Tool>>, Error> {
     Ok(client
         .list_tools()?
         .into_iter()

@@ -25,9 +25,9 @@ impl Tool for DeferredMcpTool {
     fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {
         let started = Instant::now();
         let bound = ctx.timeout.map_or(self.wait, |t| t.min(self.wait));
-        let waited =
-            self.manager
-                .wait_for_client(&self.spec.server, bound, ctx.cancel.as_ref());
+        let waited = self
+            .manager
+            .wait_for_client(&self.spec.server, bound, ctx.cancel.as_ref());
         match waited {
             Ok(_) => {
                 let left = ctx.timeout.map(|t| t.saturating_sub(started.elapsed()));

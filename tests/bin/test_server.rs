@@ -17,6 +17,7 @@
 //!   --tag T              ignored; lets a test find its processes by command line
 //!   --hold-port P        before answering --hold-method (default initialize), connect to
 //!                        127.0.0.1:P and wait for one byte: the test decides when it answers
+//!                        (a held method other than initialize waits on its own thread)
 //!   --sleep              (internal) the grandchild: sleep forever
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
@@ -207,6 +208,14 @@ impl Server {
         let id = msg.get("id").cloned();
         let params = msg.get("params").cloned().unwrap_or(json!({}));
         match (method, id) {
+            // A held method other than `initialize` waits on a thread of its own, so the
+            // requests after it are answered meanwhile.
+            (Some(method), Some(id))
+                if method != "initialize" && self.flags.hold_method.as_deref() == Some(&method) =>
+            {
+                let server = Arc::clone(self);
+                std::thread::spawn(move || server.request(&method, id, params));
+            }
             (Some(method), Some(id)) => self.request(&method, id, params),
             (Some(method), None) => {
                 if method == "notifications/cancelled" {
@@ -440,7 +449,14 @@ impl Server {
             }
             "list_changed" => {
                 self.extra_tool.store(true, Ordering::SeqCst);
-                self.notify("notifications/tools/list_changed", json!({}));
+                // `count`: a flood of them, followed by `notifications/test/marker`.
+                let count = args["count"].as_u64();
+                for _ in 0..count.unwrap_or(1) {
+                    self.notify("notifications/tools/list_changed", json!({}));
+                }
+                if count.is_some() {
+                    self.notify("notifications/test/marker", json!({}));
+                }
                 self.text(id, "sent");
             }
             "ask" => self.ask(id, &args),
