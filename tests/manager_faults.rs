@@ -238,7 +238,11 @@ fn disconnect_all_during_a_handshake_returns_with_the_server_gone() {
 #[test]
 fn a_failed_handshake_frees_the_gate_before_its_teardown_and_disconnect_waits_for_it() {
     let tag = "faults-failed-handshake";
-    let manager = McpManager::new(options());
+    // Two long grace periods: the teardown takes seconds, the report must not wait for it.
+    let mut o = options();
+    o.connect.stdio.close_grace = Duration::from_secs(2);
+    o.close_grace = Duration::from_secs(10);
+    let manager = McpManager::new(o);
     let mut stubborn = server(&[
         "--silent-initialize",
         "--ignore-sigterm",
@@ -264,6 +268,26 @@ fn a_failed_handshake_frees_the_gate_before_its_teardown_and_disconnect_waits_fo
     );
     manager.disconnect_all();
     assert_eq!(processes_tagged(tag), Vec::<u32>::new());
+}
+
+#[test]
+fn disconnect_all_releases_a_connect_servers_still_waiting() {
+    let hold = Hold::new();
+    let manager = McpManager::new(options());
+    let m = manager.clone();
+    let config = server(&["--hold-port", &hold.port()]);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(m.connect_servers(&one("held", config), &no_sources()));
+    });
+    let held = hold.wait();
+    // connect_servers waits for the uncached server (the seed's rule) until it is dropped.
+    manager.disconnect_all();
+    let report = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("connect_servers returns once its server is gone");
+    assert!(report.connected.is_empty(), "{report:?}");
+    drop(held);
 }
 
 #[test]
