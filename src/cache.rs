@@ -86,6 +86,12 @@ impl FileToolCache {
         }
     }
 
+    /// The cache in [`FileToolCache::default_dir`], the user's cache directory: what the
+    /// loader, the session and the CLI use unless told otherwise.
+    pub fn user_default() -> FileToolCache {
+        FileToolCache::new(FileToolCache::default_dir())
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -120,11 +120,11 @@ pub fn connect_options(args: &Args) -> ConnectOptions {
 /// The manager settings from the command line.
 pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
     let cache = (!args.no_cache).then(|| {
-        let dir = args
-            .cache_dir
-            .clone()
-            .unwrap_or_else(FileToolCache::default_dir);
-        Arc::new(FileToolCache::new(dir)) as Arc<dyn mcp_runtime::cache::ToolCache>
+        let cache = match &args.cache_dir {
+            Some(dir) => FileToolCache::new(dir),
+            None => FileToolCache::user_default(),
+        };
+        Arc::new(cache) as Arc<dyn mcp_runtime::cache::ToolCache>
     });
     ManagerOptions {
         project_dir: project.to_path_buf(),
@@ -177,6 +177,8 @@ pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
             LoaderOptions {
                 config: LoadOptions::default(),
                 manager: options,
+                // The cache is chosen above (--cache-dir, --no-cache).
+                default_cache: false,
             },
         );
         return Ok(Session {

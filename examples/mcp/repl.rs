@@ -34,6 +34,8 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
         cwd: project.to_path_buf(),
         config,
         manager: crate::manager_options(args, project),
+        // The cache is chosen by manager_options (--cache-dir, --no-cache).
+        default_cache: false,
         ..SessionOptions::default()
     });
     for e in session.startup_errors() {
