@@ -86,6 +86,12 @@ impl FileToolCache {
         }
     }
 
+    /// The cache in [`FileToolCache::default_dir`], the user's cache directory: what the
+    /// loader, the session and the CLI use unless told otherwise.
+    pub fn user_default() -> FileToolCache {
+        FileToolCache::new(FileToolCache::default_dir())
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -121,7 +127,15 @@ fn now_ms() -> u64 {
 impl ToolCache for FileToolCache {
     fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Arc<Tool>>> {
         let path = self.path_for(server);
-        let text = std::fs::read_to_string(&path).ok()?;
+        // Only a regular file of at most 16 MiB: a FIFO or a device there is a miss, at once.
+        let text = match crate::config::read_text(&path, crate::config::CACHE_FILE_CAP) {
+            Ok(t) => t,
+            Err(crate::config::ReadError::Missing) => return None,
+            Err(crate::config::ReadError::Bad(e)) => {
+                log::debug!("tool cache {}: {e}; ignoring it", path.display());
+                return None;
+            }
+        };
         let entry: Entry = match serde_json::from_str(&text) {
             Ok(e) => e,
             Err(e) => {
@@ -205,6 +219,45 @@ mod tests {
         )
         .unwrap();
         assert!(c.get("s", &hash).is_none());
+        std::fs::remove_dir_all(c.dir()).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_entry_that_is_not_a_regular_file_is_a_miss_at_once() {
+        let c = cache("hostile");
+        let hash = config_hash(&ServerConfig::default());
+        c.set("s", &hash, &tools()).unwrap();
+        let path = c.path_for("s");
+        let fifo = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        let hostile: [&dyn Fn(); 4] = [
+            &|| std::os::unix::fs::symlink("/dev/zero", &path).unwrap(),
+            &|| std::os::unix::fs::symlink("/dev/urandom", &path).unwrap(),
+            // SAFETY: a valid NUL-terminated path and a mode.
+            &|| assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0),
+            &|| {
+                let f = std::fs::File::create(&path).unwrap();
+                f.set_len(crate::config::CACHE_FILE_CAP + 1).unwrap();
+            },
+        ];
+        for (i, make) in hostile.iter().enumerate() {
+            std::fs::remove_file(&path).unwrap();
+            make();
+            // On its own thread, bounded: a hang fails the test instead of hanging it.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (reader, hash) = (c.clone(), hash.clone());
+            std::thread::spawn(move || {
+                let _ = tx.send(reader.get("s", &hash));
+            });
+            let got = rx
+                .recv_timeout(Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("case {i}: the cache read did not return"));
+            assert!(got.is_none(), "case {i}");
+        }
+        // And the next write replaces the bad entry with a good one.
+        std::fs::remove_file(&path).unwrap();
+        c.set("s", &hash, &tools()).unwrap();
+        assert_eq!(c.get("s", &hash), Some(tools()));
         std::fs::remove_dir_all(c.dir()).unwrap();
     }
 

@@ -1,7 +1,10 @@
 //! The `/mcp` command controller: what a host's `/mcp ...` line does. Every subcommand returns
 //! plain text for the host to print. Config edits go through the [`ConfigWriter`] (atomic
 //! writes of the host's own files); enabling or disabling one server connects or disconnects
-//! that server only.
+//! that server only. Every subcommand that discovers (reload, list, add, enable, disable,
+//! test, reconnect) reports a discovery that fails outright (a config source that panics) as
+//! `Error: .mcp.json: <what>` and changes nothing; reload discovers before it disconnects, so a
+//! failed reload leaves the servers and their tools in place.
 //!
 //! ```text
 //! /mcp reload                      disconnect all, discover again, connect, refresh the tools
@@ -18,9 +21,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::{
-    load_all_mcp_configs, resolve_server_config, ConfigWriter, Scope, ServerConfig,
-};
+use crate::config::{resolve_server_config, ConfigWriter, LoadedConfigs, Scope, ServerConfig};
+use crate::loader::LoadError;
 use crate::manager::ConnectReport;
 use crate::session::AgentSession;
 use crate::{Client, ConnectOptions};
@@ -67,8 +69,8 @@ impl McpCommands {
         }
         let result = match sub {
             "help" => Ok(HELP.to_owned()),
-            "reload" => Ok(self.reload()),
-            "list" => Ok(self.list()),
+            "reload" => self.reload(),
+            "list" => self.list(),
             "status" => Ok(self.status()),
             "add" => self.add(rest),
             "remove" | "rm" => self.remove(rest),
@@ -85,23 +87,25 @@ impl McpCommands {
         ConfigWriter::new(self.session.cwd(), self.session.config_options())
     }
 
-    fn discover(&self) -> crate::config::LoadedConfigs {
-        load_all_mcp_configs(self.session.cwd(), self.session.config_options())
+    fn discover(&self) -> Result<LoadedConfigs, Failure> {
+        Ok(self.session.discover()?)
     }
 
-    fn reload(&self) -> String {
-        let Some(manager) = self.session.manager() else {
-            return "MCP is disabled for this session.".to_owned();
-        };
-        manager.disconnect_all();
-        let report = self.session.discover_and_connect().unwrap_or_default();
-        format!("Reloaded MCP servers.\n{}", summary(&report))
+    fn reload(&self) -> Result<String, Failure> {
+        match self.session.reload() {
+            None => Ok("MCP is disabled for this session.".to_owned()),
+            Some(Ok(report)) => Ok(format!("Reloaded MCP servers.\n{}", summary(&report))),
+            Some(Err(e)) => Err(Failure(format!(
+                "{}: {}; nothing was reloaded, the servers stay as they were",
+                e.path, e.error
+            ))),
+        }
     }
 
-    fn list(&self) -> String {
-        let loaded = self.discover();
+    fn list(&self) -> Result<String, Failure> {
+        let loaded = self.discover()?;
         if loaded.discovered.is_empty() {
-            return "No MCP servers configured.".to_owned();
+            return Ok("No MCP servers configured.".to_owned());
         }
         let mut groups: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
         for d in &loaded.discovered {
@@ -125,7 +129,7 @@ impl McpCommands {
             out.push(format!("{provider} [{level}] {path}"));
             out.extend(servers);
         }
-        out.join("\n")
+        Ok(out.join("\n"))
     }
 
     fn status(&self) -> String {
@@ -152,7 +156,7 @@ impl McpCommands {
             .join("\n")
     }
 
-    fn add(&self, args: &[&str]) -> Result<String, crate::Error> {
+    fn add(&self, args: &[&str]) -> Result<String, Failure> {
         let (name, rest) = args.split_first().ok_or_else(|| usage("add <name> ..."))?;
         let mut scope = Scope::Project;
         let mut config = ServerConfig::default();
@@ -175,7 +179,7 @@ impl McpCommands {
                 "--transport" => {
                     let t = value(i)?;
                     if !matches!(t, "http" | "sse") {
-                        return Err(usage("--transport is http or sse"));
+                        return Err(Failure::from(usage("--transport is http or sse")));
                     }
                     config.transport = Some(t.to_owned());
                     i += 2;
@@ -198,20 +202,22 @@ impl McpCommands {
                     config.args = args.iter().map(|a| (*a).to_owned()).collect();
                     i = rest.len();
                 }
-                other => return Err(usage(&format!("unexpected {other:?}"))),
+                other => return Err(Failure::from(usage(&format!("unexpected {other:?}")))),
             }
         }
         if config.command.is_none() && config.url.is_none() {
-            return Err(usage("add needs --url URL or -- command args..."));
+            return Err(Failure::from(usage(
+                "add needs --url URL or -- command args...",
+            )));
         }
         if config.transport.is_some() && config.url.is_none() {
-            return Err(usage("--transport goes with --url"));
+            return Err(Failure::from(usage("--transport goes with --url")));
         }
         let problems = crate::config::validate_server_config(name, &config);
         if !problems.is_empty() {
-            return Err(crate::Error::Config {
+            return Err(Failure::from(crate::Error::Config {
                 message: problems.join("; "),
-            });
+            }));
         }
         let writer = self.writer();
         writer.add(scope, name, &config)?;
@@ -224,14 +230,14 @@ impl McpCommands {
         Ok(out)
     }
 
-    fn remove(&self, args: &[&str]) -> Result<String, crate::Error> {
+    fn remove(&self, args: &[&str]) -> Result<String, Failure> {
         let name = *args
             .first()
             .ok_or_else(|| usage("remove <name> [--scope project|user]"))?;
         let scopes = match args.get(1..) {
             Some(["--scope", s]) => vec![parse_scope(s)?],
             Some([]) | None => vec![Scope::Project, Scope::User],
-            _ => return Err(usage("remove <name> [--scope project|user]")),
+            _ => return Err(Failure::from(usage("remove <name> [--scope project|user]"))),
         };
         let writer = self.writer();
         let mut removed = Vec::new();
@@ -255,7 +261,7 @@ impl McpCommands {
         ))
     }
 
-    fn toggle(&self, args: &[&str], enable: bool) -> Result<String, crate::Error> {
+    fn toggle(&self, args: &[&str], enable: bool) -> Result<String, Failure> {
         let name = *args.first().ok_or_else(|| {
             usage(if enable {
                 "enable <name>"
@@ -264,7 +270,7 @@ impl McpCommands {
             })
         })?;
         let found = self
-            .discover()
+            .discover()?
             .discovered
             .into_iter()
             .find(|d| d.name == name && !d.shadowed);
@@ -286,19 +292,27 @@ impl McpCommands {
         }
     }
 
-    fn reconnect(&self, args: &[&str]) -> Result<String, crate::Error> {
+    fn reconnect(&self, args: &[&str]) -> Result<String, Failure> {
         let name = *args.first().ok_or_else(|| usage("reconnect <name>"))?;
         let manager = self.session.manager().expect("checked in run");
+        // Discovery first: when it fails, the server stays connected as it was.
+        let loaded = self.discover()?;
         manager.disconnect_server(name);
-        Ok(self.connect_one(name))
+        Ok(self.connect_one_from(name, &loaded))
     }
 
     /// Connects one server (as discovery now sees it) and refreshes the session's tools.
     fn connect_one(&self, name: &str) -> String {
+        match self.discover() {
+            Ok(loaded) => self.connect_one_from(name, &loaded),
+            Err(e) => format!("Error: {e}"),
+        }
+    }
+
+    fn connect_one_from(&self, name: &str, loaded: &LoadedConfigs) -> String {
         let Some(manager) = self.session.manager() else {
             return String::new();
         };
-        let loaded = self.discover();
         let (Some(config), Some(source)) = (loaded.configs.get(name), loaded.sources.get(name))
         else {
             return format!("{name} is not enabled, so it was not connected.");
@@ -310,10 +324,10 @@ impl McpCommands {
         summary(&report)
     }
 
-    fn test(&self, args: &[&str]) -> Result<String, crate::Error> {
+    fn test(&self, args: &[&str]) -> Result<String, Failure> {
         let name = *args.first().ok_or_else(|| usage("test <name>"))?;
         let manager = self.session.manager().expect("checked in run");
-        let loaded = self.discover();
+        let loaded = self.discover()?;
         let config = loaded
             .discovered
             .iter()
@@ -363,6 +377,28 @@ impl McpCommands {
         }
         client.close();
         Ok(out.join("\n"))
+    }
+}
+
+/// Why a subcommand failed: the text after `Error: `.
+#[derive(Debug)]
+struct Failure(String);
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<crate::Error> for Failure {
+    fn from(e: crate::Error) -> Failure {
+        Failure(e.to_string())
+    }
+}
+
+impl From<LoadError> for Failure {
+    fn from(e: LoadError) -> Failure {
+        Failure(format!("{}: {}", e.path, e.error))
     }
 }
 

@@ -2,22 +2,56 @@
 //! objects ready to register. It never fails as a whole: a failing server is an entry in
 //! `errors`, and a discovery that fails outright gives no tools and one error
 //! `{ path: ".mcp.json", error }`, so the host session still starts.
+//!
+//! The tool cache is on by default: a manager without a `cache` gets a [`FileToolCache`] in
+//! the user's cache directory ([`FileToolCache::user_default`]), so servers still connecting
+//! after the gate are offered from what they listed last time. `default_cache: false` turns
+//! that off (no cache at all, unless `manager.cache` names one).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::{load_all_mcp_configs, LoadOptions};
+use crate::cache::{FileToolCache, ToolCache};
+use crate::config::{load_all_mcp_configs, LoadOptions, LoadedConfigs};
 use crate::manager::{ConnectReport, ManagerOptions, McpManager};
 use crate::tool::{build_tools, Tool};
 
 /// How to load.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LoaderOptions {
     /// Discovery (project config on/off, Exa filter, home, the host's own files, sources).
     pub config: LoadOptions,
     /// The manager (gate, cache, auth storage, connect options). Its `project_dir` is set to
     /// the loader's `cwd`.
     pub manager: ManagerOptions,
+    /// Whether a manager without a `cache` gets the file-backed one in the user's cache
+    /// directory (`$XDG_CACHE_HOME/mcp-runtime`, else `~/.cache/mcp-runtime`). Default true;
+    /// false runs without a tool cache (no deferred tools; servers still connecting after the
+    /// gate are waited for, or arrive later).
+    pub default_cache: bool,
+}
+
+impl Default for LoaderOptions {
+    fn default() -> Self {
+        LoaderOptions {
+            config: LoadOptions::default(),
+            manager: ManagerOptions::default(),
+            default_cache: true,
+        }
+    }
+}
+
+impl LoaderOptions {
+    /// The manager options the loader uses for the project at `cwd`: `manager` with its
+    /// `project_dir` set, and the default cache when `default_cache` and no cache is given.
+    pub fn manager_options(&self, cwd: &Path) -> ManagerOptions {
+        let mut options = self.manager.clone();
+        options.project_dir = cwd.to_path_buf();
+        if options.cache.is_none() && self.default_cache {
+            options.cache = Some(Arc::new(FileToolCache::user_default()) as Arc<dyn ToolCache>);
+        }
+        options
+    }
 }
 
 /// A tool ready to register, with where it came from.
@@ -77,29 +111,46 @@ pub fn display_path(server: &str, provider_name: Option<&str>) -> String {
     }
 }
 
+/// Runs discovery, turning a failure of discovery itself (a source that panics) into the one
+/// synthetic error `{ path: ".mcp.json", error }`. Every path that discovers (startup, reload,
+/// the `/mcp` commands) goes through here, so none of them can be cut short by a source.
+pub fn try_load_all_mcp_configs(
+    cwd: &Path,
+    options: &LoadOptions,
+) -> Result<LoadedConfigs, LoadError> {
+    let discovered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load_all_mcp_configs(cwd, options)
+    }));
+    discovered.map_err(|panic| {
+        let error = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "MCP config discovery failed".to_owned());
+        log::error!("MCP discovery failed: {error}");
+        LoadError {
+            path: ".mcp.json".into(),
+            error,
+        }
+    })
+}
+
 /// Discovers the servers of the project at `cwd`, connects them, and returns their tools.
 pub fn discover_and_load_mcp_tools(cwd: &Path, options: LoaderOptions) -> McpLoadResult {
-    let mut manager_options = options.manager.clone();
-    manager_options.project_dir = cwd.to_path_buf();
-    let manager = McpManager::new(manager_options);
-    let discovered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        load_all_mcp_configs(cwd, &options.config)
-    }));
-    let loaded = match discovered {
+    let manager = McpManager::new(options.manager_options(cwd));
+    load_with_manager(manager, cwd, &options.config)
+}
+
+/// [`discover_and_load_mcp_tools`] with a manager the caller built (from
+/// [`LoaderOptions::manager_options`]) and may already have handed elsewhere, e.g. to a
+/// signal handler that must be able to close every server while they are still connecting.
+pub fn load_with_manager(manager: McpManager, cwd: &Path, config: &LoadOptions) -> McpLoadResult {
+    let loaded = match try_load_all_mcp_configs(cwd, config) {
         Ok(l) => l,
-        Err(panic) => {
-            let error = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "MCP config discovery failed".to_owned());
-            log::error!("MCP discovery failed: {error}");
+        Err(error) => {
             return McpLoadResult {
                 tools: Vec::new(),
-                errors: vec![LoadError {
-                    path: ".mcp.json".into(),
-                    error,
-                }],
+                errors: vec![error],
                 manager,
                 connected_servers: Vec::new(),
                 exa_api_keys: Vec::new(),
@@ -159,4 +210,29 @@ pub fn loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
 /// The convenience wrapper: discovery and connection with the default options.
 pub fn discover_mcp_servers(cwd: &Path) -> McpLoadResult {
     discover_and_load_mcp_tools(cwd, LoaderOptions::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_cache_is_on_by_default_and_can_be_turned_off() {
+        let cwd = Path::new("/project");
+        let on = LoaderOptions::default().manager_options(cwd);
+        assert!(
+            on.cache.is_some(),
+            "a file cache in the user's cache directory"
+        );
+        assert_eq!(on.project_dir, cwd);
+        let off = LoaderOptions {
+            default_cache: false,
+            ..LoaderOptions::default()
+        };
+        assert!(off.manager_options(cwd).cache.is_none());
+        // A cache the host gives is kept either way.
+        let mut own = off.clone();
+        own.manager.cache = Some(Arc::new(FileToolCache::new("/elsewhere")));
+        assert!(own.manager_options(cwd).cache.is_some());
+    }
 }

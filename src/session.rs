@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use crate::cache::ToolCache;
 use crate::config::{AuthStorage, LoadOptions};
 use crate::loader::{
-    discover_and_load_mcp_tools, loaded_tools, LoadError, LoadedTool, LoaderOptions,
+    load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
 use crate::manager::{ConnectReport, ConnectionState, ManagerOptions, McpManager};
 use crate::tool::Tool;
@@ -137,6 +137,7 @@ impl ToolRegistry {
 }
 
 type RefreshListener = Arc<dyn Fn(&ToolRegistry) + Send + Sync>;
+type ManagerHook = Arc<dyn Fn(&McpManager) + Send + Sync>;
 
 /// How to create a session.
 #[derive(Clone)]
@@ -154,6 +155,13 @@ pub struct SessionOptions {
     pub manager: ManagerOptions,
     /// The tool cache (overrides `manager.cache` when set).
     pub cache: Option<Arc<dyn ToolCache>>,
+    /// Whether, with neither `cache` nor `manager.cache` set, the file-backed cache in the
+    /// user's cache directory is used (default true; see [`LoaderOptions::default_cache`]).
+    /// False runs without a tool cache.
+    pub default_cache: bool,
+    /// Called with the manager once it exists, before any server connects: a host that must be
+    /// able to close every server from elsewhere (a signal handler) takes its clone here.
+    pub on_manager: Option<ManagerHook>,
     /// OAuth credentials (overrides `manager.auth` when set).
     pub auth_storage: Option<Arc<dyn AuthStorage>>,
     /// The host's own tools.
@@ -171,6 +179,8 @@ impl Default for SessionOptions {
             config: LoadOptions::default(),
             manager: ManagerOptions::default(),
             cache: None,
+            default_cache: true,
+            on_manager: None,
             auth_storage: None,
             host_tools: Vec::new(),
             auto_refresh: true,
@@ -184,6 +194,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("cwd", &self.cwd)
             .field("enable_mcp", &self.enable_mcp)
             .field("enable_project_config", &self.enable_project_config)
+            .field("default_cache", &self.default_cache)
             .field("host_tools", &self.host_tools.len())
             .field("auto_refresh", &self.auto_refresh)
             .finish_non_exhaustive()
@@ -236,13 +247,16 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     if options.auth_storage.is_some() {
         manager.auth = options.auth_storage.clone();
     }
-    let loaded = discover_and_load_mcp_tools(
-        &options.cwd,
-        LoaderOptions {
-            config: config.clone(),
-            manager,
-        },
-    );
+    let loader = LoaderOptions {
+        config: config.clone(),
+        manager,
+        default_cache: options.default_cache,
+    };
+    let manager = McpManager::new(loader.manager_options(&options.cwd));
+    if let Some(hook) = &options.on_manager {
+        hook(&manager);
+    }
+    let loaded = load_with_manager(manager, &options.cwd, &config);
     for e in &loaded.errors {
         log::warn!("MCP: {}: {}", e.path, e.error);
     }
@@ -359,15 +373,34 @@ impl AgentSession {
         Ok(())
     }
 
-    /// Discovers again and connects what is not connected yet (honouring the session's
-    /// `enable_project_config`), then refreshes. The `/mcp reload` flow first disconnects
-    /// everything.
-    pub fn discover_and_connect(&self) -> Option<ConnectReport> {
+    /// Discovers again (with the session's settings, `enable_project_config` included).
+    /// A discovery that fails outright is the synthetic `{ path: ".mcp.json", error }`.
+    pub fn discover(&self) -> Result<crate::config::LoadedConfigs, LoadError> {
+        try_load_all_mcp_configs(&self.inner.cwd, &self.inner.config)
+    }
+
+    /// Discovers again and connects what is not connected yet, then refreshes. `None` when
+    /// MCP is off; a failed discovery connects and changes nothing.
+    pub fn discover_and_connect(&self) -> Option<Result<ConnectReport, LoadError>> {
         let manager = self.inner.manager.as_ref()?;
-        let loaded = crate::config::load_all_mcp_configs(&self.inner.cwd, &self.inner.config);
-        let report = manager.connect_servers(&loaded.configs, &loaded.sources);
-        self.refresh_from_manager();
-        Some(report)
+        Some(self.discover().map(|loaded| {
+            let report = manager.connect_servers(&loaded.configs, &loaded.sources);
+            self.refresh_from_manager();
+            report
+        }))
+    }
+
+    /// The `/mcp reload` flow: discovers first and only then disconnects every server and
+    /// connects the new set. When discovery fails, nothing is disconnected: the servers and
+    /// their tools stay as they were, and the error is returned. `None` when MCP is off.
+    pub fn reload(&self) -> Option<Result<ConnectReport, LoadError>> {
+        let manager = self.inner.manager.as_ref()?;
+        Some(self.discover().map(|loaded| {
+            manager.disconnect_all();
+            let report = manager.connect_servers(&loaded.configs, &loaded.sources);
+            self.refresh_from_manager();
+            report
+        }))
     }
 
     /// Disconnects every server (the session's tools lose their MCP tools).

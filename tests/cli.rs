@@ -7,7 +7,8 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-/// The example binary, which `cargo test` builds next to the test binaries.
+/// The example binary, which `cargo test` builds next to the test binaries, with a home and a
+/// cache directory of its own (the user's real ones stay untouched).
 fn mcp() -> Command {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap();
@@ -19,7 +20,12 @@ fn mcp() -> Command {
         "{} is missing: run `cargo test` (it builds the examples)",
         path.display()
     );
-    Command::new(path)
+    let home = std::env::temp_dir().join(format!("mcp-cli-test-{}-home", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let mut cmd = Command::new(path);
+    cmd.env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join(".cache"));
+    cmd
 }
 
 fn config_file(name: &str, servers: Value) -> PathBuf {
@@ -372,16 +378,12 @@ fn the_tool_cache_is_written_where_asked_and_not_at_all_with_no_cache() {
 fn repl_driven_through_a_pipe_leaves_nothing_behind() {
     use std::io::Write;
     let tag = format!("cli-repl-{}", std::process::id());
+    // Discovered from the project (the .mcp.json in --cwd), so /mcp add may edit the host's
+    // project file there.
     let cfg = config_file("repl", json!({"t": test_server(&["--tag", &tag])}));
     let dir = cfg.parent().unwrap().to_path_buf();
     let mut child = mcp()
-        .args([
-            "--config",
-            cfg.to_str().unwrap(),
-            "--cwd",
-            dir.to_str().unwrap(),
-            "repl",
-        ])
+        .args(["--cwd", dir.to_str().unwrap(), "repl"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -19,6 +19,8 @@ fn options(home: &std::path::Path) -> LoaderOptions {
             ..LoadOptions::default()
         },
         manager,
+        // The user's real cache directory stays untouched.
+        default_cache: false,
     }
 }
 

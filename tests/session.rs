@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::{server_path, wait_gone, Hold};
 use mcp_runtime::commands::McpCommands;
-use mcp_runtime::config::LoadOptions;
+use mcp_runtime::config::sources::default_sources;
+use mcp_runtime::config::{ConfigSource, DiscoveryContext, LoadOptions, SourceOutput};
 use mcp_runtime::loader::LoadedTool;
 use mcp_runtime::manager::ConnectionState;
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
@@ -72,6 +73,8 @@ impl Project {
                 ..LoadOptions::default()
             },
             manager,
+            // The user's real cache directory stays untouched.
+            default_cache: false,
             ..SessionOptions::default()
         }
     }
@@ -431,5 +434,76 @@ fn a_proxied_call_is_capped_and_an_abort_stays_an_abort() {
         ..ToolContext::default()
     };
     assert_eq!(hang.execute(json!({}), &ctx).unwrap_err(), Aborted);
+    session.close();
+}
+
+/// A host's own source with a bug: it panics once told to.
+struct Flaky(Arc<std::sync::atomic::AtomicBool>);
+
+impl ConfigSource for Flaky {
+    fn id(&self) -> &str {
+        "flaky"
+    }
+    fn display_name(&self) -> &str {
+        "Flaky"
+    }
+    fn load(&self, _: &DiscoveryContext) -> SourceOutput {
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            panic!("the flaky source blew up");
+        }
+        SourceOutput::default()
+    }
+}
+
+#[test]
+fn a_source_that_panics_later_fails_each_command_and_changes_nothing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let project = Project::new("panics", json!({"a": test_server(&[])}));
+    let boom = Arc::new(AtomicBool::new(false));
+    let mut options = project.options();
+    let mut sources = default_sources(options.config.host.clone());
+    sources.push(Arc::new(Flaky(Arc::clone(&boom))));
+    options.config.sources = Some(sources);
+    let session = create_agent_session(options);
+    assert_eq!(session.registry().mcp_tool_names().len(), 17);
+    let pid = session.manager().unwrap().client("a").unwrap().pid();
+    let commands = McpCommands::new(session.clone());
+    boom.store(true, Ordering::SeqCst);
+    for line in [
+        "/mcp reload",
+        "/mcp list",
+        "/mcp enable a",
+        "/mcp disable a",
+        "/mcp test a",
+        "/mcp reconnect a",
+    ] {
+        let out = commands.run(line);
+        assert!(
+            out.starts_with("Error: .mcp.json: the flaky source blew up"),
+            "{line}: {out}"
+        );
+        assert_eq!(
+            session.registry().mcp_tool_names().len(),
+            17,
+            "{line}: the tools stay"
+        );
+        assert_eq!(
+            session.manager().unwrap().client("a").map(|c| c.pid()),
+            Some(pid),
+            "{line}: the server stays connected"
+        );
+    }
+    assert!(
+        !project.own_file(true).exists() && !project.own_file(false).exists(),
+        "no config file was written"
+    );
+    let failed = session.discover_and_connect().unwrap().unwrap_err();
+    assert_eq!(failed.path, ".mcp.json");
+    boom.store(false, Ordering::SeqCst);
+    let out = commands.run("/mcp reload");
+    assert!(
+        out.starts_with("Reloaded MCP servers.\nConnected: a"),
+        "{out}"
+    );
     session.close();
 }

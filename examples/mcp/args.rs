@@ -16,12 +16,17 @@ commands:
   call TOOL [ARGS_JSON]  call a tool by its exposed name (mcp_<server>_<tool>)
   status                 every server: status, error, source
   servers                discovered server configs with their sources (connects nothing)
-  probe [--header K:V]... TARGET
+  probe [--header K:V]... [--call-all] TARGET
                          headless check of one server; TARGET is a URL (the last argument) or
                          `-- command args...` for stdio: connect, answer server requests
-                         unattended, call every tool with arguments from its schema
+                         unattended, call every tool with arguments from its schema, except
+                         tools annotated destructiveHint: true (reported as skipped) unless
+                         --call-all; roots/list is answered with an empty temporary directory
+                         (removed afterwards), never the current one
   repl                   read lines from stdin: `/mcp <sub> ...`, `tools`, `call TOOL JSON`,
-                         `status`, `quit`; prints each answer
+                         `status`, `quit`; prints each answer. With --config, the /mcp
+                         commands that edit config files (add, remove, enable, disable) are
+                         refused: edit FILE and /mcp reload
 
 options:
   --config FILE  a .mcp.json-shaped file ({\"mcpServers\": {...}}) instead of discovery
@@ -30,7 +35,8 @@ options:
                  .mcp-runtime/mcp.json, Claude Code, Codex, Gemini CLI, Cursor, Windsurf,
                  VS Code, mcp.json / .mcp.json)
   --json         machine-readable output
-  --timeout MS   connect and request timeout per server (default 30000)
+  --timeout MS   connect timeout and request timeout per server (default: 30000 to connect,
+                 60000 per request; probe's calls 30000)
   --cache-dir DIR  where tool definitions are cached (default: the user's cache directory,
                  e.g. ~/.cache/mcp-runtime)
   --no-cache     no tool cache (servers still connecting after the gate are waited for)
@@ -38,8 +44,9 @@ options:
   -v             more logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too
   -h, --help     this text
 
-exit status: 0 done; 1 a call failed or returned isError, or probe found a protocol failure;
-2 bad usage
+exit status: 0 done; 1 a call failed or returned isError, probe found a protocol failure, or
+every server failed (tools); 2 bad usage; 130, 143, 129 on SIGINT, SIGTERM, SIGHUP (every
+server is closed first)
 ";
 
 /// What to do.
@@ -66,6 +73,7 @@ pub struct Args {
     pub no_cache: bool,
     pub no_wait: bool,
     pub verbosity: usize,
+    pub call_all: bool,
     pub command: Command,
 }
 
@@ -80,6 +88,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         no_cache: false,
         no_wait: false,
         verbosity: 0,
+        call_all: false,
         command: Command::Demo,
     };
     let mut rest: Vec<String> = Vec::new();
@@ -103,6 +112,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--cache-dir" => args.cache_dir = Some(value("--cache-dir")?.into()),
             "--no-cache" => args.no_cache = true,
             "--no-wait" => args.no_wait = true,
+            "--call-all" => args.call_all = true,
             "--timeout" => {
                 let v = value("--timeout")?;
                 args.timeout_ms = Some(
@@ -163,6 +173,9 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     }
     if !headers.is_empty() {
         return Err("--header goes with probe URL".into());
+    }
+    if args.call_all && !matches!(args.command, Command::Probe(_)) {
+        return Err("--call-all goes with probe".into());
     }
     Ok(args)
 }

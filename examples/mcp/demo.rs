@@ -68,6 +68,7 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
     }
     let cached = options.cache.is_some();
     let manager = McpManager::new(options);
+    crate::signals::close_on_signal(&manager);
 
     println!(
         "\n== 2. Start: every server in parallel, then the {} ms gate",

@@ -6,6 +6,7 @@ mod demo;
 mod demo_server;
 mod probe;
 mod repl;
+mod signals;
 
 use std::io::Write;
 use std::path::Path;
@@ -18,10 +19,8 @@ use mcp_runtime::cache::FileToolCache;
 use mcp_runtime::config::{
     read_mcp_json, DiscoveredServer, Level, LoadOptions, ServerConfig, SourceMeta,
 };
-use mcp_runtime::loader::{
-    discover_and_load_mcp_tools, loaded_tools, LoadError, LoadedTool, LoaderOptions,
-};
-use mcp_runtime::manager::{ManagerOptions, McpManager};
+use mcp_runtime::loader::{load_with_manager, loaded_tools, LoadError, LoadedTool, LoaderOptions};
+use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
 use mcp_runtime::{ConnectOptions, ToolContext};
 use serde_json::{json, Value};
 
@@ -31,6 +30,8 @@ fn main() -> ExitCode {
         let kind = argv.get(1).map(String::as_str).unwrap_or("");
         return ExitCode::from(demo_server::run(kind) as u8);
     }
+    // Before any other thread exists: the signal mask is inherited by every thread.
+    signals::install();
     let args = match args::parse(&argv) {
         Ok(a) => a,
         Err(e) => {
@@ -39,13 +40,14 @@ fn main() -> ExitCode {
         }
     };
     init_logging(args.verbosity);
-    match run(&args) {
-        Ok(code) => ExitCode::from(code),
+    let code = match run(&args) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("mcp: {e}");
-            ExitCode::from(2)
+            2
         }
-    }
+    };
+    ExitCode::from(signals::finish(code))
 }
 
 fn init_logging(verbosity: usize) {
@@ -78,17 +80,26 @@ fn run(args: &Args) -> Result<u8, String> {
                 &connect_options(args),
                 call_timeout,
                 args.json,
+                args.call_all,
             ))
         }
         Command::Repl => repl::run(args, &project),
         Command::Tools => {
             let session = start(args, &project)?;
             print_tools(&session, args.json);
+            // Every server failed (none connected, none still connecting): status 1.
+            let m = &session.manager;
+            let alive = m
+                .server_names()
+                .iter()
+                .any(|n| m.connection_status(n).state != ConnectionState::Disconnected);
+            let code = u8::from(!session.errors.is_empty() && !alive);
             session.manager.disconnect_all();
-            Ok(0)
+            Ok(code)
         }
         Command::Status => {
             let session = start(args, &project)?;
+            wait_for_outcomes(&session.manager);
             print_status(&session, args.json);
             session.manager.disconnect_all();
             Ok(0)
@@ -120,19 +131,42 @@ pub fn connect_options(args: &Args) -> ConnectOptions {
 /// The manager settings from the command line.
 pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
     let cache = (!args.no_cache).then(|| {
-        let dir = args
-            .cache_dir
-            .clone()
-            .unwrap_or_else(FileToolCache::default_dir);
-        Arc::new(FileToolCache::new(dir)) as Arc<dyn mcp_runtime::cache::ToolCache>
+        let cache = match &args.cache_dir {
+            Some(dir) => FileToolCache::new(dir),
+            None => FileToolCache::user_default(),
+        };
+        Arc::new(cache) as Arc<dyn mcp_runtime::cache::ToolCache>
     });
+    let connect = connect_options(args);
     ManagerOptions {
         project_dir: project.to_path_buf(),
         wait_without_cache: !args.no_wait,
         cache,
-        connect: connect_options(args),
+        // Long enough for a stdio server's whole teardown (stdin closed, SIGTERM, SIGKILL,
+        // each after the grace): the CLI exits only once every server is gone.
+        close_grace: connect.stdio.close_grace * 2 + Duration::from_secs(2),
+        connect,
         ..ManagerOptions::default()
     }
+}
+
+/// Waits until each server has connected or failed, each bounded by its connect timeout.
+fn wait_for_outcomes(manager: &McpManager) {
+    let default = manager.options().connect.timeout;
+    let names = manager.server_names();
+    log::debug!("waiting for the outcome of {} servers", names.len());
+    std::thread::scope(|s| {
+        for name in names {
+            let timeout = manager
+                .config(&name)
+                .and_then(|c| c.timeout())
+                .unwrap_or(default);
+            s.spawn(move || {
+                // The connect itself ends at `timeout`; the margin lets its outcome land.
+                let _ = manager.wait_for_connection(&name, timeout + Duration::from_secs(2), None);
+            });
+        }
+    });
 }
 
 /// A running set of servers and their tools.
@@ -172,13 +206,15 @@ fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
 pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
     let options = manager_options(args, project);
     let Some(path) = &args.config else {
-        let loaded = discover_and_load_mcp_tools(
-            project,
-            LoaderOptions {
-                config: LoadOptions::default(),
-                manager: options,
-            },
-        );
+        let loader = LoaderOptions {
+            config: LoadOptions::default(),
+            manager: options,
+            // The cache is chosen above (--cache-dir, --no-cache).
+            default_cache: false,
+        };
+        let manager = McpManager::new(loader.manager_options(project));
+        signals::close_on_signal(&manager);
+        let loaded = load_with_manager(manager, project, &loader.config);
         return Ok(Session {
             manager: loaded.manager,
             tools: loaded.tools,
@@ -196,6 +232,7 @@ pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
         .map(|d| (d.name.clone(), d.source.clone()))
         .collect();
     let manager = McpManager::new(options);
+    signals::close_on_signal(&manager);
     let report = manager.connect_servers(&configs, &sources);
     let errors = report
         .errors

@@ -1,6 +1,12 @@
 //! `mcp probe`: a headless check of one server. It connects (a URL, with the transport detected,
 //! or a stdio command), answers server requests without asking anyone, lists the tools, calls
 //! every one with arguments built from its schema, and reports.
+//!
+//! A probe must not change anything. Tools annotated `destructiveHint: true` are skipped
+//! (reported as `{"tool", "skipped": "destructive"}`) unless `--call-all` is given, and
+//! `roots/list` is answered with an empty temporary directory made for this probe and removed
+//! afterwards, so a filesystem server writes its "test" files there, never into the current
+//! directory.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +29,33 @@ pub enum Target {
 
 /// Answers every server request the way a cooperative, non-interactive host would.
 struct Unattended {
-    cwd: std::path::PathBuf,
+    root: std::path::PathBuf,
+}
+
+/// The probe's root: a fresh, empty, private directory, removed when dropped.
+struct TempRoot(std::path::PathBuf);
+
+impl TempRoot {
+    fn new() -> std::io::Result<TempRoot> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path =
+            std::env::temp_dir().join(format!("mcp-probe-root-{}-{nanos:08x}", std::process::id()));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        // Not create_dir_all: a directory that already exists is not ours to use.
+        builder.create(&path)?;
+        Ok(TempRoot(path))
+    }
+}
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl ClientHandler for Unattended {
@@ -38,7 +70,7 @@ impl ClientHandler for Unattended {
 
     fn list_roots(&self, _: &str) -> Result<ListRootsResult, RpcError> {
         Ok(ListRootsResult {
-            roots: vec![Root::from_path(&self.cwd)],
+            roots: vec![Root::from_path(&self.root)],
         })
     }
 
@@ -79,7 +111,35 @@ pub fn arguments_for(schema: &Value) -> Value {
 }
 
 /// Runs the probe; the exit status is 1 on a protocol failure.
-pub fn run(target: &Target, options: &ConnectOptions, call_timeout: Duration, as_json: bool) -> u8 {
+pub fn run(
+    target: &Target,
+    options: &ConnectOptions,
+    call_timeout: Duration,
+    as_json: bool,
+    call_all: bool,
+) -> u8 {
+    let root = match TempRoot::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcp: cannot create the probe's temporary root: {e}");
+            return 1;
+        }
+    };
+    let dir = root.0.clone();
+    crate::signals::on_signal(move || {
+        let _ = std::fs::remove_dir_all(dir);
+    });
+    probe(target, options, call_timeout, as_json, call_all, &root.0)
+}
+
+fn probe(
+    target: &Target,
+    options: &ConnectOptions,
+    call_timeout: Duration,
+    as_json: bool,
+    call_all: bool,
+    root: &std::path::Path,
+) -> u8 {
     let endpoint = match target {
         Target::Url { url, headers } => Endpoint::Url(HttpTarget {
             url: url.clone(),
@@ -91,9 +151,10 @@ pub fn run(target: &Target, options: &ConnectOptions, call_timeout: Duration, as
             argv[1..].iter().cloned(),
         )),
     };
-    let cwd = std::env::current_dir().unwrap_or_default();
     let mut options = options.clone();
-    options.handler = Arc::new(Unattended { cwd });
+    options.handler = Arc::new(Unattended {
+        root: root.to_path_buf(),
+    });
     let client = match Client::connect("probe", &endpoint, options) {
         Ok(c) => c,
         Err(e) => {
@@ -108,6 +169,8 @@ pub fn run(target: &Target, options: &ConnectOptions, call_timeout: Duration, as
             return 1;
         }
     };
+    let closer = client.clone();
+    crate::signals::on_signal(move || closer.close());
     let info = &client.initialize_result().server_info;
     let tools = match client.list_tools() {
         Ok(t) => t,
@@ -127,8 +190,10 @@ pub fn run(target: &Target, options: &ConnectOptions, call_timeout: Duration, as
         );
         println!("tools: {}", tools.len());
     }
-    let calls = call_all(&client, &tools, call_timeout);
-    let failed = calls.iter().any(|c| !c["ok"].as_bool().unwrap_or(false));
+    let calls = call_each(&client, &tools, call_timeout, call_all);
+    let failed = calls
+        .iter()
+        .any(|c| c.get("skipped").is_none() && !c["ok"].as_bool().unwrap_or(false));
     if as_json {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         println!(
@@ -139,6 +204,9 @@ pub fn run(target: &Target, options: &ConnectOptions, call_timeout: Duration, as
     } else {
         for c in &calls {
             let verdict = match (c["ok"].as_bool(), c["isError"].as_bool()) {
+                _ if c.get("skipped").is_some() => {
+                    "skipped (destructiveHint: true; --call-all calls it)".to_owned()
+                }
                 (Some(true), Some(true)) => "ok (the tool reported an error)".to_owned(),
                 (Some(true), _) => "ok".to_owned(),
                 _ => format!("FAILED: {}", c["error"].as_str().unwrap_or("")),
@@ -158,13 +226,24 @@ pub fn run(target: &Target, options: &ConnectOptions, call_timeout: Duration, as
     u8::from(failed)
 }
 
-/// Calls every tool, all at once (one slow tool does not hold up the others).
-fn call_all(client: &Client, tools: &[Tool], timeout: Duration) -> Vec<Value> {
+/// Whether a tool says it may destroy something (`destructiveHint: true`).
+fn destructive(tool: &Tool) -> bool {
+    tool.annotations
+        .as_ref()
+        .is_some_and(|a| a.destructive_hint == Some(true))
+}
+
+/// Calls every tool (but the destructive ones unless `call_all`), all at once (one slow tool
+/// does not hold up the others).
+fn call_each(client: &Client, tools: &[Tool], timeout: Duration, call_all: bool) -> Vec<Value> {
     std::thread::scope(|s| {
         let handles: Vec<_> = tools
             .iter()
             .map(|tool| {
                 s.spawn(move || {
+                    if !call_all && destructive(tool) {
+                        return json!({"tool": tool.name, "skipped": "destructive"});
+                    }
                     let args = arguments_for(&tool.input_schema);
                     match client.call_tool(&tool.name, args, CallOptions::timeout(timeout)) {
                         Ok(r) => json!({"tool": tool.name, "ok": true, "isError": r.is_error(), "error": null}),

@@ -3,6 +3,11 @@
 //! Lines: `/mcp <sub> ...` (the /mcp commands), `tools`, `call TOOL [JSON]`, `status`, `quit`
 //! (or `exit`, or the end of input). Each answer is printed, followed by a blank line. On quit
 //! every server is disconnected: nothing is left running.
+//!
+//! With `--config FILE` the session reads that file only, and the commands that edit config
+//! files (`/mcp add`, `remove`, `enable`, `disable`) are refused: they would otherwise write the
+//! host's own files (the user's `~/.mcp-runtime/mcp.json`), which `--config` promised to leave
+//! alone. Edit FILE itself and `/mcp reload`.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -10,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::commands::McpCommands;
-use mcp_runtime::config::sources::{default_sources, McpJsonFile};
+use mcp_runtime::config::sources::McpJsonFile;
 use mcp_runtime::config::{ConfigSource, LoadOptions};
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::ToolContext;
@@ -22,18 +27,17 @@ use crate::args::Args;
 pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     let mut config = LoadOptions::default();
     if let Some(file) = &args.config {
-        // The host's own files (where /mcp add writes) and the given file, nothing else.
-        let mut sources: Vec<Arc<dyn ConfigSource>> = default_sources(config.host.clone())
-            .into_iter()
-            .take(1)
-            .collect();
-        sources.push(Arc::new(McpJsonFile::new(file)));
+        // The given file, nothing else.
+        let sources: Vec<Arc<dyn ConfigSource>> = vec![Arc::new(McpJsonFile::new(file))];
         config.sources = Some(sources);
     }
     let session = create_agent_session(SessionOptions {
         cwd: project.to_path_buf(),
         config,
+        on_manager: Some(Arc::new(crate::signals::close_on_signal)),
         manager: crate::manager_options(args, project),
+        // The cache is chosen by manager_options (--cache-dir, --no-cache).
+        default_cache: false,
         ..SessionOptions::default()
     });
     for e in session.startup_errors() {
@@ -49,19 +53,28 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
         if line.is_empty() {
             continue;
         }
-        let (answer, failed) = match line {
-            "quit" | "exit" => break,
-            "tools" => (tools(&session), false),
-            "status" => (commands.run("status"), false),
-            l if l.starts_with("/mcp") => (commands.run(l), false),
-            l if l.starts_with("call ") || l == "call" => call(&session, l, args),
-            other => (
-                format!(
+        let (answer, failed) =
+            match line {
+                "quit" | "exit" => break,
+                "tools" => (tools(&session), false),
+                "status" => (commands.run("status"), false),
+                l if args.config.is_some() && edits_config(l) => (
+                    format!(
+                    "Refused: this session uses --config {}, and {l:?} would edit config files. \
+                     Edit that file and run /mcp reload instead.",
+                    args.config.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+                ),
+                    true,
+                ),
+                l if l.starts_with("/mcp") => (commands.run(l), false),
+                l if l.starts_with("call ") || l == "call" => call(&session, l, args),
+                other => (
+                    format!(
                     "Unknown command: {other}. Try /mcp help, tools, call TOOL JSON, status, quit."
                 ),
-                true,
-            ),
-        };
+                    true,
+                ),
+            };
         if failed {
             code = 1;
         }
@@ -70,6 +83,16 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     }
     session.close();
     Ok(code)
+}
+
+/// Whether a `/mcp` line edits config files.
+fn edits_config(line: &str) -> bool {
+    let words = mcp_runtime::commands::split_words(line);
+    words.first().map(String::as_str) == Some("/mcp")
+        && matches!(
+            words.get(1).map(String::as_str),
+            Some("add" | "remove" | "rm" | "enable" | "disable")
+        )
 }
 
 fn tools(session: &AgentSession) -> String {

@@ -5,22 +5,18 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// Why a config file could not be read.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ReadError {
-    /// The file does not exist (not a problem: nothing is configured there).
-    Missing,
-    /// It exists but could not be read or parsed.
-    Bad(String),
+pub(crate) use super::file::ReadError;
+use super::file::{read_text, CONFIG_FILE_CAP};
+
+/// Reads and parses a JSON (with comments) config file: a regular file of at most 4 MiB (see
+/// [`read_text`]).
+pub(crate) fn read(path: &Path) -> Result<Value, ReadError> {
+    read_capped(path, CONFIG_FILE_CAP)
 }
 
-/// Reads and parses a JSON (with comments) file.
-pub(crate) fn read(path: &Path) -> Result<Value, ReadError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Missing),
-        Err(e) => return Err(ReadError::Bad(e.to_string())),
-    };
+/// [`read`] with another size cap.
+pub(crate) fn read_capped(path: &Path, cap: u64) -> Result<Value, ReadError> {
+    let text = read_text(path, cap)?;
     parse(&text).map_err(ReadError::Bad)
 }
 

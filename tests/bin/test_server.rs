@@ -19,6 +19,9 @@
 //!                        127.0.0.1:P and wait for one byte: the test decides when it answers
 //!                        (a held method other than initialize waits on its own thread)
 //!   --sleep              (internal) the grandchild: sleep forever
+//!   --filesystem LOG     play a filesystem server: list only `echo` and `write_file`
+//!                        (destructiveHint: true), which asks `roots/list`, writes the file
+//!                        `path` in the first root, and appends the full path to LOG
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
 //! cancelled, rich, pid, grandchild_pid, stderr; and, unlisted, stop_reading.
@@ -50,6 +53,7 @@ struct Flags {
     tag: Option<String>,
     hold_port: Option<u16>,
     hold_method: Option<String>,
+    filesystem: Option<String>,
 }
 
 struct Server {
@@ -91,6 +95,7 @@ fn main() {
             "--hold-port" => flags.hold_port = Some(num() as u16),
             "--hold-method" => flags.hold_method = args.next(),
             "--sleep" => sleep_forever(),
+            "--filesystem" => flags.filesystem = args.next(),
             other => {
                 eprintln!("unknown flag {other}");
                 std::process::exit(2);
@@ -314,6 +319,14 @@ impl Server {
 
     fn all_tools(&self) -> Vec<Value> {
         let object = |props: Value| json!({"type": "object", "properties": props});
+        if self.flags.filesystem.is_some() {
+            return vec![
+                json!({"name": "echo", "description": "Echoes the message", "inputSchema": object(json!({"message": {"type": "string"}})),
+                       "annotations": {"readOnlyHint": true}}),
+                json!({"name": "write_file", "description": "Writes a file in the first root", "inputSchema": object(json!({"path": {"type": "string"}})),
+                       "annotations": {"readOnlyHint": false, "destructiveHint": true}}),
+            ];
+        }
         let mut tools = vec![
             json!({"name": "echo", "description": "Echoes the message", "inputSchema": object(json!({"message": {"type": "string"}})),
                    "annotations": {"readOnlyHint": true}}),
@@ -460,6 +473,7 @@ impl Server {
                 self.text(id, "sent");
             }
             "ask" => self.ask(id, &args),
+            "write_file" => self.write_file(id, &args),
             "client_info" => {
                 let init = self.initialize_params.lock().unwrap().clone();
                 self.result(id, json!({"content": [{"type": "text", "text": init.to_string()}], "structuredContent": init}));
@@ -497,6 +511,44 @@ impl Server {
             }
             other if other.starts_with("tool_") => self.text(id, format!("{other} called")),
             other => self.result(id, json!({"content": [{"type": "text", "text": format!("Unknown tool: {other}")}], "isError": true})),
+        }
+    }
+
+    /// What server-filesystem does with a relative path: resolve it in the first root.
+    fn write_file(&self, id: &Value, args: &Value) {
+        let n = self.next_ask.fetch_add(1, Ordering::SeqCst);
+        let ask_id = format!("srv-{n}");
+        let (tx, rx) = mpsc::channel();
+        self.asks.lock().unwrap().insert(ask_id.clone(), tx);
+        self.send(json!({"jsonrpc": "2.0", "id": ask_id, "method": "roots/list"}));
+        let root = rx.recv_timeout(Duration::from_secs(20)).ok().and_then(|r| {
+            r.pointer("/result/roots/0/uri")?
+                .as_str()
+                .map(str::to_owned)
+        });
+        let Some(dir) = root.as_deref().and_then(|u| u.strip_prefix("file://")) else {
+            return self.result(
+                id,
+                json!({"content": [{"type": "text", "text": "no root"}], "isError": true}),
+            );
+        };
+        let path = std::path::Path::new(dir).join(args["path"].as_str().unwrap_or("file"));
+        let written = std::fs::write(&path, "written by mcp-test-server");
+        if let Some(log) = &self.flags.filesystem {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+            {
+                let _ = writeln!(f, "{}", path.display());
+            }
+        }
+        match written {
+            Ok(()) => self.text(id, path.display().to_string()),
+            Err(e) => self.result(
+                id,
+                json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
+            ),
         }
     }
 

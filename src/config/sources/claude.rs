@@ -3,7 +3,8 @@
 //! user-level), then `<cwd>/.claude/.mcp.json` and `<cwd>/.claude/mcp.json` (project), then the
 //! top-level `mcpServers` of `~/.claude.json` and `~/.claude/mcp.json` (user).
 
-use super::{load_json_servers, read_json, servers_at, standard_entry};
+use super::{load_json_servers, read_json_capped, servers_at, standard_entry};
+use crate::config::file::CLAUDE_STATE_CAP;
 use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
 
 /// Claude Code's config files.
@@ -22,7 +23,8 @@ impl ConfigSource for ClaudeCode {
     fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
         let mut out = SourceOutput::default();
         let state = ctx.home.join(".claude.json");
-        let root = read_json(&mut out, &state);
+        // Also Claude Code's state file: tens of MiB for real users, hence its larger cap.
+        let root = read_json_capped(&mut out, &state, CLAUDE_STATE_CAP);
         if let Some(root) = &root {
             // The project key is the absolute path as Claude Code saw it.
             let mut keys = vec![ctx.cwd.to_string_lossy().into_owned()];

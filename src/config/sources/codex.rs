@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::config::file::{read_text, ReadError, CONFIG_FILE_CAP};
 use crate::config::server::ServerConfig;
 use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
 
@@ -46,10 +47,10 @@ impl ConfigSource for Codex {
 }
 
 fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_text(path, CONFIG_FILE_CAP) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-        Err(e) => return out.warn(path, e),
+        Err(ReadError::Missing) => return,
+        Err(ReadError::Bad(e)) => return out.warn(path, e),
     };
     let root: Value = match toml::from_str(&text) {
         Ok(v) => v,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::expand::{expand_value, process_env};
+use super::file::CONFIG_FILE_CAP;
 use super::jsonc::{self, ReadError};
 use super::server::ServerConfig;
 use super::source::{ConfigSource, Level, SourceOutput};
@@ -74,9 +75,15 @@ pub(crate) fn load_json_servers(
     }
 }
 
-/// Reads a JSON (with comments) file; `None` when missing or (with a warning) malformed.
+/// Reads a JSON (with comments) file; `None` when missing or (with a warning) malformed, not
+/// a regular file, or over the 4 MiB cap.
 pub(crate) fn read_json(out: &mut SourceOutput, path: &Path) -> Option<Value> {
-    match jsonc::read(path) {
+    read_json_capped(out, path, CONFIG_FILE_CAP)
+}
+
+/// [`read_json`] with another size cap.
+pub(crate) fn read_json_capped(out: &mut SourceOutput, path: &Path, cap: u64) -> Option<Value> {
+    match jsonc::read_capped(path, cap) {
         Ok(v) => Some(v),
         Err(ReadError::Missing) => None,
         Err(ReadError::Bad(e)) => {

@@ -11,6 +11,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{read_json, servers_at, standard_entry};
+use crate::config::file::{read_text, ReadError, CONFIG_FILE_CAP};
 use crate::config::server::ServerConfig;
 use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
 
@@ -145,7 +146,10 @@ fn substitute_str(
 
 /// Reads a dotenv file: `KEY=VALUE` lines, `#` comments, optional `export`, quotes stripped.
 fn read_env_file(path: &Path) -> Result<BTreeMap<String, String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let text = read_text(path, CONFIG_FILE_CAP).map_err(|e| match e {
+        ReadError::Missing => "no such file".to_owned(),
+        ReadError::Bad(e) => e,
+    })?;
     let mut vars = BTreeMap::new();
     for line in text.lines() {
         let line = line.trim();
