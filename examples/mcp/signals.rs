@@ -41,10 +41,15 @@ pub fn install() {
     #[cfg(unix)]
     {
         let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 fills two descriptors; close-on-exec keeps them out of servers.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // SAFETY: pipe fills two descriptors; close-on-exec keeps them out of servers (set
+        // before any server is spawned: this runs first in `main`).
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
             log::warn!("no signal handling: {}", std::io::Error::last_os_error());
             return;
+        }
+        for fd in fds {
+            // SAFETY: setting FD_CLOEXEC on a descriptor we just created.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         }
         let [read_fd, write_fd] = fds;
         PIPE_WRITE.store(write_fd, Ordering::SeqCst);
