@@ -18,7 +18,9 @@ use crate::protocol::{
     methods, CallToolResult, ClientCapabilities, InitializeResult, ListToolsResult,
     ProtocolVersion, ServerCapabilities, Tool,
 };
-use crate::transport::{HttpTransport, Inbound, SendHint, SseTransport, StdioTransport, Transport};
+use crate::transport::{
+    Connector, HttpTransport, Inbound, SendHint, SseTransport, StdioTransport, Transport,
+};
 use crate::{CancelToken, Error};
 
 mod handler;
@@ -96,6 +98,32 @@ impl Connection {
         options: &ConnectOptions,
         deadline: Instant,
     ) -> Result<Connection, Error> {
+        Connection::build(name, options, |inbound| {
+            let transport: Arc<dyn Transport> = match endpoint {
+                Endpoint::Stdio(cmd) => {
+                    Arc::new(StdioTransport::spawn(name, cmd, &options.stdio, inbound)?)
+                }
+                Endpoint::Http(target) | Endpoint::Url(target) => {
+                    Arc::new(HttpTransport::new(name, target, &options.http, inbound)?)
+                }
+                Endpoint::Sse(target) => Arc::new(SseTransport::connect(
+                    name,
+                    target,
+                    &options.http,
+                    inbound,
+                    deadline,
+                )?),
+            };
+            Ok(transport)
+        })
+    }
+
+    /// A connection over the transport `make` builds around the router.
+    fn build(
+        name: &str,
+        options: &ConnectOptions,
+        make: impl FnOnce(Arc<dyn Inbound>) -> Result<Arc<dyn Transport>, Error>,
+    ) -> Result<Connection, Error> {
         let declared = options.handler.capabilities();
         let router = Arc::new(Router::new(
             name,
@@ -103,21 +131,7 @@ impl Connection {
             declared.clone(),
         ));
         let inbound: Arc<dyn Inbound> = router.clone();
-        let transport: Arc<dyn Transport> = match endpoint {
-            Endpoint::Stdio(cmd) => {
-                Arc::new(StdioTransport::spawn(name, cmd, &options.stdio, inbound)?)
-            }
-            Endpoint::Http(target) | Endpoint::Url(target) => {
-                Arc::new(HttpTransport::new(name, target, &options.http, inbound)?)
-            }
-            Endpoint::Sse(target) => Arc::new(SseTransport::connect(
-                name,
-                target,
-                &options.http,
-                inbound,
-                deadline,
-            )?),
-        };
+        let transport = make(inbound)?;
         router.attach(&transport);
         Ok(Connection {
             name: name.to_owned(),
@@ -324,6 +338,27 @@ impl Client {
                 leftover: None,
             }
         })?;
+        Client::handshake(conn, options, started)
+    }
+
+    /// Connects over a transport of the caller's (an in-memory pair in tests, a transport of
+    /// the host's own): `connector` builds it around the client's [`Inbound`] sink, then the
+    /// handshake runs as for [`Client::connect`], bounded by `options.timeout`.
+    pub fn with_transport(
+        name: &str,
+        connector: impl Connector,
+        options: ConnectOptions,
+    ) -> Result<Client, Error> {
+        let started = Instant::now();
+        let conn = Connection::build(name, &options, |inbound| connector.connect(name, inbound))?;
+        Client::handshake(conn, &options, started).map_err(ConnectFailure::close)
+    }
+
+    fn handshake(
+        conn: Connection,
+        options: &ConnectOptions,
+        started: Instant,
+    ) -> Result<Client, ConnectFailure> {
         match handshake::run(&conn, options, started) {
             Ok((init, version)) => Ok(Client {
                 inner: Arc::new(Inner {

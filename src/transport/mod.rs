@@ -14,6 +14,7 @@ use crate::Error;
 mod cork;
 pub mod http;
 pub(crate) mod lines;
+pub mod memory;
 mod pool;
 mod process;
 pub mod sse;
@@ -28,6 +29,27 @@ pub use http::HttpTransport;
 pub use sse::SseTransport;
 pub use stdio::{StdioCommand, StdioOptions, StdioTransport};
 pub use web::{AuthProvider, HttpOptions, HttpTarget};
+
+/// Builds a transport around a client's [`Inbound`] sink, for
+/// [`Client::with_transport`](crate::Client::with_transport).
+pub trait Connector {
+    /// The transport for the server `name`, delivering what it receives to `inbound`.
+    fn connect(
+        self,
+        name: &str,
+        inbound: std::sync::Arc<dyn Inbound>,
+    ) -> Result<std::sync::Arc<dyn Transport>, Error>;
+}
+
+impl Connector for memory::MemoryConnector {
+    fn connect(
+        self,
+        name: &str,
+        inbound: std::sync::Arc<dyn Inbound>,
+    ) -> Result<std::sync::Arc<dyn Transport>, Error> {
+        Ok(std::sync::Arc::new(self.into_transport(name, inbound)?))
+    }
+}
 
 /// How the caller of [`Transport::send_with`] will wait for the answer.
 #[derive(Debug, Clone, Copy)]

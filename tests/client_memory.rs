@@ -1,0 +1,197 @@
+//! Client edge cases over the in-memory transport pair: no process, no socket, the server is a
+//! closure on the other end of two channels.
+
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+use mcp_runtime::jsonrpc::{Message, Request, RequestId, RpcError};
+use mcp_runtime::transport::memory::{self, MemoryServer};
+use mcp_runtime::{CallOptions, Client, ConnectOptions, Error};
+use serde_json::{json, Value};
+
+fn init_result(version: &str) -> Value {
+    json!({"protocolVersion": version, "capabilities": {"tools": {}},
+           "serverInfo": {"name": "mem", "version": "1"}})
+}
+
+/// A server that answers `initialize`, then hands every other message to `rest` (which may
+/// answer through the sender it is given). Returns what the server saw, in order, at its end.
+fn serve(
+    server: MemoryServer,
+    version: &'static str,
+    mut rest: impl FnMut(&Message, &crossbeam_channel::Sender<Message>) + Send + 'static,
+) -> Receiver<Vec<Message>> {
+    let (done, seen) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        while let Ok(message) = server.receiver.recv() {
+            match &message {
+                Message::Request(Request { id, method, .. }) if method == "initialize" => {
+                    let _ = server
+                        .sender
+                        .send(Message::result(id.clone(), init_result(version)));
+                }
+                other => rest(other, &server.sender),
+            }
+            all.push(message);
+        }
+        let _ = done.send(all);
+    });
+    seen
+}
+
+fn options() -> ConnectOptions {
+    ConnectOptions {
+        timeout: Duration::from_secs(10),
+        request_timeout: Duration::from_secs(10),
+        ..ConnectOptions::default()
+    }
+}
+
+fn request_of(message: &Message) -> Option<(&RequestId, &str)> {
+    match message {
+        Message::Request(Request { id, method, .. }) => Some((id, method.as_str())),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_call_is_answered_and_a_stray_reply_changes_nothing() {
+    let (connector, server) = memory::pair();
+    let seen = serve(server, "2025-06-18", |message, out| {
+        if let Some((id, "tools/call")) = request_of(message) {
+            // A reply to nobody first, then the real one.
+            let _ = out.send(Message::result(RequestId::Number(999), json!({})));
+            let _ = out.send(Message::result(
+                id.clone(),
+                json!({"content": [{"type": "text", "text": "hi"}]}),
+            ));
+        }
+    });
+    let client = Client::with_transport("mem", connector, options()).unwrap();
+    assert_eq!(client.transport_kind(), "memory");
+    let out = client
+        .call_tool("echo", json!({}), CallOptions::default())
+        .unwrap();
+    assert_eq!(out.text(), "hi");
+    client.close();
+    let seen = seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    let methods: Vec<&str> = seen.iter().filter_map(Message::method).collect();
+    assert_eq!(
+        methods,
+        ["initialize", "notifications/initialized", "tools/call"]
+    );
+}
+
+#[test]
+fn a_server_that_goes_away_mid_call_fails_it_at_once() {
+    let (connector, server) = memory::pair();
+    let (gone_tx, gone_rx) = crossbeam_channel::bounded::<()>(1);
+    let mut holder = Some(server);
+    let receiver = holder.as_ref().unwrap().receiver.clone();
+    let sender = holder.as_ref().unwrap().sender.clone();
+    std::thread::spawn(move || {
+        while let Ok(message) = receiver.recv() {
+            match request_of(&message) {
+                Some((id, "initialize")) => {
+                    let _ = sender.send(Message::result(id.clone(), init_result("2025-06-18")));
+                }
+                Some((_, "tools/call")) => {
+                    // Exit without answering: every sender of the server end goes.
+                    holder.take();
+                    let _ = gone_tx.send(());
+                    return;
+                }
+                _ => {}
+            }
+        }
+    });
+    let client = Client::with_transport("mem", connector, options()).unwrap();
+    let err = client
+        .call_tool(
+            "echo",
+            json!({}),
+            CallOptions::timeout(Duration::from_secs(60)),
+        )
+        .unwrap_err();
+    gone_rx.recv_timeout(Duration::from_secs(1)).unwrap();
+    assert!(matches!(err, Error::TransportClosed { .. }), "{err:?}");
+    assert!(client.closed_reason().is_some());
+}
+
+#[test]
+fn an_unsupported_version_fails_the_handshake_and_closes_the_connection() {
+    let (connector, server) = memory::pair();
+    let seen = serve(server, "1999-01-01", |_, _| {});
+    let err = Client::with_transport("mem", connector, options()).unwrap_err();
+    assert_eq!(
+        err,
+        Error::UnsupportedProtocolVersion {
+            requested: "2025-11-25".into(),
+            received: "1999-01-01".into()
+        }
+    );
+    // The server's end sees the connection closed: its receiver ends.
+    let seen = seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(seen.len(), 1, "nothing but initialize was sent");
+}
+
+#[test]
+fn a_timed_out_call_is_cancelled_on_the_wire() {
+    let (connector, server) = memory::pair();
+    let seen = serve(server, "2025-06-18", |_, _| {});
+    let client = Client::with_transport("mem", connector, options()).unwrap();
+    let err = client
+        .call_tool(
+            "hang",
+            json!({}),
+            CallOptions::timeout(Duration::from_millis(50)),
+        )
+        .unwrap_err();
+    assert_eq!(err.to_string(), "Request timeout after 50ms");
+    client.close();
+    let seen = seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    let call_id = seen
+        .iter()
+        .find_map(|m| match request_of(m) {
+            Some((id, "tools/call")) => Some(id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let cancelled = seen
+        .iter()
+        .find_map(|m| match m {
+            Message::Notification(n) if n.method == "notifications/cancelled" => n.params.clone(),
+            _ => None,
+        })
+        .expect("notifications/cancelled was sent");
+    assert_eq!(cancelled["requestId"], json!(call_id.as_i64().unwrap()));
+}
+
+#[test]
+fn a_server_ping_is_answered_and_an_unknown_request_gets_method_not_found() {
+    let (connector, server) = memory::pair();
+    let (answers_tx, answers) = crossbeam_channel::unbounded();
+    let seen = serve(server, "2025-06-18", move |message, out| match message {
+        Message::Notification(n) if n.method == "notifications/initialized" => {
+            let _ = out.send(Message::request(7001, "ping", None));
+            let _ = out.send(Message::request(7002, "no/such", None));
+        }
+        Message::Response(r) => {
+            let _ = answers_tx.send(r.clone());
+        }
+        _ => {}
+    });
+    let client = Client::with_transport("mem", connector, options()).unwrap();
+    let mut got: Vec<_> = (0..2)
+        .map(|_| answers.recv_timeout(Duration::from_secs(10)).unwrap())
+        .collect();
+    got.sort_by_key(|r| r.id.as_ref().and_then(RequestId::as_i64));
+    assert_eq!(got[0].outcome, Ok(json!({})));
+    assert_eq!(
+        got[1].outcome.as_ref().map_err(|e: &RpcError| e.code),
+        Err(-32601)
+    );
+    client.close();
+    seen.recv_timeout(Duration::from_secs(10)).unwrap();
+}
