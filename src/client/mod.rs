@@ -5,7 +5,6 @@
 //! and each caller gets its own answer. Every wait is bounded: a request ends with its response,
 //! its timeout, its cancellation, or [`Error::TransportClosed`] when the connection dies.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,14 +14,15 @@ use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::Message;
 use crate::protocol::{
-    methods, CallToolResult, ClientCapabilities, InitializeResult, ListToolsResult,
-    ProtocolVersion, ServerCapabilities, Tool,
+    methods, CallToolResult, ClientCapabilities, InitializeResult, ProtocolVersion,
+    ServerCapabilities, Tool,
 };
 use crate::transport::{
     Connector, HttpTransport, Inbound, SendHint, SseTransport, StdioTransport, Transport,
 };
 use crate::{CancelToken, Error};
 
+mod features;
 mod handler;
 mod handshake;
 mod options;
@@ -415,35 +415,7 @@ impl Client {
         if self.inner.init.capabilities.tools.is_none() {
             return Ok(Vec::new());
         }
-        let mut tools = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let page: ListToolsResult = parse(
-                methods::TOOLS_LIST,
-                self.request(methods::TOOLS_LIST, params, CallOptions::default())?,
-            )?;
-            tools.extend(page.tools);
-            match page.next_cursor {
-                None => return Ok(tools),
-                Some(next) if !seen.insert(next.clone()) => {
-                    log::warn!(
-                        "[{}] tools/list repeated the cursor {next:?}; stopping with {} tools",
-                        self.inner.conn.name,
-                        tools.len()
-                    );
-                    return Ok(tools);
-                }
-                Some(next) => cursor = Some(next),
-            }
-        }
-        log::warn!(
-            "[{}] tools/list still had more pages after {MAX_LIST_PAGES}; stopping with {} tools",
-            self.inner.conn.name,
-            tools.len()
-        );
-        Ok(tools)
+        self.list_all(methods::TOOLS_LIST, "tools")
     }
 
     /// Calls a tool and returns its result as the server sent it. A tool that failed is a

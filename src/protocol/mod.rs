@@ -7,6 +7,7 @@ mod content;
 mod lifecycle;
 mod notifications;
 mod requests;
+mod resources;
 mod tools;
 mod version;
 
@@ -16,6 +17,10 @@ pub use lifecycle::{
 };
 pub use notifications::{CancelledParams, LoggingLevel, LoggingMessageParams, Progress};
 pub use requests::{ListRootsResult, Root};
+pub use resources::{
+    CompleteResult, Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument,
+    PromptMessage, ReadResourceResult, Resource, ResourceTemplate,
+};
 pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
 pub use version::{ProtocolVersion, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
@@ -31,6 +36,30 @@ pub mod methods {
     pub const TOOLS_LIST: &str = "tools/list";
     /// Client → server: call a tool.
     pub const TOOLS_CALL: &str = "tools/call";
+    /// Client → server: list resources (paginated).
+    pub const RESOURCES_LIST: &str = "resources/list";
+    /// Client → server: list resource templates (paginated).
+    pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// Client → server: read a resource.
+    pub const RESOURCES_READ: &str = "resources/read";
+    /// Client → server: be told when a resource changes.
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    /// Client → server: stop being told.
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    /// Server → client: a subscribed resource changed.
+    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+    /// Server → client: the resource list changed.
+    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    /// Client → server: list prompts (paginated).
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    /// Client → server: get a prompt with its arguments filled in.
+    pub const PROMPTS_GET: &str = "prompts/get";
+    /// Server → client: the prompt list changed.
+    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    /// Client → server: completion values for a prompt argument or template variable.
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
+    /// Client → server: the level of the log messages the server sends.
+    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
     /// Server → client: the tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// Either direction: a request was cancelled.
