@@ -2,9 +2,16 @@
 //!
 //! Text blocks are joined by blank lines; an image or audio block becomes `[Image: <mime>]` /
 //! `[Audio: <mime>]`; a resource becomes `[Resource: <uri>]` followed by its text, if any; a
-//! result with no text but `structuredContent` shows that JSON; `Error: ` leads when `isError`.
+//! result with no text but `structuredContent` shows that JSON, with any long base64 string in it
+//! (an image or a sound a server repeats there) shortened to `[base64: <n> chars]`; `Error: `
+//! leads when `isError`. Binary data is never printed.
+
+use serde_json::Value;
 
 use crate::protocol::{CallToolResult, ContentBlock};
+
+/// Strings at least this long made only of base64 characters are shown by their length.
+const BASE64_SHOWN_UP_TO: usize = 128;
 
 /// The text rendering of a tool result.
 pub fn render_text(result: &CallToolResult) -> String {
@@ -27,7 +34,7 @@ pub fn render_text(result: &CallToolResult) -> String {
     }
     let has_text = result.content.iter().any(|b| b.as_text().is_some());
     if let (false, Some(structured)) = (has_text, &result.structured_content) {
-        parts.push(structured.to_string());
+        parts.push(without_base64(structured).to_string());
     }
     let body = parts.join("\n\n");
     if result.is_error() {
@@ -35,6 +42,28 @@ pub fn render_text(result: &CallToolResult) -> String {
     } else {
         body
     }
+}
+
+/// The value with every long base64 string replaced by a note of its length.
+fn without_base64(value: &Value) -> Value {
+    match value {
+        Value::String(s) if looks_like_base64(s) => {
+            Value::String(format!("[base64: {} chars]", s.len()))
+        }
+        Value::Array(items) => Value::Array(items.iter().map(without_base64).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), without_base64(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn looks_like_base64(s: &str) -> bool {
+    s.len() >= BASE64_SHOWN_UP_TO
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
 }
 
 #[cfg(test)]
@@ -74,5 +103,21 @@ mod tests {
             json!({"content": [{"type": "text", "text": "21 degrees"}], "structuredContent": {"t": 21}}),
         );
         assert_eq!(render_text(&r), "21 degrees");
+    }
+
+    #[test]
+    fn binary_data_in_structured_content_is_never_printed() {
+        let wav = "UklGR".repeat(100);
+        let r = result(json!({
+            "content": [{"type": "audio", "data": wav, "mimeType": "audio/wav"}],
+            "structuredContent": {"content": [{"type": "audio", "data": wav, "mimeType": "audio/wav"}],
+                                  "note": "short text stays"}
+        }));
+        let text = render_text(&r);
+        assert!(!text.contains("UklGR"), "{text}");
+        assert_eq!(
+            text,
+            "[Audio: audio/wav]\n\n{\"content\":[{\"data\":\"[base64: 500 chars]\",\"mimeType\":\"audio/wav\",\"type\":\"audio\"}],\"note\":\"short text stays\"}"
+        );
     }
 }
