@@ -45,6 +45,7 @@ mod deferred;
 mod mcp_tool;
 pub mod naming;
 pub mod render;
+pub mod schema;
 
 pub use build::{build_tools, parameters_of};
 pub use deferred::DeferredMcpTool;
@@ -130,6 +131,10 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// Which server and tool produced it.
     pub details: ToolDetails,
+    /// Where the tool declared an `outputSchema` and its `structuredContent` is missing or does
+    /// not match it: what is wrong (see [`schema::schema_mismatch`]). Reported, never enforced:
+    /// the result stays as sent.
+    pub schema_problem: Option<String>,
 }
 
 impl ToolOutput {
@@ -138,6 +143,7 @@ impl ToolOutput {
             is_error: result.is_error(),
             result,
             details,
+            schema_problem: None,
         }
     }
 
@@ -151,6 +157,7 @@ impl ToolOutput {
             },
             is_error: true,
             details,
+            schema_problem: None,
         }
     }
 
@@ -207,14 +214,30 @@ impl Spec {
         arguments: Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, Aborted> {
-        call_through(
+        let mut output = call_through(
             manager,
             &self.server,
             &self.definition.name,
             arguments,
             ctx,
             self.details(),
-        )
+        )?;
+        if let (Some(schema), false) = (&self.definition.output_schema, output.is_error) {
+            output.schema_problem = match &output.result.structured_content {
+                Some(structured) => schema::schema_mismatch(schema, structured),
+                None => {
+                    Some("the tool declares an outputSchema but sent no structuredContent".into())
+                }
+            };
+            if let Some(problem) = &output.schema_problem {
+                log::warn!(
+                    "[{}] {}: structuredContent does not match its outputSchema: {problem}",
+                    self.server,
+                    self.definition.name
+                );
+            }
+        }
+        Ok(output)
     }
 }
 

@@ -18,13 +18,15 @@
 //!   --hold-port P        before answering --hold-method (default initialize), connect to
 //!                        127.0.0.1:P and wait for one byte: the test decides when it answers
 //!                        (a held method other than initialize waits on its own thread)
+//!   --typed-tool         also list `typed`, a tool with an outputSchema
 //!   --sleep              (internal) the grandchild: sleep forever
 //!   --filesystem LOG     play a filesystem server: list only `echo` and `write_file`
 //!                        (destructiveHint: true), which asks `roots/list`, writes the file
 //!                        `path` in the first root, and appends the full path to LOG
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
-//! cancelled, rich, pid, grandchild_pid, stderr; and, unlisted, stop_reading.
+//! cancelled, rich, pid, grandchild_pid, stderr; with --typed-tool, typed (an outputSchema, and
+//! its `structured` argument as structuredContent); and, unlisted, stop_reading.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -53,6 +55,7 @@ struct Flags {
     tag: Option<String>,
     hold_port: Option<u16>,
     hold_method: Option<String>,
+    typed_tool: bool,
     filesystem: Option<String>,
 }
 
@@ -94,6 +97,7 @@ fn main() {
             "--tag" => flags.tag = args.next(),
             "--hold-port" => flags.hold_port = Some(num() as u16),
             "--hold-method" => flags.hold_method = args.next(),
+            "--typed-tool" => flags.typed_tool = true,
             "--sleep" => sleep_forever(),
             "--filesystem" => flags.filesystem = args.next(),
             other => {
@@ -348,6 +352,11 @@ impl Server {
             json!({"name": "grandchild_pid", "description": "The grandchild's pid", "inputSchema": object(json!({}))}),
             json!({"name": "stderr", "description": "Writes lines to stderr", "inputSchema": object(json!({"lines": {"type": "integer"}}))}),
         ];
+        if self.flags.typed_tool {
+            tools.push(json!({"name": "typed", "description": "Returns its `structured` argument as structuredContent (none if absent)",
+                   "inputSchema": object(json!({})),
+                   "outputSchema": {"type": "object", "required": ["t"], "properties": {"t": {"type": "number"}}}}));
+        }
         if self.extra_tool.load(Ordering::SeqCst) {
             tools.push(json!({"name": "late_tool", "description": "Appears after list_changed", "inputSchema": object(json!({}))}));
         }
@@ -474,6 +483,13 @@ impl Server {
             }
             "ask" => self.ask(id, &args),
             "write_file" => self.write_file(id, &args),
+            "typed" => {
+                let mut result = json!({"content": [{"type": "text", "text": "typed"}]});
+                if let Some(structured) = args.get("structured") {
+                    result["structuredContent"] = structured.clone();
+                }
+                self.result(id, result);
+            }
             "client_info" => {
                 let init = self.initialize_params.lock().unwrap().clone();
                 self.result(id, json!({"content": [{"type": "text", "text": init.to_string()}], "structuredContent": init}));
