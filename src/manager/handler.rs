@@ -6,11 +6,12 @@ use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
+use super::runtime::Refresh;
 use super::Shared;
 use crate::client::ClientHandler;
 use crate::error::Error;
 use crate::jsonrpc::{Notification, RpcError};
-use crate::protocol::{ClientCapabilities, ListRootsResult};
+use crate::protocol::{methods, ClientCapabilities, ListRootsResult};
 
 pub(crate) struct ManagedHandler {
     manager: Weak<Shared>,
@@ -55,12 +56,20 @@ impl ClientHandler for ManagedHandler {
     fn on_tools_list_changed(&self, server: &str) {
         // Coalesced, and run on a manager thread: a flood of notifications costs a refresh or two.
         if let Some(manager) = self.manager.upgrade() {
-            manager.request_refresh(&self.server);
+            manager.request_refresh(&self.server, Refresh::Tools);
         }
         self.host.on_tools_list_changed(server);
     }
 
     fn on_notification(&self, server: &str, notification: &Notification) {
+        if matches!(
+            notification.method.as_str(),
+            methods::RESOURCES_LIST_CHANGED | methods::PROMPTS_LIST_CHANGED
+        ) {
+            if let Some(manager) = self.manager.upgrade() {
+                manager.request_refresh(&self.server, Refresh::Features);
+            }
+        }
         self.host.on_notification(server, notification);
     }
 

@@ -34,6 +34,7 @@ use crate::error::Error;
 use crate::protocol::{CallToolResult, Tool};
 
 mod close;
+mod features;
 mod handler;
 mod options;
 mod runtime;
@@ -44,6 +45,11 @@ mod task;
 pub use options::{
     ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, ToolsChanged,
     STARTUP_TIMEOUT,
+};
+
+pub use features::{
+    FeaturesChanged, ManagedPrompt, ManagedResource, ManagedTemplate, ServerInfo,
+    MAX_INSTRUCTIONS_BYTES,
 };
 
 use close::Work;
@@ -64,6 +70,7 @@ pub struct ManagedTool {
 }
 
 type Listener = Arc<dyn Fn(&ToolsChanged) + Send + Sync>;
+type FeaturesListener = Arc<dyn Fn(&FeaturesChanged) + Send + Sync>;
 
 /// Many MCP servers. Cheap to clone; every clone is the same manager.
 #[derive(Clone)]
@@ -75,6 +82,7 @@ pub(crate) struct Shared {
     options: ManagerOptions,
     state: Mutex<State>,
     listeners: Mutex<Vec<Listener>>,
+    features_listeners: Mutex<Vec<FeaturesListener>>,
     next_attempt: AtomicU64,
     /// The manager's running threads (connect tasks, teardowns, refreshes), waited for on
     /// disconnect.
@@ -89,6 +97,7 @@ impl McpManager {
                 options,
                 state: Mutex::new(State::default()),
                 listeners: Mutex::new(Vec::new()),
+                features_listeners: Mutex::new(Vec::new()),
                 next_attempt: AtomicU64::new(1),
                 work: Work::default(),
             }),
@@ -305,10 +314,16 @@ impl McpManager {
             removed
         };
         let had_tools = removed.as_ref().is_some_and(|s| !s.tools.is_empty());
+        let had_features = removed
+            .as_ref()
+            .is_some_and(|s| s.features != features::Features::default());
         let clients: Vec<Client> = removed.and_then(Server::stop).into_iter().collect();
         self.shared.close_and_wait(clients, Some(name));
         if had_tools {
             self.shared.tools_changed(vec![name.to_owned()]);
+        }
+        if had_features {
+            self.shared.features_changed(vec![name.to_owned()]);
         }
     }
 
@@ -327,10 +342,18 @@ impl McpManager {
             .filter(|(_, s)| !s.tools.is_empty())
             .map(|(n, _)| n.clone())
             .collect();
+        let features_changed: Vec<String> = removed
+            .iter()
+            .filter(|(_, s)| s.features != features::Features::default())
+            .map(|(n, _)| n.clone())
+            .collect();
         let clients: Vec<Client> = removed.into_values().filter_map(Server::stop).collect();
         self.shared.close_and_wait(clients, None);
         if !changed.is_empty() {
             self.shared.tools_changed(changed);
+        }
+        if !features_changed.is_empty() {
+            self.shared.features_changed(features_changed);
         }
     }
 }

@@ -10,12 +10,31 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::state::{Phase, Server};
+use super::features::Features;
+use super::state::{Coalesce, Phase, Server};
 use super::task::{allowed_tools, Task};
 use super::Shared;
 use crate::cache::config_hash;
 use crate::cancel::CancelToken;
 use crate::error::Error;
+
+/// What a `list_changed` refreshes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refresh {
+    /// `tools/list_changed`.
+    Tools,
+    /// `resources/list_changed`, `prompts/list_changed`.
+    Features,
+}
+
+impl Refresh {
+    fn flags(self, server: &mut Server) -> &mut Coalesce {
+        match self {
+            Refresh::Tools => &mut server.tools_refresh,
+            Refresh::Features => &mut server.features_refresh,
+        }
+    }
+}
 
 /// The next attempt the reconnect policy scheduled.
 pub(crate) struct Retry {
@@ -62,44 +81,50 @@ impl Shared {
         Ok(())
     }
 
-    /// A `tools/list_changed` arrived: refresh on a manager thread, one refresh in flight and
-    /// at most one queued behind it, however many notifications come (a server that sends ten
-    /// thousand gets a handful of `tools/list` requests, not ten thousand).
-    pub(crate) fn request_refresh(self: &Arc<Self>, name: &str) {
+    /// A `list_changed` arrived: refresh on a manager thread, one refresh in flight and at
+    /// most one queued behind it, however many notifications come (a server that sends ten
+    /// thousand gets a handful of list requests and cache writes, not ten thousand).
+    pub(crate) fn request_refresh(self: &Arc<Self>, name: &str, kind: Refresh) {
         {
             let mut state = self.state.lock();
             let Some(server) = state.servers.get_mut(name) else {
                 return;
             };
-            if server.refreshing {
-                server.refresh_queued = true;
+            let flags = kind.flags(server);
+            if flags.running {
+                flags.queued = true;
                 return;
             }
-            server.refreshing = true;
+            flags.running = true;
         }
         let shared = Arc::clone(self);
         let server = name.to_owned();
         let spawned = self
             .work
             .spawn(name, format!("mcp-{name}-refresh"), move || loop {
-                if let Err(e) = shared.refresh(&server) {
-                    log::debug!("[{server}] refreshing tools after list_changed failed: {e}");
+                let done = match kind {
+                    Refresh::Tools => shared.refresh(&server),
+                    Refresh::Features => shared.refresh_features(&server),
+                };
+                if let Err(e) = done {
+                    log::debug!("[{server}] refreshing after list_changed failed: {e}");
                 }
                 let mut state = shared.state.lock();
                 let Some(entry) = state.servers.get_mut(&server) else {
                     return;
                 };
-                if entry.refresh_queued {
-                    entry.refresh_queued = false;
+                let flags = kind.flags(entry);
+                if flags.queued {
+                    flags.queued = false;
                     continue;
                 }
-                entry.refreshing = false;
+                flags.running = false;
                 return;
             });
         if let Err(e) = spawned {
             log::warn!("[{name}] cannot start a refresh thread: {e}");
             if let Some(server) = self.state.lock().servers.get_mut(name) {
-                server.refreshing = false;
+                kind.flags(server).running = false;
             }
         }
     }
@@ -108,7 +133,7 @@ impl Shared {
     /// as deferred tools while the reconnect policy tries again), the dead client is closed
     /// and the listeners are told, on a manager thread.
     pub(crate) fn transport_died(self: &Arc<Self>, name: &str, attempt: u64, reason: &Error) {
-        let (dead, retry, changed) = {
+        let (dead, retry, changed, features_changed) = {
             let mut state = self.state.lock();
             let Some(server) = state.servers.get_mut(name) else {
                 return;
@@ -121,6 +146,8 @@ impl Shared {
             server.last_error = Some(reason.clone());
             let retry = self.schedule_reconnect(server, reason);
             let changed = !server.tools.is_empty();
+            let features_changed = server.features != Features::default();
+            server.features = Features::default();
             if retry.is_some() {
                 // Calls wait for the new attempt, as at startup.
                 server.deferred = true;
@@ -129,7 +156,7 @@ impl Shared {
                 server.deferred = false;
             }
             state.notify();
-            (dead, retry, changed)
+            (dead, retry, changed, features_changed)
         };
         let shared = Arc::clone(self);
         let server = name.to_owned();
@@ -142,6 +169,9 @@ impl Shared {
             }
             if changed {
                 shared.tools_changed(vec![server.clone()]);
+            }
+            if features_changed {
+                shared.features_changed(vec![server.clone()]);
             }
         };
         if let Err(e) = self.work.spawn(name, format!("mcp-{name}-died"), job) {

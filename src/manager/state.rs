@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use crossbeam_channel::Sender;
 
+use super::features::Features;
 use crate::cancel::CancelToken;
 use crate::client::Client;
 use crate::config::{ServerConfig, SourceMeta};
@@ -51,10 +52,21 @@ pub(crate) struct Server {
     pub reconnects: Vec<Instant>,
     /// Whether any attempt ever connected (only those servers are reconnected).
     pub ever_connected: bool,
-    /// A `tools/list_changed` refresh is running...
-    pub refreshing: bool,
+    /// Resources, templates and prompts (listed once connected).
+    pub features: Features,
+    /// The coalescing of `tools/list_changed` refreshes...
+    pub tools_refresh: Coalesce,
+    /// ...and of `resources/list_changed` and `prompts/list_changed` ones.
+    pub features_refresh: Coalesce,
+}
+
+/// One refresh in flight and at most one queued behind it, however many notifications come.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Coalesce {
+    /// A refresh is running...
+    pub running: bool,
     /// ...and another notification came meanwhile: one more refresh follows it.
-    pub refresh_queued: bool,
+    pub queued: bool,
 }
 
 impl Server {
@@ -77,8 +89,9 @@ impl Server {
             last_error: None,
             reconnects: Vec::new(),
             ever_connected: false,
-            refreshing: false,
-            refresh_queued: false,
+            features: Features::default(),
+            tools_refresh: Coalesce::default(),
+            features_refresh: Coalesce::default(),
         }
     }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
+use super::features::Features;
 use super::handler::ManagedHandler;
 use super::state::Phase;
 use super::Shared;
@@ -94,9 +95,18 @@ impl Task {
         if let Some(done) = &self.done {
             let _ = done.send(self.name.clone());
         }
-        // After the gate has heard: closing a failed or abandoned connection takes time.
+        // After the gate has heard: listing resources and prompts, and closing a failed or
+        // abandoned connection, take time.
         let teardown = match (applied, outcome) {
             (Applied::Stale, Ok((client, _))) => Teardown::Client(client),
+            (Applied::Current, Ok((client, _))) => {
+                if Features::offered_by(&client) {
+                    if let Err(e) = self.shared.refresh_features(&self.name) {
+                        log::debug!("[{}] listing resources and prompts: {e}", self.name);
+                    }
+                }
+                teardown
+            }
             _ => teardown,
         };
         teardown.run();

@@ -19,6 +19,8 @@
 //!                        127.0.0.1:P and wait for one byte: the test decides when it answers
 //!                        (a held method other than initialize waits on its own thread)
 //!   --typed-tool         also list `typed`, a tool with an outputSchema
+//!   --features           resources (2 pages), a template, prompts, completions (see features.rs);
+//!                        the tool `features_changed` adds a prompt and says so
 //!   --sleep              (internal) the grandchild: sleep forever
 //!   --filesystem LOG     play a filesystem server: list only `echo` and `write_file`
 //!                        (destructiveHint: true), which asks `roots/list`, writes the file
@@ -36,6 +38,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+mod features;
 
 #[derive(Default)]
 struct Flags {
@@ -56,6 +60,7 @@ struct Flags {
     hold_port: Option<u16>,
     hold_method: Option<String>,
     typed_tool: bool,
+    features: bool,
     filesystem: Option<String>,
 }
 
@@ -66,6 +71,7 @@ struct Server {
     cancelled: Mutex<Vec<Value>>,
     asks: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     extra_tool: std::sync::atomic::AtomicBool,
+    extra_prompt: std::sync::atomic::AtomicBool,
     stop_reading: std::sync::atomic::AtomicBool,
     next_ask: AtomicU64,
     grandchild_pid: Mutex<Option<u32>>,
@@ -98,6 +104,7 @@ fn main() {
             "--hold-port" => flags.hold_port = Some(num() as u16),
             "--hold-method" => flags.hold_method = args.next(),
             "--typed-tool" => flags.typed_tool = true,
+            "--features" => flags.features = true,
             "--sleep" => sleep_forever(),
             "--filesystem" => flags.filesystem = args.next(),
             other => {
@@ -119,6 +126,7 @@ fn main() {
         cancelled: Mutex::new(Vec::new()),
         asks: Mutex::new(HashMap::new()),
         extra_tool: std::sync::atomic::AtomicBool::new(false),
+        extra_prompt: std::sync::atomic::AtomicBool::new(false),
         stop_reading: std::sync::atomic::AtomicBool::new(false),
         next_ask: AtomicU64::new(1),
         grandchild_pid: Mutex::new(None),
@@ -294,6 +302,9 @@ impl Server {
                         .to_owned()
                 });
                 let mut caps = json!({"logging": {}});
+                if self.flags.features {
+                    features::capabilities(&mut caps);
+                }
                 if !self.flags.no_tools_capability {
                     caps["tools"] = json!({"listChanged": true});
                 }
@@ -317,6 +328,7 @@ impl Server {
                 let server = Arc::clone(self);
                 std::thread::spawn(move || server.call_tool(&id, &params));
             }
+            _ if self.flags.features && features::answer(self, method, &id, &params) => {}
             _ => self.error(&id, -32601, &format!("Method not found: {method}")),
         }
     }
@@ -468,6 +480,11 @@ impl Server {
             "log" => {
                 self.notify("notifications/message", json!({"level": args["level"].as_str().unwrap_or("info"), "logger": "test", "data": args["message"]}));
                 self.text(id, "logged");
+            }
+            "features_changed" => {
+                self.extra_prompt.store(true, Ordering::SeqCst);
+                self.notify("notifications/prompts/list_changed", json!({}));
+                self.text(id, "sent");
             }
             "list_changed" => {
                 self.extra_tool.store(true, Ordering::SeqCst);

@@ -1,0 +1,318 @@
+//! What servers offer beside tools, kept per server like tools: resources, resource templates
+//! and prompts (listed once a server is connected, refreshed on their `list_changed`
+//! notifications, coalesced), each server's identity and instructions, and the calls that use
+//! them (read, subscribe, get a prompt, complete, set the log level).
+//!
+//! Prompts are offered to hosts as commands named like tools, `mcp_<server>_<prompt>` (the
+//! same sanitising, 64-character cap and collision rules, see [`crate::tool::naming`]), so one
+//! naming scheme covers everything a model or a user can invoke.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::state::Phase;
+use super::{McpManager, Shared};
+use crate::client::Client;
+use crate::error::Error;
+use crate::protocol::{
+    CompleteResult, CompletionRef, GetPromptResult, Implementation, LoggingLevel, Prompt,
+    ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+};
+use crate::tool::naming::exposed_names;
+
+/// The most bytes of a server's `instructions` the manager hands on (a server's text for the
+/// model should be a few paragraphs; a megabyte of it is an attack on the context window).
+pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
+
+/// One server's resources, templates and prompts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Features {
+    pub resources: Vec<Arc<Resource>>,
+    pub templates: Vec<Arc<ResourceTemplate>>,
+    pub prompts: Vec<Arc<Prompt>>,
+}
+
+/// A resource and its server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagedResource {
+    /// The server's configured name.
+    pub server: String,
+    /// The resource as listed.
+    pub resource: Arc<Resource>,
+}
+
+/// A resource template and its server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagedTemplate {
+    /// The server's configured name.
+    pub server: String,
+    /// The template as listed.
+    pub template: Arc<ResourceTemplate>,
+}
+
+/// A prompt, its server, and the command name a host can offer it under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagedPrompt {
+    /// The server's configured name.
+    pub server: String,
+    /// The prompt as listed.
+    pub prompt: Arc<Prompt>,
+    /// `mcp_<server>_<prompt>`, unique among the prompts of every server.
+    pub command: String,
+}
+
+/// Who a connected server is, what it can do, and what it tells the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerInfo {
+    /// The server's configured name.
+    pub name: String,
+    /// Its `serverInfo` (name, version, title, ...).
+    pub implementation: Implementation,
+    /// The negotiated protocol revision.
+    pub protocol_version: ProtocolVersion,
+    /// Its capabilities.
+    pub capabilities: ServerCapabilities,
+    /// Its instructions, cut at [`MAX_INSTRUCTIONS_BYTES`] (on a character boundary).
+    pub instructions: Option<String>,
+    /// The transport used: `stdio`, `http` or `sse` (a URL that fell back says `sse`).
+    pub transport: &'static str,
+}
+
+/// What changed among resources, templates and prompts (given to `on_features_changed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeaturesChanged {
+    /// The servers whose resources, templates or prompts changed.
+    pub servers: Vec<String>,
+}
+
+impl Features {
+    /// Lists what `client`'s server declared; a list that fails is logged and left empty (the
+    /// connection and its tools do not depend on it).
+    pub(crate) fn list(client: &Client) -> Features {
+        Features {
+            resources: listed(client, "resources", client.list_resources()),
+            templates: listed(
+                client,
+                "resource templates",
+                client.list_resource_templates(),
+            ),
+            prompts: listed(client, "prompts", client.list_prompts()),
+        }
+    }
+
+    /// Whether the server declares anything to list.
+    pub(crate) fn offered_by(client: &Client) -> bool {
+        let caps = client.server_capabilities();
+        caps.resources.is_some() || caps.prompts.is_some()
+    }
+}
+
+impl Shared {
+    /// Lists a connected server's features and stores them if `attempt` still owns it; tells
+    /// the listeners when they changed.
+    pub(crate) fn refresh_features(&self, name: &str) -> Result<(), Error> {
+        let (client, attempt) = self.connected(name)?;
+        let features = Features::list(&client);
+        let changed = {
+            let mut state = self.state.lock();
+            match state.servers.get_mut(name) {
+                Some(server) if server.attempt() == Some(attempt) => {
+                    let changed = server.features != features;
+                    server.features = features;
+                    changed
+                }
+                _ => false,
+            }
+        };
+        if changed {
+            self.features_changed(vec![name.to_owned()]);
+        }
+        Ok(())
+    }
+
+    /// The client and attempt of a connected server.
+    pub(crate) fn connected(&self, name: &str) -> Result<(Client, u64), Error> {
+        let state = self.state.lock();
+        let server = state
+            .servers
+            .get(name)
+            .ok_or_else(|| Error::not_connected(name))?;
+        match &server.phase {
+            Phase::Connected { attempt, client } => Ok((client.clone(), *attempt)),
+            _ => Err(server.not_connected(name)),
+        }
+    }
+
+    pub(crate) fn features_changed(&self, servers: Vec<String>) {
+        let listeners = self.features_listeners.lock().clone();
+        let event = FeaturesChanged { servers };
+        for listener in listeners {
+            listener(&event);
+        }
+    }
+}
+
+impl McpManager {
+    /// Every connected server's resources, by server.
+    pub fn resources(&self) -> Vec<ManagedResource> {
+        self.collect(|name, f, out| {
+            out.extend(f.resources.iter().map(|r| ManagedResource {
+                server: name.to_owned(),
+                resource: Arc::clone(r),
+            }))
+        })
+    }
+
+    /// Every connected server's resource templates, by server.
+    pub fn resource_templates(&self) -> Vec<ManagedTemplate> {
+        self.collect(|name, f, out| {
+            out.extend(f.templates.iter().map(|t| ManagedTemplate {
+                server: name.to_owned(),
+                template: Arc::clone(t),
+            }))
+        })
+    }
+
+    /// Every connected server's prompts, with their command names.
+    pub fn prompts(&self) -> Vec<ManagedPrompt> {
+        let listed: Vec<(String, Arc<Prompt>)> = self.collect(|name, f, out| {
+            out.extend(f.prompts.iter().map(|p| (name.to_owned(), Arc::clone(p))))
+        });
+        let identities: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|(s, p)| (s.as_str(), p.name.as_str()))
+            .collect();
+        let commands = exposed_names(&identities);
+        listed
+            .into_iter()
+            .zip(commands)
+            .map(|((server, prompt), command)| ManagedPrompt {
+                server,
+                prompt,
+                command,
+            })
+            .collect()
+    }
+
+    /// Gathers, under the state lock, what `each` takes from every server's features.
+    fn collect<T>(&self, each: impl Fn(&str, &Features, &mut Vec<T>)) -> Vec<T> {
+        let state = self.shared.state.lock();
+        let mut out = Vec::new();
+        for (name, server) in &state.servers {
+            each(name, &server.features, &mut out);
+        }
+        out
+    }
+
+    /// Who a connected server is, what it declared, and its (capped) instructions.
+    pub fn server_info(&self, name: &str) -> Option<ServerInfo> {
+        let (client, _) = self.shared.connected(name).ok()?;
+        let init = client.initialize_result();
+        Some(ServerInfo {
+            name: name.to_owned(),
+            implementation: init.server_info.clone(),
+            protocol_version: client.protocol_version(),
+            capabilities: init.capabilities.clone(),
+            instructions: init.instructions.as_deref().map(capped),
+            transport: client.transport_kind(),
+        })
+    }
+
+    /// Reads a resource of `server`.
+    pub fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, Error> {
+        self.shared.connected(server)?.0.read_resource(uri)
+    }
+
+    /// Subscribes to a resource of `server`; its `notifications/resources/updated` reach the
+    /// host's handler (`on_notification`).
+    pub fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), Error> {
+        self.shared.connected(server)?.0.subscribe_resource(uri)
+    }
+
+    /// Ends a subscription.
+    pub fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), Error> {
+        self.shared.connected(server)?.0.unsubscribe_resource(uri)
+    }
+
+    /// Gets a prompt of `server` with its arguments filled in.
+    pub fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Value,
+    ) -> Result<GetPromptResult, Error> {
+        self.shared.connected(server)?.0.get_prompt(name, arguments)
+    }
+
+    /// Completion values for a prompt argument or a template variable of `server`.
+    pub fn complete(
+        &self,
+        server: &str,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: Option<Value>,
+    ) -> Result<CompleteResult, Error> {
+        self.shared
+            .connected(server)?
+            .0
+            .complete(reference, argument, value, context)
+    }
+
+    /// Sets the level of the log messages `server` sends.
+    pub fn set_log_level(&self, server: &str, level: LoggingLevel) -> Result<(), Error> {
+        self.shared.connected(server)?.0.set_log_level(level)
+    }
+
+    /// Re-lists a connected server's resources, templates and prompts.
+    pub fn refresh_server_features(&self, name: &str) -> Result<(), Error> {
+        self.shared.refresh_features(name)
+    }
+
+    /// Registers a listener for changes of resources, templates and prompts after a server
+    /// connected (its first listing, `list_changed` refreshes, a disconnect).
+    pub fn on_features_changed(&self, listener: impl Fn(&FeaturesChanged) + Send + Sync + 'static) {
+        self.shared
+            .features_listeners
+            .lock()
+            .push(Arc::new(listener));
+    }
+}
+
+/// A listing's items, shared; a failed listing is logged and empty.
+fn listed<T>(client: &Client, what: &str, listing: Result<Vec<T>, Error>) -> Vec<Arc<T>> {
+    match listing {
+        Ok(items) => items.into_iter().map(Arc::new).collect(),
+        Err(e) => {
+            log::debug!("[{}] listing {what} failed: {e}", client.name());
+            Vec::new()
+        }
+    }
+}
+
+/// `text` cut at [`MAX_INSTRUCTIONS_BYTES`], on a character boundary.
+fn capped(text: &str) -> String {
+    if text.len() <= MAX_INSTRUCTIONS_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_INSTRUCTIONS_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions_are_cut_on_a_character_boundary() {
+        assert_eq!(capped("short"), "short");
+        let long = "é".repeat(MAX_INSTRUCTIONS_BYTES);
+        let cut = capped(&long);
+        assert!(cut.len() <= MAX_INSTRUCTIONS_BYTES && cut.len() > MAX_INSTRUCTIONS_BYTES - 2);
+        assert!(cut.chars().all(|c| c == 'é'));
+    }
+}

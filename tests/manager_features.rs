@@ -1,0 +1,149 @@
+//! What the manager keeps beside tools: resources, templates, prompts (as commands), server
+//! identity and instructions, and the calls that use them, against the test server.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::server_path;
+use mcp_runtime::config::ServerConfig;
+use mcp_runtime::jsonrpc::Notification;
+use mcp_runtime::manager::{ManagerOptions, McpManager};
+use mcp_runtime::protocol::{CompletionRef, LoggingLevel};
+use mcp_runtime::{CallOptions, ClientHandler};
+use serde_json::json;
+
+struct Updates(crossbeam_channel::Sender<Notification>);
+
+impl ClientHandler for Updates {
+    fn on_notification(&self, _server: &str, notification: &Notification) {
+        let _ = self.0.send(notification.clone());
+    }
+}
+
+fn connect(entries: &[(&str, &[&str])]) -> (McpManager, crossbeam_channel::Receiver<Notification>) {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let mut options = ManagerOptions {
+        project_dir: std::env::temp_dir(),
+        ..ManagerOptions::default()
+    };
+    options.connect.timeout = Duration::from_secs(20);
+    options.connect.handler = Arc::new(Updates(tx));
+    let manager = McpManager::new(options);
+    let configs: BTreeMap<String, ServerConfig> = entries
+        .iter()
+        .map(|(n, args)| {
+            (
+                n.to_string(),
+                ServerConfig::stdio(server_path(), args.iter().copied()),
+            )
+        })
+        .collect();
+    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    assert_eq!(report.connected.len(), entries.len(), "{report:?}");
+    (manager, rx)
+}
+
+/// Waits (bounded) until `check` holds.
+fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn resources_templates_and_prompts_are_kept_per_server() {
+    let (manager, updates) = connect(&[("rich", &["--features"]), ("plain", &[])]);
+    // Listed after the connection, off the gate.
+    eventually("resources listed", || manager.resources().len() == 2);
+    let resources = manager.resources();
+    assert!(resources.iter().all(|r| r.server == "rich"));
+    assert_eq!(resources[1].resource.uri, "test://b", "both pages");
+    let templates = manager.resource_templates();
+    assert_eq!(templates[0].template.uri_template, "test://item/{id}");
+    let prompts = manager.prompts();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].command, "mcp_rich_greet");
+    // Reading, text and blob as sent.
+    let text = manager.read_resource("rich", "test://a").unwrap();
+    assert_eq!(
+        text.contents[0].text.as_deref(),
+        Some("contents of test://a")
+    );
+    let blob = manager.read_resource("rich", "test://b").unwrap();
+    assert_eq!(blob.contents[0].blob.as_deref(), Some("AAEC"));
+    // A subscription's updates reach the host's handler.
+    manager.subscribe_resource("rich", "test://a").unwrap();
+    let update = updates
+        .iter()
+        .find(|n| n.method == "notifications/resources/updated")
+        .unwrap();
+    assert_eq!(update.params.unwrap()["uri"], "test://a");
+    manager.unsubscribe_resource("rich", "test://a").unwrap();
+    // Prompts, completions, the log level.
+    let prompt = manager
+        .get_prompt("rich", "greet", json!({"who": "Ada"}))
+        .unwrap();
+    assert_eq!(prompt.messages[0].content.as_text(), Some("Hello, Ada!"));
+    let done = manager
+        .complete(
+            "rich",
+            &CompletionRef::Prompt("greet".into()),
+            "who",
+            "al",
+            None,
+        )
+        .unwrap();
+    assert_eq!(done.completion.values, ["alice", "alan"]);
+    manager.set_log_level("rich", LoggingLevel::Debug).unwrap();
+    // A server with none of it offers nothing, and a call needing it says so.
+    assert!(manager.read_resource("plain", "test://a").is_err());
+    manager.disconnect_all();
+    assert!(manager.resources().is_empty() && manager.prompts().is_empty());
+}
+
+#[test]
+fn prompts_list_changed_refreshes_and_tells_the_host() {
+    let (manager, _) = connect(&[("rich", &["--features"])]);
+    eventually("prompts listed", || manager.prompts().len() == 1);
+    let (tx, changed) = crossbeam_channel::unbounded();
+    manager.on_features_changed(move |c| {
+        let _ = tx.send(c.servers.clone());
+    });
+    manager
+        .call_tool(
+            "rich",
+            "features_changed",
+            json!({}),
+            CallOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(
+        changed.recv_timeout(Duration::from_secs(20)).unwrap(),
+        ["rich"]
+    );
+    eventually("the new prompt", || manager.prompts().len() == 2);
+    let names: Vec<String> = manager
+        .prompts()
+        .iter()
+        .map(|p| p.prompt.name.clone())
+        .collect();
+    assert_eq!(names, ["greet", "late_prompt"]);
+    manager.disconnect_all();
+}
+
+#[test]
+fn server_info_has_identity_capabilities_and_instructions() {
+    let (manager, _) = connect(&[("rich", &["--features"])]);
+    let info = manager.server_info("rich").unwrap();
+    assert_eq!(info.implementation.name, "mcp-test-server");
+    assert_eq!(info.instructions.as_deref(), Some("Use echo to test."));
+    assert!(info.capabilities.prompts.is_some());
+    assert_eq!(info.transport, "stdio");
+    assert!(manager.server_info("nobody").is_none());
+    manager.disconnect_all();
+}
