@@ -5,6 +5,7 @@
 //! and each caller gets its own answer. Every wait is bounded: a request ends with its response,
 //! its timeout, its cancellation, or [`Error::TransportClosed`] when the connection dies.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,6 +28,7 @@ mod handler;
 mod handshake;
 mod options;
 mod router;
+mod tasks;
 
 pub use handler::{ClientHandler, NoHandler};
 pub use options::{CallOptions, ConnectOptions, Endpoint, ProgressFn};
@@ -63,6 +65,8 @@ struct Inner {
     max_request_timeout: Duration,
     init: InitializeResult,
     version: ProtocolVersion,
+    /// The tools whose last listing said they must be called as tasks.
+    task_tools: parking_lot::Mutex<HashSet<String>>,
 }
 
 impl Drop for Inner {
@@ -367,6 +371,7 @@ impl Client {
                     max_request_timeout: options.max_request_timeout,
                     init,
                     version,
+                    task_tools: parking_lot::Mutex::new(HashSet::new()),
                 }),
             }),
             Err(error) => Err(ConnectFailure {
@@ -415,18 +420,28 @@ impl Client {
         if self.inner.init.capabilities.tools.is_none() {
             return Ok(Vec::new());
         }
-        self.list_all(methods::TOOLS_LIST, "tools")
+        let tools: Vec<Tool> = self.list_all(methods::TOOLS_LIST, "tools")?;
+        *self.inner.task_tools.lock() = tools
+            .iter()
+            .filter(|t| tasks::requires_task(t))
+            .map(|t| t.name.clone())
+            .collect();
+        Ok(tools)
     }
 
     /// Calls a tool and returns its result as the server sent it. A tool that failed is a
     /// successful call whose result has `isError: true`; a protocol or transport failure is an
-    /// `Err`.
+    /// `Err`. A tool the last listing marked `execution.taskSupport: "required"` runs as a task
+    /// on a server that supports them (one blocking call all the same; see `client::tasks`).
     pub fn call_tool(
         &self,
         name: &str,
         arguments: Value,
         options: CallOptions<'_>,
     ) -> Result<CallToolResult, Error> {
+        if self.server_runs_tool_tasks() && self.inner.task_tools.lock().contains(name) {
+            return self.call_tool_as_task(name, arguments, options);
+        }
         let params = json!({ "name": name, "arguments": arguments });
         let result = self.request(methods::TOOLS_CALL, Some(params), options)?;
         CallToolResult::from_value(result)

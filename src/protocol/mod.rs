@@ -60,6 +60,12 @@ pub mod methods {
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
     /// Client → server: the level of the log messages the server sends.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// Client → server: a task's status (2025-11-25).
+    pub const TASKS_GET: &str = "tasks/get";
+    /// Client → server: a task's result, waiting until it is done (2025-11-25).
+    pub const TASKS_RESULT: &str = "tasks/result";
+    /// Client → server: cancel a task (2025-11-25).
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
     /// Server → client: the tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// Either direction: a request was cancelled.
