@@ -119,6 +119,28 @@ impl Error {
         }
     }
 
+    /// For a `-32042` error (URL elicitation required, 2025-11-25): the pages the user must
+    /// visit before the request can succeed (retry it once they are done). Empty for any other
+    /// error.
+    pub fn url_elicitations(&self) -> Vec<crate::protocol::UrlElicitation> {
+        match self {
+            Error::Rpc {
+                code: -32042,
+                data: Some(data),
+                ..
+            } => data
+                .get("elicitations")
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|e| serde_json::from_value(e.clone()).ok())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The JSON-RPC error code, when this is an error the server sent.
     pub fn rpc_code(&self) -> Option<i64> {
         match self {
@@ -265,6 +287,19 @@ mod tests {
             reason: None,
         };
         assert_eq!(n.to_string(), "MCP server not connected: x");
+        let url = Error::Rpc {
+            code: -32042,
+            message: "URL elicitation required".into(),
+            data: Some(serde_json::json!({"elicitations": [
+                {"mode": "url", "url": "https://example.test/consent", "message": "Approve",
+                 "elicitationId": "e1"}
+            ]})),
+        };
+        let asked = url.url_elicitations();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].url, "https://example.test/consent");
+        assert_eq!(asked[0].elicitation_id.as_deref(), Some("e1"));
+        assert!(r.url_elicitations().is_empty());
     }
 
     #[test]

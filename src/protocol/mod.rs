@@ -16,7 +16,7 @@ pub use lifecycle::{
     ClientCapabilities, Implementation, InitializeParams, InitializeResult, ServerCapabilities,
 };
 pub use notifications::{CancelledParams, LoggingLevel, LoggingMessageParams, Progress};
-pub use requests::{ListRootsResult, Root};
+pub use requests::{ListRootsResult, Root, UrlElicitation};
 pub use resources::{
     CompleteResult, Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument,
     PromptMessage, ReadResourceResult, Resource, ResourceTemplate,

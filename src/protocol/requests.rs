@@ -38,3 +38,18 @@ pub struct ListRootsResult {
     /// The roots.
     pub roots: Vec<Root>,
 }
+
+/// A URL-mode elicitation (2025-11-25): the server asks the user to visit `url` (a login, a
+/// payment, a consent page). A host shows the whole URL and asks before opening it; it never
+/// opens or fetches it by itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UrlElicitation {
+    /// The page to visit.
+    pub url: String,
+    /// Why, in the server's words.
+    #[serde(default)]
+    pub message: String,
+    /// The id a `notifications/elicitation/complete` will name when the user is done.
+    #[serde(rename = "elicitationId", default, skip_serializing_if = "is_none")]
+    pub elicitation_id: Option<String>,
+}
