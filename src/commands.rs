@@ -343,6 +343,7 @@ impl McpCommands {
         let mut connect: ConnectOptions = options.connect.clone();
         if let Some(t) = config.timeout() {
             connect.timeout = t;
+            connect.request_timeout = t;
         }
         let client = Client::connect(name, &endpoint, connect)?;
         let tools = client.list_tools();

@@ -534,14 +534,14 @@ fn resolved_secrets_never_reach_logs_or_error_texts() {
         .unwrap();
     let resolved = resolve_server_config("secretive", &config, Some(&storage as &dyn AuthStorage));
     assert_eq!(
-        resolved.headers.get("Authorization").map(String::as_str),
+        resolved.headers().get("Authorization").map(String::as_str),
         Some("Bearer oauth-abcdef")
     );
     assert_eq!(
-        resolved.headers.get("X-Key").map(String::as_str),
+        resolved.headers().get("X-Key").map(String::as_str),
         Some("sk-live-123456")
     );
-    assert!(!resolved.headers.contains_key("X-Broken"));
+    assert!(!resolved.headers().contains_key("X-Broken"));
     // The unresolved config still names the variable, not its value.
     assert_eq!(
         config.headers.get("X-Key").map(String::as_str),

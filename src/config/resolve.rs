@@ -29,6 +29,43 @@ use super::server::{ServerConfig, TransportType};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 
+/// A server config with its values resolved: what a connection is made from, and nothing
+/// else. It has no `Serialize` and no `Clone` into a [`ServerConfig`], so a resolved secret
+/// cannot reach the tool cache or a config file (the compiler sees to it), and its `Debug`
+/// shows the keys of `env` and `headers`, never their values.
+pub struct ResolvedConfig {
+    config: ServerConfig,
+}
+
+impl ResolvedConfig {
+    /// Where to connect, with the resolved values (see [`ServerConfig::endpoint`]).
+    pub fn endpoint(
+        &self,
+        project_dir: &std::path::Path,
+    ) -> Result<crate::client::Endpoint, Error> {
+        self.config.endpoint(project_dir)
+    }
+
+    /// The resolved environment of a stdio server.
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.config.env
+    }
+
+    /// The resolved headers of an HTTP or SSE server.
+    pub fn headers(&self) -> &BTreeMap<String, String> {
+        &self.config.headers
+    }
+}
+
+impl std::fmt::Debug for ResolvedConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedConfig")
+            .field("env", &self.config.env.keys().collect::<Vec<_>>())
+            .field("headers", &self.config.headers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The bound on one `!command`.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -38,8 +75,10 @@ pub fn resolve_server_config(
     name: &str,
     config: &ServerConfig,
     auth: Option<&dyn AuthStorage>,
-) -> ServerConfig {
-    resolve(name, config, auth, None)
+) -> ResolvedConfig {
+    ResolvedConfig {
+        config: resolve(name, config, auth, None),
+    }
 }
 
 /// [`resolve_server_config`] for a connect task that can be abandoned: when `cancel` fires, a
@@ -50,12 +89,12 @@ pub(crate) fn resolve_cancellable(
     config: &ServerConfig,
     auth: Option<&dyn AuthStorage>,
     cancel: &CancelToken,
-) -> Result<ServerConfig, Error> {
+) -> Result<ResolvedConfig, Error> {
     let resolved = resolve(name, config, auth, Some(cancel));
     if cancel.is_cancelled() {
         return Err(Error::Cancelled);
     }
-    Ok(resolved)
+    Ok(ResolvedConfig { config: resolved })
 }
 
 fn resolve(
@@ -338,7 +377,7 @@ mod tests {
         let started = Instant::now();
         let outcome = resolve_cancellable("s", &config, None, &cancel);
         fire.join().unwrap();
-        assert_eq!(outcome, Err(Error::Cancelled));
+        assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
         assert!(
             started.elapsed() < Duration::from_secs(9),
             "the command ran on"
@@ -364,12 +403,17 @@ mod tests {
         }))
         .unwrap();
         let r = resolve_server_config("s", &stdio, None);
-        assert_eq!(r.env.get("A").map(String::as_str), Some("from-env"));
-        assert_eq!(r.env.get("B").map(String::as_str), Some("literal"));
-        assert_eq!(r.env.get("C").map(String::as_str), Some("computed"));
-        assert!(!r.env.contains_key("D"));
-        assert_eq!(r.command.as_deref(), Some("MCP_RESOLVE_TEST_TOKEN"));
-        assert_eq!(r.args, ["MCP_RESOLVE_TEST_TOKEN"]);
+        assert_eq!(r.env().get("A").map(String::as_str), Some("from-env"));
+        assert_eq!(r.env().get("B").map(String::as_str), Some("literal"));
+        assert_eq!(r.env().get("C").map(String::as_str), Some("computed"));
+        assert!(!r.env().contains_key("D"));
+        assert_eq!(r.config.command.as_deref(), Some("MCP_RESOLVE_TEST_TOKEN"));
+        assert_eq!(r.config.args, ["MCP_RESOLVE_TEST_TOKEN"]);
+        let shown = format!("{r:?}");
+        assert!(
+            !shown.contains("from-env") && !shown.contains("computed"),
+            "{shown}"
+        );
         let http: ServerConfig = serde_json::from_value(json!({
             "url": "http://127.0.0.1/MCP_RESOLVE_TEST_TOKEN",
             "headers": {"X-Key": "MCP_RESOLVE_TEST_TOKEN"},
@@ -377,13 +421,16 @@ mod tests {
         }))
         .unwrap();
         let r = resolve_server_config("h", &http, None);
-        assert_eq!(r.headers.get("X-Key").map(String::as_str), Some("from-env"));
         assert_eq!(
-            r.url.as_deref(),
+            r.headers().get("X-Key").map(String::as_str),
+            Some("from-env")
+        );
+        assert_eq!(
+            r.config.url.as_deref(),
             Some("http://127.0.0.1/MCP_RESOLVE_TEST_TOKEN")
         );
         assert_eq!(
-            r.env.get("A").map(String::as_str),
+            r.env().get("A").map(String::as_str),
             Some("MCP_RESOLVE_TEST_TOKEN")
         );
     }
