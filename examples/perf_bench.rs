@@ -121,14 +121,18 @@ fn conc(args: &Args) -> serde_json::Value {
 }
 
 fn fleet(args: &Args) -> serde_json::Value {
-    let cmd = args.cmd.as_ref().expect("fleet needs --cmd");
+    // F stdio servers, or F sessions to one HTTP server.
+    let config = match (&args.cmd, &args.url) {
+        (Some(cmd), _) => ServerConfig::stdio(cmd[0].clone(), cmd[1..].iter().cloned()),
+        (None, Some(url)) => ServerConfig {
+            transport: Some("http".into()),
+            url: Some(url.clone()),
+            ..ServerConfig::default()
+        },
+        _ => unreachable!("checked by the argument parser"),
+    };
     let configs: BTreeMap<String, ServerConfig> = (0..args.fleet)
-        .map(|i| {
-            (
-                format!("s{i}"),
-                ServerConfig::stdio(cmd[0].clone(), cmd[1..].iter().cloned()),
-            )
-        })
+        .map(|i| (format!("s{i}"), config.clone()))
         .collect();
     let mut times = Vec::with_capacity(args.reps);
     let mut tools_total = 0;

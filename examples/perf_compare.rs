@@ -148,6 +148,14 @@ fn main() {
             target: None,
         },
         Case {
+            name: "http fleet of 20 sessions",
+            args: s(&["--mode", "fleet", "--fleet", "20", "--reps", "5"]),
+            http: true,
+            placement: Placement::Free,
+            metric: "fleet_ms_median",
+            target: Some(("<=", 1.2)),
+        },
+        Case {
             name: "http 8-thread calls/s",
             args: s(&["--mode", "conc", "--n", &n_conc, "--threads", "8"]),
             http: true,

@@ -343,33 +343,49 @@ impl PipeChild {
 }
 
 fn fleet(args: &Args) -> Value {
-    let cmd = args.cmd.clone().expect("fleet needs --cmd");
     let mut times = Vec::new();
     let mut tools_total = 0;
     for _ in 0..args.reps {
         let started = Instant::now();
-        // Each server's listing is kept until it closes, as the manager keeps its tools.
-        let pipes: Vec<(Pipe, Value)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..args.fleet)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut p = Pipe::spawn(&cmd);
-                        p.handshake();
-                        let tools = p.list();
-                        (p, tools)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("thread"))
-                .collect()
-        });
-        times.push(started.elapsed());
-        tools_total = pipes.iter().map(|(_, tools)| count(tools)).sum();
-        for (p, _) in pipes {
-            p.close();
+        // Each server's (or session's) listing is kept until it closes, as the manager keeps
+        // its tools.
+        match (&args.cmd, &args.url) {
+            (Some(cmd), _) => {
+                let pipes: Vec<(Pipe, Value)> = in_parallel(args.fleet, || {
+                    let mut p = Pipe::spawn(cmd);
+                    p.handshake();
+                    let tools = p.list();
+                    (p, tools)
+                });
+                times.push(started.elapsed());
+                tools_total = pipes.iter().map(|(_, tools)| count(tools)).sum();
+                for (p, _) in pipes {
+                    p.close();
+                }
+            }
+            (None, Some(url)) => {
+                let sessions: Vec<(Http, Value)> = in_parallel(args.fleet, || {
+                    let mut h = Http::connect(url);
+                    h.handshake();
+                    let tools = h.post(&list_line(1)).expect("list")["result"]["tools"].take();
+                    (h, tools)
+                });
+                times.push(started.elapsed());
+                tools_total = sessions.iter().map(|(_, tools)| count(tools)).sum();
+            }
+            _ => unreachable!("checked by the argument parser"),
         }
     }
     perf::fleet_fields(args, times, tools_total)
+}
+
+/// `n` runs of `f`, each on its own thread, their results in order.
+fn in_parallel<T: Send>(n: usize, f: impl Fn() -> T + Sync) -> Vec<T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n).map(|_| s.spawn(&f)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    })
 }

@@ -85,9 +85,6 @@ pub fn parse_args(default_label: &str) -> Args {
     if args.cmd.is_none() == args.url.is_none() {
         bad("give exactly one of --cmd and --url");
     }
-    if args.mode == Mode::Fleet && args.url.is_some() {
-        bad("fleet mode starts stdio servers: use --cmd");
-    }
     args
 }
 
