@@ -290,6 +290,25 @@ impl Client {
         Client::connect_leaving(name, endpoint, &options).map_err(ConnectFailure::close)
     }
 
+    /// A stdio server started from `program` and `args`, with the default options: the
+    /// common case in one line.
+    ///
+    /// ```no_run
+    /// let client = mcp_runtime::Client::stdio("files", "npx", ["-y", "@modelcontextprotocol/server-filesystem", "."])?;
+    /// # Ok::<(), mcp_runtime::Error>(())
+    /// ```
+    pub fn stdio<I, S>(name: &str, program: impl Into<String>, args: I) -> Result<Client, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Client::connect(
+            name,
+            &Endpoint::stdio(program, args),
+            ConnectOptions::default(),
+        )
+    }
+
     /// [`Client::connect`], but a failure hands back what the attempt started (a process, a
     /// connection) for the caller to close where it suits it: the manager reports the failure
     /// first and tears down after, so a failed handshake never holds its startup gate.

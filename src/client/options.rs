@@ -35,6 +35,16 @@ impl Endpoint {
         Endpoint::Stdio(StdioCommand::new(program, args))
     }
 
+    /// A Streamable HTTP server at `url`.
+    pub fn http(url: impl Into<String>) -> Endpoint {
+        Endpoint::Http(HttpTarget::new(url))
+    }
+
+    /// A legacy HTTP+SSE server whose stream is at `url`.
+    pub fn sse(url: impl Into<String>) -> Endpoint {
+        Endpoint::Sse(HttpTarget::new(url))
+    }
+
     /// A URL, with the transport detected (see [`Endpoint::Url`]).
     pub fn url(url: impl Into<String>) -> Endpoint {
         Endpoint::Url(HttpTarget::new(url))
