@@ -20,7 +20,11 @@
 //!   --sleep              (internal) the grandchild: sleep forever
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
-//! cancelled, rich, pid, grandchild_pid, stderr; and, unlisted, stop_reading.
+//! cancelled, rich, pid, grandchild_pid, stderr; and, unlisted, stop_reading, close_stdin
+//! (answers, then closes its stdin and lives on), close_stdout (closes its stdout, never answers,
+//! lives on), bad_utf8 (answers with invalid UTF-8 in a string), deep (answers with a result
+//! nested `depth` deep), unsolicited_errors (sends `count` error responses with id `id`, default
+//! null, then answers).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -59,6 +63,7 @@ struct Server {
     asks: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     extra_tool: std::sync::atomic::AtomicBool,
     stop_reading: std::sync::atomic::AtomicBool,
+    close_stdin: std::sync::atomic::AtomicBool,
     next_ask: AtomicU64,
     grandchild_pid: Mutex<Option<u32>>,
 }
@@ -110,6 +115,7 @@ fn main() {
         asks: Mutex::new(HashMap::new()),
         extra_tool: std::sync::atomic::AtomicBool::new(false),
         stop_reading: std::sync::atomic::AtomicBool::new(false),
+        close_stdin: std::sync::atomic::AtomicBool::new(false),
         next_ask: AtomicU64::new(1),
         grandchild_pid: Mutex::new(None),
     });
@@ -140,12 +146,20 @@ fn main() {
             continue;
         };
         server.handle(msg);
+        if server.close_stdin.load(Ordering::SeqCst) {
+            eprintln!("closing stdin");
+            // SAFETY: closing our own stdin; nothing reads it any more.
+            unsafe { libc::close(0) };
+            sleep_forever();
+        }
         if server.stop_reading.load(Ordering::SeqCst) {
             eprintln!("no longer reading stdin");
             sleep_forever();
         }
     }
-    eprintln!("stdin closed");
+    // Not eprintln!: with the host gone, stderr may be a broken pipe, and a panic would end a
+    // server that is meant to linger.
+    let _ = writeln!(std::io::stderr(), "stdin closed");
     if server.flags.ignore_stdin_eof {
         sleep_forever();
     }
@@ -296,6 +310,12 @@ impl Server {
                 if params["name"] == "stop_reading" {
                     self.stop_reading.store(true, Ordering::SeqCst);
                 }
+                if params["name"] == "close_stdin" {
+                    // Answered here, so the answer is out before stdin closes.
+                    self.text(&id, "closing stdin");
+                    self.close_stdin.store(true, Ordering::SeqCst);
+                    return;
+                }
                 let server = Arc::clone(self);
                 std::thread::spawn(move || server.call_tool(&id, &params));
             }
@@ -401,6 +421,37 @@ impl Server {
                 }
             }
             "wrong_id" => self.text(&json!(999_999), "for nobody"),
+            "close_stdout" => {
+                let _out = self.out.lock().unwrap();
+                eprintln!("closing stdout");
+                // SAFETY: closing our own stdout, under its lock: nothing writes it any more.
+                unsafe { libc::close(1) };
+                std::mem::forget(_out);
+            }
+            "bad_utf8" => {
+                let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"").into_bytes();
+                line.extend_from_slice(b"\xff\xfe\"}]}}\n");
+                let mut out = self.out.lock().unwrap();
+                let _ = out.write_all(&line);
+                let _ = out.flush();
+            }
+            "deep" => {
+                let depth = args["depth"].as_u64().unwrap_or(200) as usize;
+                let line = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[],\"x\":{}1{}}}}}",
+                    "[".repeat(depth),
+                    "]".repeat(depth)
+                );
+                self.raw(&line);
+            }
+            "unsolicited_errors" => {
+                let count = args["count"].as_u64().unwrap_or(1);
+                let bad = args.get("id").cloned().unwrap_or(Value::Null);
+                for i in 0..count {
+                    self.send(json!({"jsonrpc": "2.0", "id": bad, "error": {"code": -32600, "message": format!("invalid request {i}")}}));
+                }
+                self.text(id, "sent");
+            }
             "crash" => {
                 eprintln!("about to crash");
                 std::process::exit(3);
