@@ -21,7 +21,7 @@
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
 //! cancelled, rich, pid, grandchild_pid, stderr; and, unlisted, stop_reading, close_stdin
-//! (answers, then closes its stdin and lives on), close_stdout (closes its stdout, never answers,
+//! (closes its stdin, then answers, and lives on), close_stdout (closes its stdout, never answers,
 //! lives on), bad_utf8 (answers with invalid UTF-8 in a string), deep (answers with a result
 //! nested `depth` deep), unsolicited_errors (sends `count` error responses with id `id`, default
 //! null, then answers).
@@ -63,7 +63,7 @@ struct Server {
     asks: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     extra_tool: std::sync::atomic::AtomicBool,
     stop_reading: std::sync::atomic::AtomicBool,
-    close_stdin: std::sync::atomic::AtomicBool,
+    close_stdin: Mutex<Option<Value>>,
     next_ask: AtomicU64,
     grandchild_pid: Mutex<Option<u32>>,
 }
@@ -115,7 +115,7 @@ fn main() {
         asks: Mutex::new(HashMap::new()),
         extra_tool: std::sync::atomic::AtomicBool::new(false),
         stop_reading: std::sync::atomic::AtomicBool::new(false),
-        close_stdin: std::sync::atomic::AtomicBool::new(false),
+        close_stdin: Mutex::new(None),
         next_ask: AtomicU64::new(1),
         grandchild_pid: Mutex::new(None),
     });
@@ -146,10 +146,13 @@ fn main() {
             continue;
         };
         server.handle(msg);
-        if server.close_stdin.load(Ordering::SeqCst) {
+        let close_stdin = server.close_stdin.lock().unwrap().take();
+        if let Some(id) = close_stdin {
             eprintln!("closing stdin");
             // SAFETY: closing our own stdin; nothing reads it any more.
             unsafe { libc::close(0) };
+            // Answered once it is closed: whatever the client sends next meets a closed pipe.
+            server.text(&id, "stdin closed");
             sleep_forever();
         }
         if server.stop_reading.load(Ordering::SeqCst) {
@@ -311,9 +314,8 @@ impl Server {
                     self.stop_reading.store(true, Ordering::SeqCst);
                 }
                 if params["name"] == "close_stdin" {
-                    // Answered here, so the answer is out before stdin closes.
-                    self.text(&id, "closing stdin");
-                    self.close_stdin.store(true, Ordering::SeqCst);
+                    // The reading loop closes stdin, then answers.
+                    *self.close_stdin.lock().unwrap() = Some(id);
                     return;
                 }
                 let server = Arc::clone(self);
