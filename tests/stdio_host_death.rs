@@ -56,7 +56,7 @@ fn killed_host_leaves_nothing(signal: libc::c_int) {
     if !left.is_empty() {
         for pid in &left {
             // SAFETY: cleaning up the processes the failed test left behind.
-            unsafe { libc::kill(-(*pid as libc::pid_t), libc::SIGKILL) };
+            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
         }
         panic!("processes outlived their host: {left:?}");
     }

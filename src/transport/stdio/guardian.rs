@@ -25,17 +25,25 @@
 //! If the guardian dies (someone killed it), the next change the host sends fails; the host
 //! then reaps it and starts a new one, which is told every group being watched.
 //!
+//! A host that exits normally (`exit`, the end of `main`) closes its end in an `atexit` handler
+//! and reaps the guardian (waiting at most [`EXIT_WAIT`]), so the guardian, and any server the
+//! host never closed, are gone before the host is.
+//!
 //! Limits: a process that leaves its group (`setsid`, `setpgid`) escapes a group kill; a server
 //! spawned in the instant before its group is registered escapes a host death in that instant.
 //! Other Unix systems (macOS) have no guardian: there a host killed outright may leave its
 //! servers running (a closed or dropped connection still stops its whole group).
 
 use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 /// The most process groups one guardian watches at once.
 pub(crate) const MAX_GROUPS: usize = 4096;
+
+/// At a normal exit, how long the host waits for the guardian to finish.
+pub(crate) const EXIT_WAIT: Duration = Duration::from_millis(500);
 
 const WATCH: u32 = 1;
 const FORGET: u32 = 2;
@@ -62,8 +70,18 @@ static GUARDIAN: Mutex<Guardian> = Mutex::new(Guardian {
 pub(crate) fn watch(pgid: u32) {
     let mut g = GUARDIAN.lock();
     g.groups.push(pgid);
-    if g.sock >= 0 && g.send(WATCH, pgid) {
-        return;
+    if g.sock >= 0 {
+        match g.send(WATCH, pgid) {
+            Ok(()) => return,
+            // Alive but not reading (stopped?): replacing it would make it kill every group.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                log::warn!(
+                    "the process guardian is not reading; process group {pgid} is not watched"
+                );
+                return;
+            }
+            Err(_) => {}
+        }
     }
     g.restart();
 }
@@ -77,7 +95,30 @@ pub(crate) fn forget(pgid: u32) {
     g.groups.swap_remove(i);
     // A dead guardian is replaced at the next `watch`; one that forgot nothing is harmless.
     if g.sock >= 0 {
-        g.send(FORGET, pgid);
+        let _ = g.send(FORGET, pgid);
+    }
+}
+
+/// At a normal exit: end the guardian (it kills what is still watched) and reap it.
+extern "C" fn at_exit() {
+    let Some(mut g) = GUARDIAN.try_lock_for(Duration::from_millis(100)) else {
+        return;
+    };
+    if g.sock < 0 {
+        return;
+    }
+    // SAFETY: closing our end of the socket; the guardian sees end-of-file.
+    unsafe { libc::close(g.sock) };
+    g.sock = -1;
+    let deadline = Instant::now() + EXIT_WAIT;
+    // Held meanwhile, so no thread starts another guardian.
+    while Instant::now() < deadline {
+        // SAFETY: waitpid on our own child, without blocking.
+        let r = unsafe { libc::waitpid(g.pid, std::ptr::null_mut(), libc::WNOHANG) };
+        if r != 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -89,8 +130,8 @@ pub(crate) fn pid() -> Option<libc::pid_t> {
 }
 
 impl Guardian {
-    /// Sends one record. False when the guardian is gone (or not reading at all).
-    fn send(&mut self, op: u32, pgid: u32) -> bool {
+    /// Sends one record. Fails when the guardian is gone (or not reading: `WouldBlock`).
+    fn send(&mut self, op: u32, pgid: u32) -> std::io::Result<()> {
         let mut record = [0u8; 8];
         record[..4].copy_from_slice(&op.to_ne_bytes());
         record[4..].copy_from_slice(&pgid.to_ne_bytes());
@@ -107,14 +148,14 @@ impl Guardian {
                 )
             };
             if n == record.len() as isize {
-                return true;
+                return Ok(());
             }
             let e = std::io::Error::last_os_error();
             if n < 0 && e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
             log::debug!("the process guardian did not take a record: {e}");
-            return false;
+            return Err(e);
         }
     }
 
@@ -134,7 +175,7 @@ impl Guardian {
                 self.sock = sock;
                 self.pid = pid;
                 for pgid in self.groups.clone() {
-                    if !self.send(WATCH, pgid) {
+                    if self.send(WATCH, pgid).is_err() {
                         break;
                     }
                 }
@@ -181,6 +222,11 @@ fn spawn() -> std::io::Result<(RawFd, libc::pid_t)> {
             return Err(e);
         }
     }
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registering a plain function; it only closes a descriptor and reaps a child.
+    AT_EXIT.call_once(|| unsafe {
+        libc::atexit(at_exit);
+    });
     log::debug!("started the process guardian (pid {pid})");
     Ok((host, pid))
 }
@@ -208,6 +254,12 @@ fn highest_fd() -> libc::c_int {
 unsafe fn guardian_main(sock: RawFd, table: &mut [u32], max_fd: libc::c_int) -> ! {
     close_all_but(sock, max_fd);
     libc::setsid();
+    // Handlers the host installed are its code: none runs here.
+    let mut sig = 1;
+    while sig < 32 {
+        libc::signal(sig, libc::SIG_DFL);
+        sig += 1;
+    }
     for sig in [
         libc::SIGINT,
         libc::SIGTERM,
