@@ -73,6 +73,32 @@ fn a_call_to_a_server_that_closed_its_stdin_fails_at_once() {
 }
 
 #[test]
+fn a_request_queued_when_the_server_closes_its_stdin_fails_at_once() {
+    for inline in [true, false] {
+        let client = connect("stdin-breaks", &[]);
+        assert_eq!(
+            call(&client, "close_stdin_later", json!({"ms": 1000}), true).unwrap(),
+            "closing stdin later"
+        );
+        // Far more than the pipe holds: most of it waits in the writer's queue until the server
+        // closes its stdin under it.
+        let big = "x".repeat(1 << 20);
+        let started = Instant::now();
+        let err = call(&client, "echo", json!({ "message": big }), inline).unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(&err, Error::TransportClosed { reason, .. } if reason.contains("closed its stdin")),
+            "inline {inline}: {err:?}"
+        );
+        assert!(
+            took < Duration::from_secs(10),
+            "inline {inline}: took {took:?}"
+        );
+        client.close();
+    }
+}
+
+#[test]
 fn a_server_that_closes_stdout_and_lingers_ends_the_connection_at_once() {
     // The documented grace periods, and a server only SIGKILL stops: the teardown takes them
     // all, and the calls must not wait for it.

@@ -193,10 +193,17 @@ impl StdioTransport {
         #[cfg(target_os = "linux")]
         guardian::watch(child.id());
         let process = Arc::new(ServerProcess::new(child));
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| Shared {
             name: name.to_owned(),
             process: Arc::clone(&process),
-            stdin: StdinWriter::new(name, stdin),
+            stdin: StdinWriter::new(name, stdin, {
+                let me = me.clone();
+                Box::new(move |id| {
+                    if let Some(shared) = me.upgrade() {
+                        shared.write_failed(id, &Error::closed("the server's stdin is closed"));
+                    }
+                })
+            }),
             tail: StderrTail::new(options.stderr_tail_lines),
             grace: options.close_grace,
             close_requested: AtomicBool::new(false),
@@ -241,12 +248,14 @@ fn thread(name: &str, role: &str, f: impl FnOnce() + Send + 'static) -> Result<(
 
 impl Transport for StdioTransport {
     fn send(&self, message: &Message) -> Result<(), Error> {
-        let sent = self.shared.stdin.send(&message.to_line());
+        let id = match message {
+            Message::Request(r) => r.id.as_i64(),
+            _ => None,
+        };
+        let sent = self.shared.stdin.send(&message.to_line(), id).map(|_| ());
         #[cfg(not(unix))]
-        if let (Err(e), Message::Request(r)) = (&sent, message) {
-            if let Some(id) = r.id.as_i64() {
-                self.shared.write_failed(id, e);
-            }
+        if let (Err(e), Some(id)) = (&sent, id) {
+            self.shared.write_failed(id, e);
         }
         sent
     }

@@ -21,7 +21,8 @@
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
 //! cancelled, rich, pid, grandchild_pid, stderr; and, unlisted, stop_reading, close_stdin
-//! (closes its stdin, then answers, and lives on), close_stdout (closes its stdout, never answers,
+//! (closes its stdin, then answers, and lives on), close_stdin_later (answers, stops reading,
+//! closes its stdin `ms` later and lives on), close_stdout (closes its stdout, never answers,
 //! lives on), bad_utf8 (answers with invalid UTF-8 in a string), deep (answers with a result
 //! nested `depth` deep), unsolicited_errors (sends `count` error responses with id `id`, default
 //! null, then answers).
@@ -64,6 +65,7 @@ struct Server {
     extra_tool: std::sync::atomic::AtomicBool,
     stop_reading: std::sync::atomic::AtomicBool,
     close_stdin: Mutex<Option<Value>>,
+    close_stdin_later: Mutex<Option<u64>>,
     next_ask: AtomicU64,
     grandchild_pid: Mutex<Option<u32>>,
 }
@@ -116,6 +118,7 @@ fn main() {
         extra_tool: std::sync::atomic::AtomicBool::new(false),
         stop_reading: std::sync::atomic::AtomicBool::new(false),
         close_stdin: Mutex::new(None),
+        close_stdin_later: Mutex::new(None),
         next_ask: AtomicU64::new(1),
         grandchild_pid: Mutex::new(None),
     });
@@ -146,6 +149,14 @@ fn main() {
             continue;
         };
         server.handle(msg);
+        let later = server.close_stdin_later.lock().unwrap().take();
+        if let Some(ms) = later {
+            std::thread::sleep(Duration::from_millis(ms));
+            eprintln!("closing stdin");
+            // SAFETY: closing our own stdin; nothing reads it any more.
+            unsafe { libc::close(0) };
+            sleep_forever();
+        }
         let close_stdin = server.close_stdin.lock().unwrap().take();
         if let Some(id) = close_stdin {
             eprintln!("closing stdin");
@@ -312,6 +323,12 @@ impl Server {
                 // Decided here, on the reading thread, so nothing after it is read.
                 if params["name"] == "stop_reading" {
                     self.stop_reading.store(true, Ordering::SeqCst);
+                }
+                if params["name"] == "close_stdin_later" {
+                    let ms = params["arguments"]["ms"].as_u64().unwrap_or(500);
+                    self.text(&id, "closing stdin later");
+                    *self.close_stdin_later.lock().unwrap() = Some(ms);
+                    return;
                 }
                 if params["name"] == "close_stdin" {
                     // The reading loop closes stdin, then answers.

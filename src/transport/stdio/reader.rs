@@ -191,10 +191,10 @@ impl Reader {
             _ => None,
         };
         let Some(id) = id else {
-            return shared.stdin.send(&line);
+            return shared.stdin.send(&line, None).map(|_| ());
         };
         let send = |line: &[u8]| {
-            let sent = shared.stdin.send(line);
+            let sent = shared.stdin.send(line, Some(id));
             if let Err(e) = &sent {
                 shared.write_failed(id, e);
             }
@@ -225,22 +225,29 @@ impl Reader {
             }
         };
         if !leads {
-            return send(&line);
+            return send(&line).map(|_| ());
         }
         let sent = send(&line);
-        if sent.is_ok() {
+        // Only once the whole request is in the pipe: one still queued is the writer's, and
+        // if the pipe breaks under it the request fails through the sink, which a caller
+        // reading here would not see until its deadline.
+        if sent == Ok(true) {
             self.read_until(shared, id, deadline);
         }
         let mut lead = self.lead.lock();
         lead.leader = false;
         lead.last_lead = Some(Instant::now());
+        if sent == Ok(false) {
+            // Its answer is the io thread's to read.
+            lead.waiting.push((id, deadline));
+        }
         if lead.anyone_waiting() {
             lead.resume = true;
         }
         if lead.resume || lead.ending.is_some() {
             self.changed.notify_one();
         }
-        sent
+        sent.map(|_| ())
     }
 
     /// Wakes the io thread to read (at close: it sees the end).
