@@ -170,28 +170,35 @@ impl Router {
     }
 
     fn on_response(&self, response: Response) {
-        let slot = response
-            .id
-            .as_ref()
-            .and_then(RequestId::as_i64)
-            .and_then(|id| self.take(id));
-        match (slot, &response.outcome) {
-            (Some(slot), _) => {
+        let Some(id) = response.id.as_ref().and_then(RequestId::as_i64) else {
+            // Not an id of ours at all (null, or a string that is no number).
+            match &response.outcome {
+                Err(e) => self.unsolicited_error(response.id.as_ref(), e),
+                Ok(_) => log::debug!(
+                    "[{}] ignoring a response for {}, which no request waits for",
+                    self.server,
+                    describe_id(response.id.as_ref())
+                ),
+            }
+            return;
+        };
+        match self.take(id) {
+            Some(slot) => {
                 let _ = slot.response.send(response.outcome.map_err(Error::from));
             }
-            (None, Err(e)) => self.unsolicited_error(response.id.as_ref(), e),
-            (None, Ok(_)) => log::debug!(
-                "[{}] ignoring a response to an unknown or finished request {}",
-                self.server,
-                describe_id(response.id.as_ref())
+            // A late answer (its caller timed out or cancelled: servers often answer a
+            // cancelled request with an error) is normal.
+            None => log::debug!(
+                "[{}] ignoring a response to an unknown or finished request {id}",
+                self.server
             ),
         }
     }
 
-    /// An error response nobody waits for: a server's complaint about something we sent
-    /// (`id` null: it could not even read the id), or a late answer. Worth a warning, but a
-    /// server repeating it must not flood the log: the first [`UNSOLICITED_WARNINGS`] are
-    /// logged, then one summary per [`UNSOLICITED_SUMMARY_EVERY`] more.
+    /// An error response whose id is none of ours (null: the server could not even read the
+    /// id of what it complains about). Worth a warning, but a server repeating it must not
+    /// flood the log: the first [`UNSOLICITED_WARNINGS`] are logged, then one summary per
+    /// [`UNSOLICITED_SUMMARY_EVERY`] more (the rest at `debug`).
     fn unsolicited_error(&self, id: Option<&RequestId>, e: &RpcError) {
         let n = self.unsolicited.fetch_add(1, Ordering::Relaxed) + 1;
         if n <= UNSOLICITED_WARNINGS {

@@ -30,7 +30,9 @@
 //! host never closed, are gone before the host is.
 //!
 //! Limits: a process that leaves its group (`setsid`, `setpgid`) escapes a group kill; a server
-//! spawned in the instant before its group is registered escapes a host death in that instant.
+//! spawned in the instant before its group is registered escapes a host death in that instant;
+//! a host that forks without exec shares its end of the socket with the copy, and the guardian
+//! acts when both are gone. Forking a large host copies its page tables once (milliseconds).
 //! Other Unix systems (macOS) have no guardian: there a host killed outright may leave its
 //! servers running (a closed or dropped connection still stops its whole group).
 
