@@ -3,9 +3,9 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::{connect, endpoint, options, wait_gone};
+use common::{connect, endpoint, is_alive, options, wait_gone};
 use mcp_runtime::transport::StdioOptions;
 use mcp_runtime::{CallOptions, CancelToken, Client, ConnectOptions, Error};
 use serde_json::{json, Value};
@@ -242,6 +242,37 @@ fn a_server_that_ignores_sigterm_gets_sigkill() {
     client.close();
     assert!(wait_gone(pid, Duration::from_secs(5)));
     assert!(wait_gone(grandchild, Duration::from_secs(5)));
+}
+
+#[test]
+fn close_returns_with_a_server_that_ignores_everything_and_its_grandchild_gone() {
+    // The documented grace periods: stdin close, 0.5 s, SIGTERM, 0.5 s, SIGKILL.
+    let opts = ConnectOptions {
+        stdio: StdioOptions::default(),
+        ..options()
+    };
+    let args = ["--ignore-stdin-eof", "--ignore-sigterm", "--grandchild"];
+    let client = Client::connect("stubborn-group", &endpoint(&args), opts).unwrap();
+    let pid = client.pid().unwrap();
+    let grandchild = grandchild_pid(&client);
+    let started = Instant::now();
+    client.close();
+    let took = started.elapsed();
+    // Gone when close returns, not some time later.
+    assert!(!is_alive(pid), "the server outlived close");
+    assert!(!is_alive(grandchild), "the grandchild outlived close");
+    // About 1 s; the 2 s grace periods made it over 4 s.
+    assert!(took < Duration::from_secs(3), "close took {took:?}");
+}
+
+#[test]
+fn close_returns_with_the_grandchild_of_a_server_that_exited_gone() {
+    let client = connect("leaves-a-child", &["--grandchild"]);
+    let pid = client.pid().unwrap();
+    let grandchild = grandchild_pid(&client);
+    client.close();
+    assert!(!is_alive(pid), "the server outlived close");
+    assert!(!is_alive(grandchild), "the grandchild outlived close");
 }
 
 #[test]

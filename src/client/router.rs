@@ -2,7 +2,7 @@
 //! host's handler (off the reader thread), notifications to their consumers.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use crossbeam_channel::Sender;
@@ -19,6 +19,11 @@ use crate::Error;
 
 /// How many server → client requests may be handled at once before we answer "overloaded".
 const MAX_SERVER_REQUESTS: usize = 16;
+
+/// Error responses no request waits for that are each logged at `warn`, per connection.
+const UNSOLICITED_WARNINGS: u64 = 5;
+/// After those, one `warn` summary per this many more (the rest go to `debug`).
+const UNSOLICITED_SUMMARY_EVERY: u64 = 100;
 
 /// Where a pending request's outcome goes.
 pub(crate) struct Slot {
@@ -44,6 +49,8 @@ pub(crate) struct Router {
     /// servers never send one).
     events: OnceLock<Option<Sender<Notification>>>,
     server_requests: Arc<AtomicUsize>,
+    /// Error responses received that no request waited for.
+    unsolicited: AtomicU64,
 }
 
 impl Router {
@@ -62,6 +69,7 @@ impl Router {
             transport: OnceLock::new(),
             events: OnceLock::new(),
             server_requests: Arc::new(AtomicUsize::new(0)),
+            unsolicited: AtomicU64::new(0),
         }
     }
 
@@ -163,13 +171,14 @@ impl Router {
 
     fn on_response(&self, response: Response) {
         let Some(id) = response.id.as_ref().and_then(RequestId::as_i64) else {
-            if let Err(e) = &response.outcome {
-                log::warn!(
-                    "[{}] the server reported an error without a request id: {} {}",
+            // Not an id of ours at all (null, or a string that is no number).
+            match &response.outcome {
+                Err(e) => self.unsolicited_error(response.id.as_ref(), e),
+                Ok(_) => log::debug!(
+                    "[{}] ignoring a response for {}, which no request waits for",
                     self.server,
-                    e.code,
-                    e.message
-                );
+                    describe_id(response.id.as_ref())
+                ),
             }
             return;
         };
@@ -177,10 +186,51 @@ impl Router {
             Some(slot) => {
                 let _ = slot.response.send(response.outcome.map_err(Error::from));
             }
+            // A late answer (its caller timed out or cancelled: servers often answer a
+            // cancelled request with an error) is normal.
             None => log::debug!(
                 "[{}] ignoring a response to an unknown or finished request {id}",
                 self.server
             ),
+        }
+    }
+
+    /// An error response whose id is none of ours (null: the server could not even read the
+    /// id of what it complains about). Worth a warning, but a server repeating it must not
+    /// flood the log: the first [`UNSOLICITED_WARNINGS`] are logged, then one summary per
+    /// [`UNSOLICITED_SUMMARY_EVERY`] more (the rest at `debug`).
+    fn unsolicited_error(&self, id: Option<&RequestId>, e: &RpcError) {
+        let n = self.unsolicited.fetch_add(1, Ordering::Relaxed) + 1;
+        if n <= UNSOLICITED_WARNINGS {
+            log::warn!(
+                "[{}] the server sent an error response for {}, which no request waits for: {} {}{}",
+                self.server,
+                describe_id(id),
+                e.code,
+                e.message,
+                if n == UNSOLICITED_WARNINGS {
+                    " (further ones are counted, not logged)"
+                } else {
+                    ""
+                }
+            );
+        } else if (n - UNSOLICITED_WARNINGS) % UNSOLICITED_SUMMARY_EVERY == 0 {
+            log::warn!(
+                "[{}] the server has sent {n} error responses no request waits for (the latest \
+                 for {}: {} {})",
+                self.server,
+                describe_id(id),
+                e.code,
+                e.message
+            );
+        } else {
+            log::debug!(
+                "[{}] an error response for {}, which no request waits for: {} {}",
+                self.server,
+                describe_id(id),
+                e.code,
+                e.message
+            );
         }
     }
 
@@ -283,6 +333,15 @@ impl Router {
                 }
             }
         }
+    }
+}
+
+/// An id as the log names it.
+fn describe_id(id: Option<&RequestId>) -> String {
+    match id {
+        None => "no id (null)".to_owned(),
+        Some(RequestId::Number(n)) => format!("id {n}"),
+        Some(RequestId::String(s)) => format!("id {s:?}"),
     }
 }
 

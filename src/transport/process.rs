@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+/// After SIGKILL, how long a close waits for the server and its process group to be gone.
+pub(crate) const KILL_WAIT: Duration = Duration::from_secs(1);
+
 /// A spawned server process.
 pub(crate) struct ServerProcess {
     pid: u32,
@@ -111,21 +114,50 @@ impl ServerProcess {
     }
 
     /// The escalation after stdin was closed: wait `grace` for a clean exit, then SIGTERM the
-    /// group, wait `grace` again, then SIGKILL it. Whatever is left of the group afterwards
-    /// (grandchildren of a server that exited) is killed too. Bounded by `2 × grace + 1 s`.
-    pub(crate) fn terminate(&self, grace: Duration) -> Option<ExitStatus> {
-        let mut status = self.wait_exit(Instant::now() + grace);
-        if status.is_none() {
-            self.signal_group(Signal::Term);
-            status = self.wait_exit(Instant::now() + grace);
+    /// group, wait `grace` again, then SIGKILL it and wait (at most [`KILL_WAIT`]) until it is
+    /// gone. "Gone" is the whole group: the server reaped, and no member of its process group
+    /// left (grandchildren of a server that exited get the same SIGTERM, then SIGKILL).
+    /// Bounded by `2 × grace + KILL_WAIT`. True when the group is gone.
+    pub(crate) fn terminate(&self, grace: Duration) -> bool {
+        let start = Instant::now();
+        if self.wait_gone(start + grace) {
+            return true;
         }
-        if status.is_none() {
-            self.signal_group(Signal::Kill);
-            status = self.wait_exit(Instant::now() + Duration::from_secs(1));
+        self.signal_group(Signal::Term);
+        if self.wait_gone(Instant::now() + grace) {
+            return true;
         }
-        // The leader is gone; sweep any member of its group still alive.
         self.signal_group(Signal::Kill);
-        status
+        if self.wait_gone(Instant::now() + KILL_WAIT) {
+            return true;
+        }
+        log::warn!(
+            "process group {} is still alive {:?} after SIGKILL",
+            self.pid,
+            KILL_WAIT
+        );
+        false
+    }
+
+    /// Waits until the server has exited (reaped) and its process group is empty, or
+    /// `deadline`. The leader is awaited on its pidfd; the rest of the group, which we cannot
+    /// wait for (not our children), is looked at with a backoff from 1 ms to 32 ms.
+    fn wait_gone(&self, deadline: Instant) -> bool {
+        if self.wait_exit(deadline).is_none() {
+            return false;
+        }
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if !group_alive(self.pid) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(Duration::from_millis(32));
+        }
     }
 
     /// Sends a signal to the whole process group.
@@ -160,6 +192,60 @@ fn open_pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as libc::c_int;
     // SAFETY: a non-negative return is a descriptor we now own.
     (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether any process of the group `pgid` is still running (zombies waiting for their
+/// parent, or for an init that does not reap, count as gone: they run no code and hold no
+/// resources but their process table entry).
+fn group_alive(pgid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: signal 0 only checks whether the group has a member we may signal.
+        if unsafe { libc::kill(-(pgid as libc::pid_t), 0) } != 0 {
+            return std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        }
+        #[cfg(target_os = "linux")]
+        return linux_group_has_live_member(pgid);
+        #[cfg(not(target_os = "linux"))]
+        return true;
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pgid;
+        false
+    }
+}
+
+/// Scans `/proc` for a process of group `pgid` that is not a zombie. (Only reached when
+/// `kill(-pgid, 0)` says the group has members: at close, for a server that left some.)
+#[cfg(target_os = "linux")]
+fn linux_group_has_live_member(pgid: u32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_ascii_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+        if group == Some(pgid) && state != "Z" && state != "X" {
+            return true;
+        }
+    }
+    false
 }
 
 /// The signals of the teardown.

@@ -5,7 +5,11 @@
 //! flusher thread (`mcp-<server>-writer`, started only then) writes the queue out as the pipe
 //! drains, waiting on the pipe with `poll`. Order is kept: while anything is queued, new
 //! messages queue behind it. No lock is held across a blocking call.
+//!
+//! The writer knows which requests are in the queue: when the pipe breaks under them (the
+//! server closed its stdin), each is reported lost, so its caller need not wait out its timeout.
 
+use std::collections::VecDeque;
 use std::io::{ErrorKind, Write};
 use std::process::ChildStdin;
 use std::sync::Arc;
@@ -15,10 +19,14 @@ use parking_lot::Mutex;
 
 use crate::Error;
 
+/// Told the id of each request whose queued bytes could not be written.
+pub(crate) type OnLost = Box<dyn Fn(i64) + Send + Sync>;
+
 /// The stdin of one server.
 pub(crate) struct StdinWriter {
     name: String,
     state: Mutex<State>,
+    on_lost: OnLost,
 }
 
 struct State {
@@ -26,6 +34,9 @@ struct State {
     pipe: Option<ChildStdin>,
     /// Bytes not written yet, in order.
     queued: Vec<u8>,
+    /// The messages in `queued`, in order: the request id (if a request) and how many of its
+    /// bytes are still queued.
+    messages: VecDeque<(Option<i64>, usize)>,
     /// A flusher thread is writing `queued`.
     flushing: bool,
     /// Close the pipe once `queued` is written.
@@ -33,29 +44,36 @@ struct State {
 }
 
 impl StdinWriter {
-    pub(crate) fn new(name: &str, pipe: ChildStdin) -> Arc<StdinWriter> {
+    pub(crate) fn new(name: &str, pipe: ChildStdin, on_lost: OnLost) -> Arc<StdinWriter> {
         set_nonblocking(&pipe);
         Arc::new(StdinWriter {
             name: name.to_owned(),
+            on_lost,
             state: Mutex::new(State {
                 pipe: Some(pipe),
                 queued: Vec::new(),
+                messages: VecDeque::new(),
                 flushing: false,
                 close_when_drained: false,
             }),
         })
     }
 
-    /// Writes `bytes`, or queues what the pipe cannot take now. Never blocks.
-    pub(crate) fn send(self: &Arc<Self>, bytes: &[u8]) -> Result<(), Error> {
+    /// Writes `bytes` (one message; `id` if it is a request), or queues what the pipe cannot
+    /// take now. Never blocks. `Ok(true)` when all of it is in the pipe, `Ok(false)` when some
+    /// is queued.
+    pub(crate) fn send(self: &Arc<Self>, bytes: &[u8], id: Option<i64>) -> Result<bool, Error> {
         let mut st = self.state.lock();
         if st.pipe.is_none() || st.close_when_drained {
             return Err(Error::closed("the server's stdin is closed"));
         }
         if !st.flushing && st.queued.is_empty() {
             match write_now(st.pipe.as_mut().expect("checked above"), bytes) {
-                Ok(n) if n == bytes.len() => return Ok(()),
-                Ok(n) => st.queued.extend_from_slice(&bytes[n..]),
+                Ok(n) if n == bytes.len() => return Ok(true),
+                Ok(n) => {
+                    st.queued.extend_from_slice(&bytes[n..]);
+                    st.messages.push_back((id, bytes.len() - n));
+                }
                 Err(e) => {
                     log::debug!("[{}] writing to the server's stdin failed: {e}", self.name);
                     st.pipe = None;
@@ -64,6 +82,7 @@ impl StdinWriter {
             }
         } else {
             st.queued.extend_from_slice(bytes);
+            st.messages.push_back((id, bytes.len()));
         }
         if !st.flushing {
             st.flushing = true;
@@ -76,7 +95,7 @@ impl StdinWriter {
                 return Err(Error::closed("cannot start the stdin writer"));
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Closes stdin: at once when nothing is queued, else once the queue is written.
@@ -95,17 +114,29 @@ impl StdinWriter {
                 let mut guard = self.state.lock();
                 let st = &mut *guard;
                 let Some(pipe) = st.pipe.as_mut() else {
+                    // Closed by `close`: the connection is ending, and its reader fails what
+                    // is still pending.
                     st.flushing = false;
                     st.queued.clear();
+                    st.messages.clear();
                     return;
                 };
                 let queued = std::mem::take(&mut st.queued);
                 match write_now(pipe, &queued) {
-                    Ok(n) => st.queued = queued[n..].to_vec(),
+                    Ok(n) => {
+                        st.queued = queued[n..].to_vec();
+                        written(&mut st.messages, n);
+                    }
                     Err(e) => {
                         log::debug!("[{}] writing to the server's stdin failed: {e}", self.name);
                         st.pipe = None;
                         st.flushing = false;
+                        let lost: Vec<i64> = st.messages.drain(..).filter_map(|m| m.0).collect();
+                        drop(guard);
+                        // Outside the lock: the sink may take its own.
+                        for id in lost {
+                            (self.on_lost)(id);
+                        }
                         return;
                     }
                 }
@@ -122,6 +153,21 @@ impl StdinWriter {
             // close that drops the pipe is noticed on the next round.
             wait_writable(fd, Duration::from_millis(100));
         }
+    }
+}
+
+/// `n` more queued bytes were written: the messages they finish leave the list.
+fn written(messages: &mut VecDeque<(Option<i64>, usize)>, mut n: usize) {
+    while n > 0 {
+        let Some(front) = messages.front_mut() else {
+            return;
+        };
+        if front.1 > n {
+            front.1 -= n;
+            return;
+        }
+        n -= front.1;
+        messages.pop_front();
     }
 }
 

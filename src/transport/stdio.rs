@@ -14,9 +14,17 @@
 //! - stdin is written by the caller while the pipe takes it, and by `mcp-<server>-writer`
 //!   (started only when the pipe is full) otherwise, so [`Transport::send`] never blocks.
 //!
-//! Close: stdin is closed, the server gets a grace period to exit, then its whole process group
-//! gets SIGTERM, another grace period, then SIGKILL. The process is always reaped; waiting for
-//! its exit needs no thread (it polls the process's pidfd).
+//! Close: stdin is closed, the server gets [`CLOSE_GRACE`] to exit, then its whole process
+//! group gets SIGTERM, another [`CLOSE_GRACE`], then SIGKILL, and close waits (at most
+//! [`KILL_WAIT`]) until the server is reaped and no process of its group is left. Close and drop
+//! return only then. Waiting for the exit needs no thread (it polls the process's pidfd).
+//!
+//! When stdout ends (the server exited, or closed it and lingers), the connection ends at once:
+//! every pending call fails with [`Error::TransportClosed`] saying why, then the process is
+//! torn down as at close.
+//!
+//! On Linux a host killed outright (SIGKILL, a crash) leaves no server behind either: see
+//! `guardian`.
 
 use std::collections::VecDeque;
 use std::io::{BufReader, Read};
@@ -37,8 +45,19 @@ use super::{Inbound, Transport};
 use crate::jsonrpc::Message;
 use crate::Error;
 
+#[cfg(target_os = "linux")]
+mod guardian;
 #[cfg(unix)]
 mod reader;
+mod salvage;
+
+/// How long a server gets to exit after its stdin closes, and again after SIGTERM to its
+/// process group, before SIGKILL (the default of [`StdioOptions::close_grace`]).
+pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// After SIGKILL, how long a close waits for the server and its process group to be gone
+/// (it is reaped within this; only a process stuck in the kernel can outlast it).
+pub const KILL_WAIT: Duration = super::process::KILL_WAIT;
 
 /// How to start a stdio server. (Its `Debug` shows the names of the environment variables,
 /// never their values: they may be resolved secrets.)
@@ -87,7 +106,8 @@ impl StdioCommand {
 pub struct StdioOptions {
     /// The longest stdout line (one message) accepted; longer closes the connection.
     pub max_message_bytes: usize,
-    /// How long the server gets to exit after stdin closes, and again after SIGTERM.
+    /// How long the server gets to exit after stdin closes, and again after SIGTERM
+    /// (default [`CLOSE_GRACE`]). A close takes at most twice this plus [`KILL_WAIT`].
     pub close_grace: Duration,
     /// How many stderr lines to keep for error messages.
     pub stderr_tail_lines: usize,
@@ -97,7 +117,7 @@ impl Default for StdioOptions {
     fn default() -> Self {
         StdioOptions {
             max_message_bytes: 64 * 1024 * 1024,
-            close_grace: Duration::from_secs(2),
+            close_grace: CLOSE_GRACE,
             stderr_tail_lines: 64,
         }
     }
@@ -107,6 +127,9 @@ impl Default for StdioOptions {
 const STDERR_LINE_CAP: usize = 16 * 1024;
 /// How long the reader waits, after the process exited, for stderr to be drained.
 const STDERR_SETTLE: Duration = Duration::from_millis(250);
+/// After stdout ended (or stdin broke): how long the server's exit status is awaited, to say
+/// "exited (status)" rather than "closed its stdout" when it is exiting anyway.
+const EXIT_SETTLE: Duration = Duration::from_millis(100);
 
 /// A running stdio server. Dropping it closes it.
 pub struct StdioTransport {
@@ -120,6 +143,10 @@ struct Shared {
     tail: StderrTail,
     grace: Duration,
     close_requested: AtomicBool,
+    /// The server closed its stdin and did not exit: requests fail as they are written.
+    stdin_gone: AtomicBool,
+    /// Where failed requests are reported.
+    inbound: Arc<dyn Inbound>,
     phase: Mutex<Phase>,
     phase_changed: Condvar,
     #[cfg(unix)]
@@ -163,14 +190,25 @@ impl StdioTransport {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
                 _ => unreachable!("all three pipes were requested"),
             };
+        #[cfg(target_os = "linux")]
+        guardian::watch(child.id());
         let process = Arc::new(ServerProcess::new(child));
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| Shared {
             name: name.to_owned(),
             process: Arc::clone(&process),
-            stdin: StdinWriter::new(name, stdin),
+            stdin: StdinWriter::new(name, stdin, {
+                let me = me.clone();
+                Box::new(move |id| {
+                    if let Some(shared) = me.upgrade() {
+                        shared.write_failed(id, &Error::closed("the server's stdin is closed"));
+                    }
+                })
+            }),
             tail: StderrTail::new(options.stderr_tail_lines),
             grace: options.close_grace,
             close_requested: AtomicBool::new(false),
+            stdin_gone: AtomicBool::new(false),
+            inbound: Arc::clone(&inbound),
             phase: Mutex::new(Phase::Running),
             phase_changed: Condvar::new(),
             #[cfg(unix)]
@@ -210,7 +248,16 @@ fn thread(name: &str, role: &str, f: impl FnOnce() + Send + 'static) -> Result<(
 
 impl Transport for StdioTransport {
     fn send(&self, message: &Message) -> Result<(), Error> {
-        self.shared.stdin.send(&message.to_line())
+        let id = match message {
+            Message::Request(r) => r.id.as_i64(),
+            _ => None,
+        };
+        let sent = self.shared.stdin.send(&message.to_line(), id).map(|_| ());
+        #[cfg(not(unix))]
+        if let (Err(e), Some(id)) = (&sent, id) {
+            self.shared.write_failed(id, e);
+        }
+        sent
     }
 
     #[cfg(unix)]
@@ -255,7 +302,8 @@ impl Shared {
             match *phase {
                 Phase::Done => return,
                 Phase::ShuttingDown => {
-                    let deadline = Instant::now() + self.grace * 2 + Duration::from_secs(2);
+                    let deadline =
+                        Instant::now() + self.grace * 2 + KILL_WAIT + Duration::from_secs(1);
                     while *phase != Phase::Done {
                         if self
                             .phase_changed
@@ -272,7 +320,13 @@ impl Shared {
         }
         // Closes stdin once whatever is queued is written.
         self.stdin.close();
-        self.process.terminate(self.grace);
+        let gone = self.process.terminate(self.grace);
+        #[cfg(target_os = "linux")]
+        if gone {
+            guardian::forget(self.process.pid());
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = gone;
         *self.phase.lock() = Phase::Done;
         self.phase_changed.notify_all();
     }
@@ -282,17 +336,53 @@ impl Shared {
         if self.close_requested.load(Ordering::SeqCst) {
             return Error::closed("the connection was closed");
         }
-        let reason = match (self.process.exit_status(), read_error) {
+        // A server that ends its stdout is usually exiting: a moment for its status (and its
+        // last stderr lines). One that lingers is reported as such, without waiting longer.
+        let status = self.process.wait_exit(Instant::now() + EXIT_SETTLE);
+        let reason = match (status, read_error) {
             (_, Some(e)) => format!("reading the server's stdout failed: {e}"),
             (Some(status), None) => format!("the server process exited ({status})"),
-            (None, None) => "the server closed its stdout".to_owned(),
+            (None, None) => "the server closed its stdout (the process was still running; it \
+                             is stopped)"
+                .to_owned(),
         };
-        self.process
-            .wait_stderr_done(Instant::now() + STDERR_SETTLE);
+        if status.is_some() {
+            self.process
+                .wait_stderr_done(Instant::now() + STDERR_SETTLE);
+        }
         Error::TransportClosed {
             reason,
             stderr_tail: self.tail.lines(),
         }
+    }
+}
+
+impl Shared {
+    /// Writing request `id` to stdin failed. When the server is exiting, the reader fails the
+    /// request with the exit's reason; when it closed its stdin and lives on, nothing would
+    /// ever answer: the request fails now.
+    fn write_failed(&self, id: i64, error: &Error) {
+        if self.close_requested.load(Ordering::SeqCst) {
+            return;
+        }
+        if !self.stdin_gone.load(Ordering::SeqCst) {
+            if self
+                .process
+                .wait_exit(Instant::now() + EXIT_SETTLE)
+                .is_some()
+            {
+                return;
+            }
+            self.stdin_gone.store(true, Ordering::SeqCst);
+            log::debug!("[{}] the server closed its stdin: {error}", self.name);
+        }
+        self.inbound.on_request_failed(
+            &crate::jsonrpc::RequestId::Number(id),
+            Error::TransportClosed {
+                reason: "the server closed its stdin (the request could not be written)".to_owned(),
+                stderr_tail: self.tail.lines(),
+            },
+        );
     }
 }
 
@@ -370,24 +460,24 @@ fn finish(shared: &Shared, outcome: ReadOutcome, max: usize, inbound: Arc<dyn In
             inbound.on_closed(Error::MessageTooLarge { limit: max });
             shared.shutdown();
         }
+        // The connection ends first (pending calls fail now, with the reason); the teardown,
+        // which may take the grace periods, comes after.
         Ok(()) => {
-            shared.shutdown();
             inbound.on_closed(shared.closed_error(None));
+            shared.shutdown();
         }
         Err(Some(e)) => {
-            shared.shutdown();
             inbound.on_closed(shared.closed_error(Some(e)));
+            shared.shutdown();
         }
     }
 }
 
-/// Parses one stdout line and hands its messages to `inbound`, each shown to `seen` first.
-fn dispatch_line(
-    shared: &Shared,
-    raw: &[u8],
-    inbound: &dyn Inbound,
-    seen: &mut dyn FnMut(&Message),
-) {
+/// Parses one stdout line and hands its messages to `inbound`; the id of each response is shown
+/// to `seen` first. A line that cannot be parsed but is recognisably the response to one of our
+/// requests (invalid UTF-8 in a string, nested deeper than the parser goes) fails that request
+/// with [`Error::Protocol`] instead of leaving it to its timeout; other such lines are skipped.
+fn dispatch_line(shared: &Shared, raw: &[u8], inbound: &dyn Inbound, seen: &mut dyn FnMut(i64)) {
     let line = trim_line(raw);
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
@@ -395,15 +485,33 @@ fn dispatch_line(
     match Message::parse(line) {
         Ok(messages) => {
             for m in messages {
-                seen(&m);
+                if let Message::Response(r) = &m {
+                    if let Some(id) = r.id.as_ref().and_then(|id| id.as_i64()) {
+                        seen(id);
+                    }
+                }
                 inbound.on_message(m);
             }
         }
-        Err(e) => log::debug!(
-            "[{}] skipping a stdout line that is {e}: {}",
-            shared.name,
-            preview(line)
-        ),
+        Err(e) => match salvage::response_id(line) {
+            Some(id) => {
+                log::debug!(
+                    "[{}] the response to request {id} cannot be parsed ({e}): {}",
+                    shared.name,
+                    preview(line)
+                );
+                seen(id);
+                inbound.on_request_failed(
+                    &crate::jsonrpc::RequestId::Number(id),
+                    Error::protocol(format!("the response could not be parsed: {e}")),
+                );
+            }
+            None => log::debug!(
+                "[{}] skipping a stdout line that is {e}: {}",
+                shared.name,
+                preview(line)
+            ),
+        },
     }
 }
 

@@ -28,7 +28,12 @@
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
 //! cancelled, rich, pid, grandchild_pid, stderr; with --typed-tool, typed (an outputSchema, and
-//! its `structured` argument as structuredContent); and, unlisted, stop_reading.
+//! its `structured` argument as structuredContent); with --features, features_changed; and,
+//! unlisted, stop_reading, close_stdin (closes its stdin, then answers, and lives on),
+//! close_stdin_later (answers, stops reading, closes its stdin `ms` later and lives on),
+//! close_stdout (closes its stdout, never answers, lives on), bad_utf8 (answers with invalid
+//! UTF-8 in a string), deep (answers with a result nested `depth` deep), unsolicited_errors
+//! (sends `count` error responses with id `id`, default null, then answers).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -73,6 +78,8 @@ struct Server {
     extra_tool: std::sync::atomic::AtomicBool,
     extra_prompt: std::sync::atomic::AtomicBool,
     stop_reading: std::sync::atomic::AtomicBool,
+    close_stdin: Mutex<Option<Value>>,
+    close_stdin_later: Mutex<Option<u64>>,
     next_ask: AtomicU64,
     grandchild_pid: Mutex<Option<u32>>,
 }
@@ -128,6 +135,8 @@ fn main() {
         extra_tool: std::sync::atomic::AtomicBool::new(false),
         extra_prompt: std::sync::atomic::AtomicBool::new(false),
         stop_reading: std::sync::atomic::AtomicBool::new(false),
+        close_stdin: Mutex::new(None),
+        close_stdin_later: Mutex::new(None),
         next_ask: AtomicU64::new(1),
         grandchild_pid: Mutex::new(None),
     });
@@ -158,12 +167,31 @@ fn main() {
             continue;
         };
         server.handle(msg);
+        let later = server.close_stdin_later.lock().unwrap().take();
+        if let Some(ms) = later {
+            std::thread::sleep(Duration::from_millis(ms));
+            eprintln!("closing stdin");
+            // SAFETY: closing our own stdin; nothing reads it any more.
+            unsafe { libc::close(0) };
+            sleep_forever();
+        }
+        let close_stdin = server.close_stdin.lock().unwrap().take();
+        if let Some(id) = close_stdin {
+            eprintln!("closing stdin");
+            // SAFETY: closing our own stdin; nothing reads it any more.
+            unsafe { libc::close(0) };
+            // Answered once it is closed: whatever the client sends next meets a closed pipe.
+            server.text(&id, "stdin closed");
+            sleep_forever();
+        }
         if server.stop_reading.load(Ordering::SeqCst) {
             eprintln!("no longer reading stdin");
             sleep_forever();
         }
     }
-    eprintln!("stdin closed");
+    // Not eprintln!: with the host gone, stderr may be a broken pipe, and a panic would end a
+    // server that is meant to linger.
+    let _ = writeln!(std::io::stderr(), "stdin closed");
     if server.flags.ignore_stdin_eof {
         sleep_forever();
     }
@@ -325,6 +353,17 @@ impl Server {
                 if params["name"] == "stop_reading" {
                     self.stop_reading.store(true, Ordering::SeqCst);
                 }
+                if params["name"] == "close_stdin_later" {
+                    let ms = params["arguments"]["ms"].as_u64().unwrap_or(500);
+                    self.text(&id, "closing stdin later");
+                    *self.close_stdin_later.lock().unwrap() = Some(ms);
+                    return;
+                }
+                if params["name"] == "close_stdin" {
+                    // The reading loop closes stdin, then answers.
+                    *self.close_stdin.lock().unwrap() = Some(id);
+                    return;
+                }
                 let server = Arc::clone(self);
                 std::thread::spawn(move || server.call_tool(&id, &params));
             }
@@ -444,6 +483,37 @@ impl Server {
                 }
             }
             "wrong_id" => self.text(&json!(999_999), "for nobody"),
+            "close_stdout" => {
+                let _out = self.out.lock().unwrap();
+                eprintln!("closing stdout");
+                // SAFETY: closing our own stdout, under its lock: nothing writes it any more.
+                unsafe { libc::close(1) };
+                std::mem::forget(_out);
+            }
+            "bad_utf8" => {
+                let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"").into_bytes();
+                line.extend_from_slice(b"\xff\xfe\"}]}}\n");
+                let mut out = self.out.lock().unwrap();
+                let _ = out.write_all(&line);
+                let _ = out.flush();
+            }
+            "deep" => {
+                let depth = args["depth"].as_u64().unwrap_or(200) as usize;
+                let line = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[],\"x\":{}1{}}}}}",
+                    "[".repeat(depth),
+                    "]".repeat(depth)
+                );
+                self.raw(&line);
+            }
+            "unsolicited_errors" => {
+                let count = args["count"].as_u64().unwrap_or(1);
+                let bad = args.get("id").cloned().unwrap_or(Value::Null);
+                for i in 0..count {
+                    self.send(json!({"jsonrpc": "2.0", "id": bad, "error": {"code": -32600, "message": format!("invalid request {i}")}}));
+                }
+                self.text(id, "sent");
+            }
             "crash" => {
                 eprintln!("about to crash");
                 std::process::exit(3);

@@ -94,14 +94,6 @@ pub(super) struct Reader {
     max: usize,
 }
 
-/// The id of a response, as an integer (the kind we send).
-fn response_id(message: &Message) -> Option<i64> {
-    match message {
-        Message::Response(r) => r.id.as_ref().and_then(|id| id.as_i64()),
-        _ => None,
-    }
-}
-
 impl Reader {
     pub(super) fn new(
         stdout: ChildStdout,
@@ -172,7 +164,7 @@ impl Reader {
             };
             // No timeout: the process's output or its end (EOF, or the kill at close) is what
             // wakes us.
-            let step = pipes.step(shared, -1, &mut |m| self.note(m));
+            let step = pipes.step(shared, -1, &mut |id| self.note(id));
             if let Some(outcome) = step {
                 return self.end(guard, shared, outcome);
             }
@@ -199,7 +191,14 @@ impl Reader {
             _ => None,
         };
         let Some(id) = id else {
-            return shared.stdin.send(&line);
+            return shared.stdin.send(&line, None).map(|_| ());
+        };
+        let send = |line: &[u8]| {
+            let sent = shared.stdin.send(line, Some(id));
+            if let Err(e) = &sent {
+                shared.write_failed(id, e);
+            }
+            sent
         };
         let leads = {
             let mut lead = self.lead.lock();
@@ -226,22 +225,29 @@ impl Reader {
             }
         };
         if !leads {
-            return shared.stdin.send(&line);
+            return send(&line).map(|_| ());
         }
-        let sent = shared.stdin.send(&line);
-        if sent.is_ok() {
+        let sent = send(&line);
+        // Only once the whole request is in the pipe: one still queued is the writer's, and
+        // if the pipe breaks under it the request fails through the sink, which a caller
+        // reading here would not see until its deadline.
+        if sent == Ok(true) {
             self.read_until(shared, id, deadline);
         }
         let mut lead = self.lead.lock();
         lead.leader = false;
         lead.last_lead = Some(Instant::now());
+        if sent == Ok(false) {
+            // Its answer is the io thread's to read.
+            lead.waiting.push((id, deadline));
+        }
         if lead.anyone_waiting() {
             lead.resume = true;
         }
         if lead.resume || lead.ending.is_some() {
             self.changed.notify_one();
         }
-        sent
+        sent.map(|_| ())
     }
 
     /// Wakes the io thread to read (at close: it sees the end).
@@ -250,7 +256,9 @@ impl Reader {
         self.changed.notify_one();
     }
 
-    /// Reads as the leader until `id`'s answer was dispatched, `deadline`, or the end.
+    /// Reads as the leader until `id`'s answer was dispatched, `deadline`, or the end. Stderr
+    /// is read too, so the tail is current when the call returns: the poll waits on both
+    /// pipes, and an answer found before any poll is followed by one read of stderr.
     fn read_until(&self, shared: &Arc<Shared>, id: i64, deadline: Instant) {
         let mut guard = self.pipes.lock();
         let mut first = true;
@@ -259,18 +267,22 @@ impl Reader {
             let Some(pipes) = guard.as_mut() else {
                 return;
             };
-            let mut seen = |m: &Message| {
-                if response_id(m) == Some(id) {
+            let mut seen = |rid: i64| {
+                if rid == id {
                     answered = true;
                 } else {
-                    self.note(m);
+                    self.note(rid);
                 }
             };
             let step = if std::mem::take(&mut first) {
                 // Read before the first wait: on a shared CPU the server has often answered
                 // while the request was written, and a read that finds the answer saves a
-                // `poll`.
-                pipes.read_stdout(shared, &mut seen)
+                // `poll`. What the server wrote to stderr before it answered is there by now.
+                let step = pipes.read_stdout(shared, &mut seen);
+                if answered {
+                    pipes.read_stderr(shared);
+                }
+                step
             } else {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -287,11 +299,9 @@ impl Reader {
         }
     }
 
-    /// Every message read: an answer to a caller that waits without leading is off the list.
-    fn note(&self, message: &Message) {
-        if let Some(id) = response_id(message) {
-            self.lead.lock().answered(id);
-        }
+    /// Every response read: an answer to a caller that waits without leading is off the list.
+    fn note(&self, id: i64) {
+        self.lead.lock().answered(id);
     }
 
     /// Stdout ended: hand stderr to a thread of its own, and tell the sink.
@@ -336,7 +346,7 @@ impl Pipes {
         &mut self,
         shared: &Shared,
         timeout_ms: i32,
-        seen: &mut dyn FnMut(&Message),
+        seen: &mut dyn FnMut(i64),
     ) -> Option<ReadOutcome> {
         let mut fds = [
             libc::pollfd {
@@ -368,11 +378,7 @@ impl Pipes {
     }
 
     /// Reads and dispatches what stdout has (without waiting). `Some` when stdout ended.
-    fn read_stdout(
-        &mut self,
-        shared: &Shared,
-        seen: &mut dyn FnMut(&Message),
-    ) -> Option<ReadOutcome> {
+    fn read_stdout(&mut self, shared: &Shared, seen: &mut dyn FnMut(i64)) -> Option<ReadOutcome> {
         let mut too_long = false;
         let (out, inbound) = (&mut self.out, &*self.inbound);
         let ended = read_available(&mut self.stdout, &mut self.chunk, &mut |bytes| {

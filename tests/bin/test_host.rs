@@ -1,0 +1,48 @@
+//! A host for the "no server outlives its host" tests.
+//!
+//! `mcp-test-host SERVER N` connects to N copies of the test server at path SERVER, each
+//! started with `--ignore-stdin-eof --ignore-sigterm --grandchild` (a server only SIGKILL
+//! stops, with a helper process in its group). The connections are made on a thread that ends
+//! before the host reports (a server must not die with the thread that spawned it). Then it
+//! prints one line `SERVER_PID GRANDCHILD_PID` per server and `ready`, and waits forever. It
+//! handles no signal: SIGTERM and SIGINT kill it as SIGKILL does.
+
+use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+use serde_json::json;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let server = args.next().expect("usage: mcp-test-host SERVER N");
+    let n: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
+    let connector = std::thread::spawn(move || {
+        (0..n)
+            .map(|i| {
+                let endpoint = Endpoint::stdio(
+                    server.clone(),
+                    ["--ignore-stdin-eof", "--ignore-sigterm", "--grandchild"],
+                );
+                let client =
+                    Client::connect(&format!("s{i}"), &endpoint, ConnectOptions::default())
+                        .expect("connect to the test server");
+                let grandchild = client
+                    .call_tool("grandchild_pid", json!({}), CallOptions::default())
+                    .expect("ask for the grandchild's pid")
+                    .text();
+                (client, grandchild)
+            })
+            .collect::<Vec<_>>()
+    });
+    let clients = connector.join().expect("the connect thread");
+    for (client, grandchild) in &clients {
+        println!(
+            "{} {grandchild}",
+            client.pid().expect("a stdio server has a pid")
+        );
+    }
+    println!("ready");
+    use std::io::Write;
+    std::io::stdout().flush().expect("flush stdout");
+    loop {
+        std::thread::park();
+    }
+}
