@@ -138,9 +138,11 @@ impl OAuthConfig {
             None | Some("authorization_code") => Grant::AuthorizationCode,
             Some("client_credentials") => Grant::ClientCredentials,
             Some("enterprise") | Some(super::token::JWT_BEARER) => Grant::Enterprise,
-            Some(other) => return Err(bad(&format!(
+            Some(other) => {
+                return Err(bad(&format!(
                 "grant {other:?} is not one of authorization_code, client_credentials, enterprise"
-            ))),
+            )))
+            }
         };
         if grant == Grant::Enterprise && enterprise.is_none() {
             return Err(bad("enterprise is required for the enterprise grant"));

@@ -829,3 +829,7 @@ impl Flow {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "flow_tests.rs"]
+mod tests;

@@ -266,6 +266,25 @@ mod tests {
     }
 
     #[test]
+    fn rs256_signatures_verify_from_pkcs8_and_pkcs1() {
+        for pem in [
+            &include_bytes!("../../../tests/data/oauth-rs256.pem")[..],
+            &include_bytes!("../../../tests/data/oauth-rs256-pkcs1.pem")[..],
+        ] {
+            let key = SigningKey::from_bytes(pem, SigningAlgorithm::Rs256).unwrap();
+            let Pair::Rsa(pair) = &key.pair else { panic!() };
+            let jwt = key.sign(&json!({"sub": "x"})).unwrap();
+            let (input, sig) = jwt.rsplit_once('.').unwrap();
+            signature::UnparsedPublicKey::new(
+                &signature::RSA_PKCS1_2048_8192_SHA256,
+                pair.public().as_ref(),
+            )
+            .verify(input.as_bytes(), &URL_SAFE_NO_PAD.decode(sig).unwrap())
+            .unwrap();
+        }
+    }
+
+    #[test]
     fn unusable_keys_are_clear_errors() {
         let (pem, _) = es256_pem();
         let e = SigningKey::from_bytes(pem.as_bytes(), SigningAlgorithm::Rs256).unwrap_err();
