@@ -1,7 +1,6 @@
 //! Runs a [`Flow`] over HTTP (`ureq`): every request bounded as a whole, no redirect followed,
 //! bodies capped; the interactive step goes to an [`AuthorizationSession`].
 
-use std::io::Read;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -11,6 +10,7 @@ use super::flow::{Action, Flow, Login, Reply};
 use super::registration::{ClientIdentity, IdentitySource};
 use super::token::TokenRequest;
 use super::url::{redact, Url};
+use super::wire::{Failure, Wire};
 use super::{error, OAuthErrorKind, Secret};
 use crate::config::AuthStorage;
 use crate::Error;
@@ -46,145 +46,125 @@ impl Default for OAuthOptions {
     }
 }
 
-/// The HTTP side of the OAuth client.
+/// The HTTP side of the OAuth client (see `wire` for why it is not `ureq`'s request API).
 pub(crate) struct Http {
-    agent: ureq::Agent,
+    wire: Wire,
     options: OAuthOptions,
 }
 
 impl Http {
     pub(crate) fn new(options: &OAuthOptions) -> Http {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            // One bound on the whole exchange, name resolution included.
-            .timeout_global(Some(options.request_timeout))
-            .timeout_connect(Some(options.request_timeout.min(Duration::from_secs(10))))
-            .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
-            .proxy(None)
-            .build();
         Http {
-            agent: config.into(),
+            wire: Wire::new(options.max_body_bytes),
             options: options.clone(),
         }
     }
 
-    fn fail(&self, e: ureq::Error, url: &str) -> Error {
+    fn fail(&self, e: Failure, url: &str) -> Error {
         let at = redact(url);
         match e {
-            ureq::Error::Timeout(_) => error(
+            Failure::Timeout => error(
                 OAuthErrorKind::Unreachable,
                 format!(
                     "{at} did not answer within {}s",
                     self.options.request_timeout.as_secs_f32()
                 ),
             ),
-            ureq::Error::BodyExceedsLimit(n) => error(
+            Failure::TooLarge(n) => error(
                 OAuthErrorKind::Discovery,
                 format!("{at} answered with more than {n} bytes"),
             ),
-            other => error(
+            Failure::Other(why) => error(
                 OAuthErrorKind::Unreachable,
-                format!(
-                    "cannot reach {at}: {}",
-                    super::token::tidy(&other.to_string())
-                ),
+                format!("cannot reach {at}: {}", super::token::tidy(&why)),
             ),
         }
     }
 
-    fn reply(
+    fn exchange(
         &self,
-        result: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        method: &str,
         url: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+        deadline: Instant,
     ) -> Result<(Reply, Option<String>), Error> {
-        let response = result.map_err(|e| self.fail(e, url))?;
-        let status = response.status().as_u16();
-        let header = |n: &str| {
-            response
-                .headers()
-                .get(n)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let content_type = header("content-type");
-        let location = header("location");
-        let mut body = Vec::new();
-        response
-            .into_body()
-            .into_with_config()
-            .limit(self.options.max_body_bytes as u64)
-            .reader()
-            .read_to_end(&mut body)
-            .map_err(|e| self.fail(ureq::Error::from(e), url))?;
+        log::debug!("oauth: {method} {}", redact(url));
+        let response = self
+            .wire
+            .request(method, url, headers, body, deadline)
+            .map_err(|e| self.fail(e, url))?;
+        let location = response.header("location").map(str::to_owned);
+        let content_type = response.header("content-type").map(str::to_owned);
+        log::debug!("oauth: {} answered HTTP {}", redact(url), response.status);
         Ok((
             Reply {
-                status,
+                status: response.status,
                 content_type,
-                body,
+                body: response.body,
             },
             location,
         ))
     }
 
-    /// GET, JSON accepted. Also returns the `Location` of a redirect.
-    pub(crate) fn get(&self, url: &str) -> Result<(Reply, Option<String>), Error> {
-        log::debug!("oauth: GET {}", redact(url));
-        self.reply(
-            self.agent
-                .get(url)
-                .header("Accept", "application/json")
-                .call(),
-            url,
-        )
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.options.request_timeout
     }
 
-    /// GET with a bound of its own (shorter than the request timeout, when a deadline is near).
+    /// GET, JSON accepted. Also returns the `Location` of a redirect.
+    pub(crate) fn get(&self, url: &str) -> Result<(Reply, Option<String>), Error> {
+        self.get_until(url, self.deadline())
+    }
+
+    /// GET bounded by the request timeout and by `deadline`, whichever comes first.
     pub(crate) fn get_until(
         &self,
         url: &str,
         deadline: Instant,
     ) -> Result<(Reply, Option<String>), Error> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(error(
-                OAuthErrorKind::Unreachable,
-                format!("{} did not answer in time", redact(url)),
-            ));
-        }
-        log::debug!("oauth: GET {}", redact(url));
-        let request = self
-            .agent
-            .get(url)
-            .config()
-            .timeout_global(Some(left.min(self.options.request_timeout)))
-            .build();
-        self.reply(request.call(), url)
+        let deadline = deadline.min(self.deadline());
+        self.exchange(
+            "GET",
+            url,
+            &[("Accept", "application/json")],
+            None,
+            deadline,
+        )
     }
 
     pub(crate) fn post_json(&self, url: &str, body: &Value) -> Result<Reply, Error> {
-        log::debug!("oauth: POST {}", redact(url));
-        let result = self
-            .agent
-            .post(url)
-            .header("Accept", "application/json")
-            .header("Content-Type", "application/json")
-            .send(body.to_string().as_bytes());
-        self.reply(result, url).map(|(r, _)| r)
+        let headers = [
+            ("Accept", "application/json"),
+            ("Content-Type", "application/json"),
+        ];
+        let body = body.to_string();
+        self.exchange(
+            "POST",
+            url,
+            &headers,
+            Some(body.as_bytes()),
+            self.deadline(),
+        )
+        .map(|(r, _)| r)
     }
 
     pub(crate) fn post_token(&self, request: &TokenRequest) -> Result<Reply, Error> {
-        log::debug!("oauth: POST {}", redact(&request.url));
-        let mut builder = self
-            .agent
-            .post(&request.url)
-            .header("Accept", "application/json")
-            .header("Content-Type", "application/x-www-form-urlencoded");
+        let mut headers = vec![
+            ("Accept", "application/json"),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ];
         if let Some(basic) = request.basic_auth() {
-            builder = builder.header("Authorization", basic);
+            headers.push(("Authorization", basic));
         }
-        let result = builder.send(request.body().as_bytes());
-        self.reply(result, &request.url).map(|(r, _)| r)
+        let body = request.body();
+        self.exchange(
+            "POST",
+            &request.url,
+            &headers,
+            Some(body.as_bytes()),
+            self.deadline(),
+        )
+        .map(|(r, _)| r)
     }
 }
 

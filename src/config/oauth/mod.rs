@@ -61,6 +61,7 @@ mod provider;
 mod registration;
 mod token;
 mod url;
+mod wire;
 
 pub use authorizer::{
     AuthorizationSession, Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer,
