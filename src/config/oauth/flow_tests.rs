@@ -3,7 +3,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::config::oauth::{Challenge, EnterpriseConfig, Secret};
+use crate::config::oauth::token::{ID_JAG, JWT_BEARER, TOKEN_EXCHANGE};
+use crate::config::oauth::{Challenge, EnterpriseConfig, Grant, Secret};
 
 const SERVER: &str = "https://mcp.test/mcp";
 const AS: &str = "https://as.test";
@@ -409,19 +410,19 @@ fn enterprise_exchanges_the_id_token_then_presents_the_id_jag() {
         panic!()
     };
     assert_eq!(exchange.url, "https://idp.test/token");
-    assert_eq!(exchange.param("grant_type"), Some(super::TOKEN_EXCHANGE));
+    assert_eq!(exchange.param("grant_type"), Some(TOKEN_EXCHANGE));
     assert_eq!(exchange.param("audience"), Some(AS));
     assert_eq!(exchange.param("subject_token"), Some("id-token"));
     assert_eq!(exchange.param("resource"), Some(SERVER));
     flow.on_token(ok(
-        json!({"access_token": "jag", "token_type": "N_A", "issued_token_type": super::ID_JAG}),
+        json!({"access_token": "jag", "token_type": "N_A", "issued_token_type": ID_JAG}),
     ))
     .unwrap();
     let Action::RequestToken(bearer) = flow.next_action() else {
         panic!()
     };
     assert_eq!(bearer.url, "https://as.test/token");
-    assert_eq!(bearer.param("grant_type"), Some(super::JWT_BEARER));
+    assert_eq!(bearer.param("grant_type"), Some(JWT_BEARER));
     assert_eq!(bearer.param("assertion"), Some("jag"));
     assert!(bearer.basic_auth().is_some());
     flow.on_token(ok(json!({"access_token": "at", "token_type": "bearer"})))
