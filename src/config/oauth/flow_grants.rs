@@ -113,7 +113,7 @@ impl Flow {
         (!self.scopes.is_empty()).then(|| self.scopes.join(" "))
     }
 
-    /// The answer to [`Action::LookUpClient`]: the client registered earlier, if any.
+    /// The answer to [`Action::LookUpClient`](super::Action::LookUpClient): the client registered earlier, if any.
     pub fn on_client_lookup(&mut self, found: Option<ClientIdentity>) -> Result<(), Error> {
         if !matches!(self.step, Step::LookUpClient) {
             return Err(misuse("a client"));
@@ -152,7 +152,7 @@ impl Flow {
         Ok(())
     }
 
-    /// The answer to [`Action::Register`].
+    /// The answer to [`Action::Register`](super::Action::Register).
     pub fn on_registration(&mut self, reply: Reply) -> Result<(), Error> {
         let Step::Register { url, .. } = &self.step else {
             return Err(misuse("a registration"));
@@ -293,7 +293,7 @@ impl Flow {
         TokenRequest::new(&e.idp_token_endpoint, grant, &idp)
     }
 
-    /// The answer to [`Action::Authorize`]: the URL the authorization server redirected to.
+    /// The answer to [`Action::Authorize`](super::Action::Authorize): the URL the authorization server redirected to.
     /// Checks `state`, then `iss` (RFC 9207, by the 2026-07-28 table), then `error`.
     pub fn on_redirect(&mut self, redirect_url: &str) -> Result<(), Error> {
         if !matches!(self.step, Step::Authorize { .. }) {
@@ -380,7 +380,7 @@ impl Flow {
         }
     }
 
-    /// The answer to [`Action::RequestToken`].
+    /// The answer to [`Action::RequestToken`](super::Action::RequestToken).
     pub fn on_token(&mut self, reply: Reply) -> Result<(), Error> {
         let Step::Token { request, id_jag } = &self.step else {
             return Err(misuse("a token response"));
