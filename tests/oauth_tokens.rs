@@ -50,18 +50,30 @@ fn tokens_are_refreshed_before_they_expire_and_a_rotated_refresh_token_replaces_
         refresh_margin: Duration::from_secs(60),
         ..options()
     };
-    let p = OAuthProvider::new(
-        &server.url(),
-        OAuthConfig::from_value(&pre()).unwrap(),
-        storage.clone(),
-        Arc::new(HeadlessAuthorizer::new(options.clone())),
-        options,
-    )
-    .unwrap();
+    let make = || {
+        OAuthProvider::new(
+            &server.url(),
+            OAuthConfig::from_value(&pre()).unwrap(),
+            storage.clone(),
+            Arc::new(HeadlessAuthorizer::new(options.clone())),
+            options.clone(),
+        )
+        .unwrap()
+    };
+    let p = make();
     p.login(None).unwrap();
+    // A token living less than the margin is not refreshed on every request.
+    let header = p.authorization().unwrap();
+    assert_eq!(p.authorization().unwrap(), header);
+    assert_eq!(grants(&server, "refresh_token"), 0);
+    // Stored tokens that expire within the margin: the next request's header comes from a
+    // refresh.
     let id = credential_id(&server.issuer(), &server.url());
-    let first = storage.get(&id).unwrap();
-    // Within the margin: the next request's header comes from a refresh.
+    let mut first = storage.get(&id).unwrap();
+    first.expires_at = Some(first.expires_at.unwrap() - 25_000);
+    first.extra.remove("refreshAt");
+    storage.set(&id, first.clone()).unwrap();
+    let p = make();
     let header = p.authorization().unwrap();
     assert_eq!(grants(&server, "refresh_token"), 1);
     assert_ne!(header, format!("Bearer {}", first.access_token));
@@ -74,6 +86,7 @@ fn tokens_are_refreshed_before_they_expire_and_a_rotated_refresh_token_replaces_
     );
     call(&p, &server.url()).unwrap();
     assert_eq!(server.seen_at("/authorize").len(), 1, "no new login");
+    assert_eq!(grants(&server, "refresh_token"), 1);
 }
 
 #[test]

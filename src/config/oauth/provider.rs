@@ -348,6 +348,9 @@ impl OAuthProvider {
         }
         extra.insert("authMethod".into(), json!(login.auth_method.name()));
         extra.insert("scope".into(), json!(login.scopes.join(" ")));
+        if let Some(at) = self.refresh_at(login.tokens.expires_in) {
+            extra.insert("refreshAt".into(), json!(at));
+        }
         let credential = Credential {
             access_token: login.tokens.access_token.expose().to_owned(),
             expires_at: expires_at(&login.tokens),
@@ -444,6 +447,10 @@ impl OAuthProvider {
         let mut credential = tokens.credential.clone();
         credential.access_token = response.access_token.expose().to_owned();
         credential.expires_at = expires_at(&response);
+        match self.refresh_at(response.expires_in) {
+            Some(at) => credential.extra.insert("refreshAt".into(), json!(at)),
+            None => credential.extra.remove("refreshAt"),
+        };
         if let Some(r) = &response.refresh_token {
             credential.refresh_token = Some(r.expose().to_owned());
         }
@@ -454,11 +461,20 @@ impl OAuthProvider {
     }
 
     fn needs_refresh(&self, tokens: &Tokens) -> bool {
+        let c = &tokens.credential;
+        if let Some(at) = c.extra.get("refreshAt").and_then(Value::as_u64) {
+            return now_ms() >= at;
+        }
         let margin = self.inner.options.refresh_margin.as_millis() as u64;
-        tokens
-            .credential
-            .expires_at
-            .is_some_and(|at| now_ms() + margin >= at)
+        c.expires_at.is_some_and(|at| now_ms() + margin >= at)
+    }
+
+    /// When tokens that live `expires_in` are refreshed: `refresh_margin` before they expire,
+    /// but not before half their life (a short-lived token is not refreshed on every request).
+    fn refresh_at(&self, expires_in: Option<u64>) -> Option<u64> {
+        let life = expires_in?.saturating_mul(1000);
+        let margin = self.inner.options.refresh_margin.as_millis() as u64;
+        Some(now_ms().saturating_add(life.saturating_sub(margin).max(life / 2)))
     }
 
     /// Refreshes the tokens now, if a refresh token is stored.
