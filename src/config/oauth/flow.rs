@@ -41,8 +41,8 @@ pub struct FlowInputs {
     pub client_name: String,
 }
 
-/// A response the flow asked for.
-#[derive(Debug, Clone)]
+/// A response the flow asked for. `Debug` leaves the body out (it may hold tokens).
+#[derive(Clone)]
 pub struct Reply {
     /// The HTTP status.
     pub status: u16,
@@ -50,6 +50,16 @@ pub struct Reply {
     pub content_type: Option<String>,
     /// The (capped) body.
     pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reply")
+            .field("status", &self.status)
+            .field("content_type", &self.content_type)
+            .field("body_bytes", &self.body.len())
+            .finish()
+    }
 }
 
 /// What the flow needs next.

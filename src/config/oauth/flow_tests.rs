@@ -442,3 +442,27 @@ fn transitions_out_of_order_are_refused() {
         Action::FetchResourceMetadata(_)
     ));
 }
+
+#[test]
+fn debug_output_holds_no_secret() {
+    let reply = ok(json!({"access_token": "at-secret", "refresh_token": "rt-secret"}));
+    assert!(!format!("{reply:?}").contains("secret"));
+    let mut flow = to_authorize(inputs(pre_registered()), as_metadata(json!({})));
+    let state = param(&authorize_url(&flow), "state").unwrap();
+    assert!(!format!("{flow:?}").contains(&state));
+    flow.on_redirect(&format!(
+        "http://127.0.0.1:5000/callback?code=the-code&state={state}"
+    ))
+    .unwrap();
+    let shown = format!("{flow:?} {:?}", flow.next_action());
+    assert!(
+        !shown.contains("the-code") && !shown.contains(&state),
+        "{shown}"
+    );
+    flow.on_token(reply).unwrap();
+    let login = format!("{:?}", flow.into_login().unwrap());
+    assert!(
+        !login.contains("at-secret") && !login.contains("rt-secret"),
+        "{login}"
+    );
+}

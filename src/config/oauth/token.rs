@@ -251,7 +251,8 @@ pub(crate) fn oauth_error_of(body: &[u8]) -> Option<String> {
 }
 
 impl TokenResponse {
-    /// Parses the answer of the token endpoint `url`. `bearer`: the token must be a `Bearer`
+    /// Parses the answer of the token endpoint `url`. `bearer`: the token must be a `Bearer`,
+    /// or have no `token_type` at all
     /// (not for token exchange, whose ID-JAG comes with `N_A`).
     pub(crate) fn parse(
         status: u16,
@@ -291,7 +292,7 @@ impl TokenResponse {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        if bearer && !token_type.eq_ignore_ascii_case("bearer") {
+        if bearer && !token_type.is_empty() && !token_type.eq_ignore_ascii_case("bearer") {
             return Err(not_token(&format!("token_type {:?}", tidy(&token_type))));
         }
         let expires_in = match v.get("expires_in") {
