@@ -108,6 +108,15 @@ pub enum Error {
         /// What the operating system said.
         message: String,
     },
+    /// The OAuth authorization of an HTTP server failed (discovery, registration, the
+    /// authorization step, the token endpoint). The message never holds a token, code,
+    /// verifier, secret or key.
+    OAuth {
+        /// What kind of failure it is.
+        kind: crate::config::oauth::OAuthErrorKind,
+        /// What went wrong, in words.
+        message: String,
+    },
 }
 
 impl Error {
@@ -249,6 +258,7 @@ impl fmt::Display for Error {
                 reason: Some(reason),
             } => write!(f, "MCP server not connected: {server} ({reason})"),
             Error::Io { message } => write!(f, "I/O error: {message}"),
+            Error::OAuth { message, .. } => write!(f, "OAuth: {message}"),
         }
     }
 }

@@ -16,6 +16,7 @@ mod exa;
 mod expand;
 mod file;
 mod jsonc;
+pub mod oauth;
 mod resolve;
 mod server;
 mod source;

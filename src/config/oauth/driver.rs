@@ -1,0 +1,259 @@
+//! Runs a [`Flow`] over HTTP (`ureq`): every request bounded as a whole, no redirect followed,
+//! bodies capped; the interactive step goes to an [`AuthorizationSession`].
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::authorizer::AuthorizationSession;
+use super::flow::{Action, Flow, Login, Reply};
+use super::registration::{ClientIdentity, IdentitySource};
+use super::token::TokenRequest;
+use super::url::{redact, Url};
+use super::wire::{Failure, Wire};
+use super::{error, OAuthErrorKind, Secret};
+use crate::config::AuthStorage;
+use crate::Error;
+
+/// Limits and timings of the OAuth client.
+#[derive(Debug, Clone)]
+pub struct OAuthOptions {
+    /// Bound on one whole HTTP exchange with an authorization server (connect, send, the
+    /// answer and its body).
+    pub request_timeout: Duration,
+    /// Bound on the interactive step (the user approving in the browser).
+    pub login_timeout: Duration,
+    /// Tokens are refreshed this long before they expire.
+    pub refresh_margin: Duration,
+    /// Step-ups (`403 insufficient_scope`) allowed per operation.
+    pub max_step_ups: u32,
+    /// `client_name` for Dynamic Client Registration.
+    pub client_name: String,
+    /// The largest metadata or token response read.
+    pub max_body_bytes: usize,
+}
+
+impl Default for OAuthOptions {
+    fn default() -> Self {
+        OAuthOptions {
+            request_timeout: Duration::from_secs(30),
+            login_timeout: Duration::from_secs(5 * 60),
+            refresh_margin: Duration::from_secs(60),
+            max_step_ups: 2,
+            client_name: "mcp-runtime".to_owned(),
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// The HTTP side of the OAuth client (see `wire` for why it is not `ureq`'s request API).
+pub(crate) struct Http {
+    wire: Wire,
+    options: OAuthOptions,
+}
+
+impl Http {
+    pub(crate) fn new(options: &OAuthOptions) -> Http {
+        Http {
+            wire: Wire::new(options.max_body_bytes),
+            options: options.clone(),
+        }
+    }
+
+    fn fail(&self, e: Failure, url: &str) -> Error {
+        let at = redact(url);
+        match e {
+            Failure::Timeout => error(
+                OAuthErrorKind::Unreachable,
+                format!(
+                    "{at} did not answer within {}s",
+                    self.options.request_timeout.as_secs_f32()
+                ),
+            ),
+            Failure::TooLarge(n) => error(
+                OAuthErrorKind::Discovery,
+                format!("{at} answered with more than {n} bytes"),
+            ),
+            Failure::Other(why) => error(
+                OAuthErrorKind::Unreachable,
+                format!("cannot reach {at}: {}", super::token::tidy(&why)),
+            ),
+        }
+    }
+
+    fn exchange(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+        deadline: Instant,
+    ) -> Result<(Reply, Option<String>), Error> {
+        log::debug!("oauth: {method} {}", redact(url));
+        let response = self
+            .wire
+            .request(method, url, headers, body, deadline)
+            .map_err(|e| self.fail(e, url))?;
+        let location = response.header("location").map(str::to_owned);
+        let content_type = response.header("content-type").map(str::to_owned);
+        log::debug!("oauth: {} answered HTTP {}", redact(url), response.status);
+        Ok((
+            Reply {
+                status: response.status,
+                content_type,
+                body: response.body,
+            },
+            location,
+        ))
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.options.request_timeout
+    }
+
+    /// GET, JSON accepted. Also returns the `Location` of a redirect.
+    pub(crate) fn get(&self, url: &str) -> Result<(Reply, Option<String>), Error> {
+        self.get_until(url, self.deadline())
+    }
+
+    /// GET bounded by the request timeout and by `deadline`, whichever comes first.
+    pub(crate) fn get_until(
+        &self,
+        url: &str,
+        deadline: Instant,
+    ) -> Result<(Reply, Option<String>), Error> {
+        let deadline = deadline.min(self.deadline());
+        self.exchange(
+            "GET",
+            url,
+            &[("Accept", "application/json")],
+            None,
+            deadline,
+        )
+    }
+
+    pub(crate) fn post_json(&self, url: &str, body: &Value) -> Result<Reply, Error> {
+        let headers = [
+            ("Accept", "application/json"),
+            ("Content-Type", "application/json"),
+        ];
+        let body = body.to_string();
+        self.exchange(
+            "POST",
+            url,
+            &headers,
+            Some(body.as_bytes()),
+            self.deadline(),
+        )
+        .map(|(r, _)| r)
+    }
+
+    pub(crate) fn post_token(&self, request: &TokenRequest) -> Result<Reply, Error> {
+        let mut headers = vec![
+            ("Accept", "application/json"),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ];
+        if let Some(basic) = request.basic_auth() {
+            headers.push(("Authorization", basic));
+        }
+        let body = request.body();
+        self.exchange(
+            "POST",
+            &request.url,
+            &headers,
+            Some(body.as_bytes()),
+            self.deadline(),
+        )
+        .map(|(r, _)| r)
+    }
+}
+
+/// The client registered earlier (by this crate, dynamically) with `issuer` for `resource`.
+pub(crate) fn stored_client(
+    storage: &dyn AuthStorage,
+    issuer: &str,
+    resource: &str,
+) -> Option<ClientIdentity> {
+    let cred = storage.get(&super::provider::credential_id(issuer, resource))?;
+    let field = |k: &str| cred.extra.get(k).and_then(Value::as_str).map(str::to_owned);
+    if field("issuer").as_deref() != Some(issuer)
+        || field("clientSource").as_deref() != Some(IdentitySource::Registered.name())
+    {
+        return None;
+    }
+    Some(ClientIdentity {
+        client_id: field("clientId")?,
+        client_secret: field("clientSecret").map(Secret::new),
+        source: IdentitySource::Registered,
+        auth_method: field("authMethod")
+            .as_deref()
+            .and_then(super::token::AuthMethod::parse),
+    })
+}
+
+/// Runs a login to its end: the documents, the registration, the interactive step (through
+/// `session`, bounded by `options.login_timeout`), the tokens. `storage` is where a client
+/// registered earlier is looked up. Nothing is stored here.
+pub fn run_login(
+    mut flow: Flow,
+    options: &OAuthOptions,
+    session: Option<Box<dyn AuthorizationSession>>,
+    storage: Option<&dyn AuthStorage>,
+) -> Result<Login, Error> {
+    let http = Http::new(options);
+    run_with(&mut flow, &http, session, storage)?;
+    flow.into_login()
+        .ok_or_else(|| error(OAuthErrorKind::Config, "the login ended without tokens"))
+}
+
+pub(crate) fn run_with(
+    flow: &mut Flow,
+    http: &Http,
+    mut session: Option<Box<dyn AuthorizationSession>>,
+    storage: Option<&dyn AuthStorage>,
+) -> Result<(), Error> {
+    // Each step is one bounded exchange; a flow has a handful of steps, so this only stops a
+    // flow that would go round in circles.
+    for _ in 0..32 {
+        match flow.next_action() {
+            Action::FetchResourceMetadata(url) => {
+                let (reply, _) = http.get(&url)?;
+                flow.on_resource_metadata(reply)?;
+            }
+            Action::FetchAuthorizationServerMetadata(url) => {
+                let (reply, _) = http.get(&url)?;
+                flow.on_authorization_server_metadata(reply)?;
+            }
+            Action::LookUpClient { issuer, resource } => {
+                let found = storage.and_then(|s| stored_client(s, &issuer, &resource));
+                flow.on_client_lookup(found)?;
+            }
+            Action::Register { url, body } => {
+                let reply = http.post_json(&url, &body)?;
+                flow.on_registration(reply)?;
+            }
+            Action::Authorize(url) => {
+                let parsed = Url::parse(&url)?;
+                log::info!("oauth: authorization needed at {}", parsed.without_query());
+                let session = session.take().ok_or_else(|| {
+                    error(
+                        OAuthErrorKind::LoginRequired,
+                        "a login in the browser is needed and none can be run here",
+                    )
+                })?;
+                let deadline = Instant::now() + http.options.login_timeout;
+                let redirect = session.authorize(&url, deadline)?;
+                flow.on_redirect(&redirect)?;
+            }
+            Action::RequestToken(request) => {
+                let reply = http.post_token(&request)?;
+                flow.on_token(reply)?;
+            }
+            Action::Done => return Ok(()),
+        }
+    }
+    Err(error(
+        OAuthErrorKind::Config,
+        "the login took too many steps",
+    ))
+}

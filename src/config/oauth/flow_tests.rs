@@ -1,0 +1,468 @@
+//! The flow, transition by transition (no I/O: each test plays the network).
+
+use serde_json::json;
+
+use super::*;
+use crate::config::oauth::token::{ID_JAG, JWT_BEARER, TOKEN_EXCHANGE};
+use crate::config::oauth::{Challenge, EnterpriseConfig, Grant, Secret};
+
+const SERVER: &str = "https://mcp.test/mcp";
+const AS: &str = "https://as.test";
+
+fn inputs(config: OAuthConfig) -> FlowInputs {
+    FlowInputs {
+        server_url: SERVER.into(),
+        challenge: None,
+        config,
+        key: None,
+        redirect_uri: Some("http://127.0.0.1:5000/callback".into()),
+        granted_scopes: Vec::new(),
+        previous_issuer: None,
+        client_name: "test".into(),
+    }
+}
+
+fn pre_registered() -> OAuthConfig {
+    OAuthConfig {
+        client_id: Some("cid".into()),
+        ..OAuthConfig::default()
+    }
+}
+
+fn ok(body: serde_json::Value) -> Reply {
+    Reply {
+        status: 200,
+        content_type: Some("application/json".into()),
+        body: body.to_string().into_bytes(),
+    }
+}
+
+fn status(code: u16) -> Reply {
+    Reply {
+        status: code,
+        content_type: None,
+        body: Vec::new(),
+    }
+}
+
+fn as_metadata(extra: serde_json::Value) -> serde_json::Value {
+    let mut m = json!({
+        "issuer": AS,
+        "authorization_endpoint": format!("{AS}/authorize"),
+        "token_endpoint": format!("{AS}/token"),
+        "code_challenge_methods_supported": ["S256"],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        m[k] = v.clone();
+    }
+    m
+}
+
+fn prm() -> serde_json::Value {
+    json!({"resource": SERVER, "authorization_servers": [AS], "scopes_supported": ["read", "write"]})
+}
+
+/// A flow brought to its authorization step.
+fn to_authorize(mut input: FlowInputs, metadata: serde_json::Value) -> Flow {
+    input.challenge.get_or_insert_with(|| Challenge {
+        resource_metadata: Some("https://mcp.test/prm".into()),
+        ..Challenge::default()
+    });
+    let mut flow = Flow::new(input).unwrap();
+    flow.on_resource_metadata(ok(prm())).unwrap();
+    flow.on_authorization_server_metadata(ok(metadata)).unwrap();
+    flow
+}
+
+fn authorize_url(flow: &Flow) -> String {
+    match flow.next_action() {
+        Action::Authorize(url) => url,
+        other => panic!("expected Authorize, got {other:?}"),
+    }
+}
+
+fn param(url: &str, name: &str) -> Option<String> {
+    super::super::url::parse_form(url.split_once('?').unwrap().1)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+}
+
+#[test]
+fn the_challenge_url_is_the_only_prm_candidate() {
+    let mut i = inputs(pre_registered());
+    i.challenge = Challenge::parse(r#"Bearer resource_metadata="https://mcp.test/x""#);
+    let mut flow = Flow::new(i).unwrap();
+    assert!(
+        matches!(flow.next_action(), Action::FetchResourceMetadata(u) if u == "https://mcp.test/x")
+    );
+    let e = flow.on_resource_metadata(status(404)).unwrap_err();
+    assert!(e.to_string().contains("HTTP 404"), "{e}");
+}
+
+#[test]
+fn well_known_prm_then_path_aware_as_metadata_order() {
+    let mut flow = Flow::new(inputs(pre_registered())).unwrap();
+    assert!(matches!(flow.next_action(),
+        Action::FetchResourceMetadata(u) if u == "https://mcp.test/.well-known/oauth-protected-resource/mcp"));
+    flow.on_resource_metadata(status(404)).unwrap();
+    assert!(matches!(flow.next_action(),
+        Action::FetchResourceMetadata(u) if u == "https://mcp.test/.well-known/oauth-protected-resource"));
+    flow.on_resource_metadata(ok(
+        json!({"resource": SERVER, "authorization_servers": ["https://as.test/t1"]}),
+    ))
+    .unwrap();
+    let mut seen = Vec::new();
+    while let Action::FetchAuthorizationServerMetadata(u) = flow.next_action() {
+        seen.push(u);
+        if seen.len() == 3 {
+            break;
+        }
+        flow.on_authorization_server_metadata(status(404)).unwrap();
+    }
+    assert_eq!(
+        seen,
+        vec![
+            "https://as.test/.well-known/oauth-authorization-server/t1",
+            "https://as.test/.well-known/openid-configuration/t1",
+            "https://as.test/t1/.well-known/openid-configuration",
+        ]
+    );
+    let mut m = as_metadata(json!({}));
+    m["issuer"] = json!("https://as.test/t1");
+    flow.on_authorization_server_metadata(ok(m)).unwrap();
+    assert!(matches!(flow.next_action(), Action::Authorize(_)));
+}
+
+#[test]
+fn a_mismatched_issuer_is_discarded_and_the_next_candidate_tried() {
+    let mut flow = Flow::new(inputs(pre_registered())).unwrap();
+    flow.on_resource_metadata(ok(prm())).unwrap();
+    let mut evil = as_metadata(json!({}));
+    evil["issuer"] = json!("https://evil.test");
+    flow.on_authorization_server_metadata(ok(evil.clone()))
+        .unwrap();
+    assert!(matches!(flow.next_action(),
+        Action::FetchAuthorizationServerMetadata(u) if u.ends_with("openid-configuration")));
+    let e = flow.on_authorization_server_metadata(ok(evil)).unwrap_err();
+    assert!(e.to_string().contains("another issuer"), "{e}");
+}
+
+#[test]
+fn the_code_flow_sends_pkce_state_and_resource() {
+    let mut flow = to_authorize(inputs(pre_registered()), as_metadata(json!({})));
+    let url = authorize_url(&flow);
+    assert!(url.starts_with("https://as.test/authorize?"));
+    assert_eq!(param(&url, "response_type").as_deref(), Some("code"));
+    assert_eq!(
+        param(&url, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
+    assert_eq!(param(&url, "resource").as_deref(), Some(SERVER));
+    assert_eq!(param(&url, "scope").as_deref(), Some("read write"));
+    let state = param(&url, "state").unwrap();
+    let challenge = param(&url, "code_challenge").unwrap();
+    flow.on_redirect(&format!(
+        "http://127.0.0.1:5000/callback?code=c0de&state={state}"
+    ))
+    .unwrap();
+    let Action::RequestToken(req) = flow.next_action() else {
+        panic!()
+    };
+    assert_eq!(req.url, "https://as.test/token");
+    assert_eq!(req.param("code"), Some("c0de"));
+    assert_eq!(req.param("resource"), Some(SERVER));
+    assert_eq!(req.param("client_id"), Some("cid"));
+    assert_eq!(
+        crate::config::oauth::pkce::s256(req.param("code_verifier").unwrap()),
+        challenge
+    );
+    flow.on_token(ok(
+        json!({"access_token": "at", "token_type": "Bearer", "expires_in": 60}),
+    ))
+    .unwrap();
+    assert!(matches!(flow.next_action(), Action::Done));
+    let login = flow.into_login().unwrap();
+    assert_eq!(login.issuer, AS);
+    assert_eq!(login.scopes, vec!["read", "write"]);
+}
+
+#[test]
+fn pkce_is_required() {
+    let mut flow = Flow::new(inputs(pre_registered())).unwrap();
+    flow.on_resource_metadata(ok(prm())).unwrap();
+    let mut m = as_metadata(json!({}));
+    m.as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    let e = flow.on_authorization_server_metadata(ok(m)).unwrap_err();
+    assert!(e.to_string().contains("S256"), "{e}");
+    let mut flow = Flow::new(inputs(pre_registered())).unwrap();
+    flow.on_resource_metadata(ok(prm())).unwrap();
+    let m = as_metadata(json!({"code_challenge_methods_supported": ["plain"]}));
+    assert!(flow.on_authorization_server_metadata(ok(m)).is_err());
+}
+
+#[test]
+fn iss_by_the_table() {
+    let cases = [
+        (true, Some(AS), true),
+        (true, None, false),
+        (true, Some("https://evil.test"), false),
+        (false, Some(AS), true),
+        (false, Some("https://evil.test"), false),
+        (false, None, true),
+    ];
+    for (supported, iss, accepted) in cases {
+        let m = as_metadata(json!({"authorization_response_iss_parameter_supported": supported}));
+        let mut flow = to_authorize(inputs(pre_registered()), m);
+        let state = param(&authorize_url(&flow), "state").unwrap();
+        let mut redirect = format!("http://127.0.0.1:5000/callback?code=c&state={state}");
+        if let Some(iss) = iss {
+            redirect.push_str(&format!("&iss={}", super::super::url::encode(iss)));
+        }
+        assert_eq!(
+            flow.on_redirect(&redirect).is_ok(),
+            accepted,
+            "{supported} {iss:?}"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_state_or_a_denial_ends_the_login() {
+    let mut flow = to_authorize(inputs(pre_registered()), as_metadata(json!({})));
+    let e = flow
+        .on_redirect("http://127.0.0.1:5000/callback?code=c&state=forged")
+        .unwrap_err();
+    assert!(e.to_string().contains("state"), "{e}");
+    let mut flow = to_authorize(inputs(pre_registered()), as_metadata(json!({})));
+    let state = param(&authorize_url(&flow), "state").unwrap();
+    let e = flow
+        .on_redirect(&format!(
+            "http://127.0.0.1:5000/callback?error=access_denied&error_description=no+way&state={state}"
+        ))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OAuth {
+                kind: OAuthErrorKind::Denied,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("access_denied (no way)"), "{e}");
+}
+
+#[test]
+fn scopes_challenge_then_config_then_prm_and_offline_access_only_when_listed() {
+    let mut i = inputs(pre_registered());
+    i.challenge = Some(Challenge {
+        resource_metadata: Some("https://mcp.test/prm".into()),
+        scope: Some(vec!["files:read".into()]),
+        ..Challenge::default()
+    });
+    let flow = to_authorize(
+        i,
+        as_metadata(json!({"scopes_supported": ["files:read", "offline_access"]})),
+    );
+    assert_eq!(
+        param(&authorize_url(&flow), "scope").as_deref(),
+        Some("files:read offline_access")
+    );
+    let flow = to_authorize(
+        inputs(pre_registered()),
+        as_metadata(json!({"scopes_supported": ["read"]})),
+    );
+    assert_eq!(
+        param(&authorize_url(&flow), "scope").as_deref(),
+        Some("read write")
+    );
+    let mut flow = Flow::new(inputs(pre_registered())).unwrap();
+    flow.on_resource_metadata(ok(
+        json!({"resource": SERVER, "authorization_servers": [AS]}),
+    ))
+    .unwrap();
+    flow.on_authorization_server_metadata(ok(as_metadata(json!({}))))
+        .unwrap();
+    assert_eq!(param(&authorize_url(&flow), "scope"), None);
+}
+
+#[test]
+fn step_up_asks_for_the_union() {
+    let mut i = inputs(pre_registered());
+    i.granted_scopes = vec!["read".into()];
+    i.challenge = Some(Challenge {
+        resource_metadata: Some("https://mcp.test/prm".into()),
+        scope: Some(vec!["admin".into(), "read".into()]),
+        error: Some("insufficient_scope".into()),
+        ..Challenge::default()
+    });
+    let flow = to_authorize(i, as_metadata(json!({})));
+    assert_eq!(
+        param(&authorize_url(&flow), "scope").as_deref(),
+        Some("read admin")
+    );
+}
+
+#[test]
+fn a_prm_for_another_resource_is_refused() {
+    let mut flow = Flow::new(inputs(pre_registered())).unwrap();
+    let e = flow
+        .on_resource_metadata(ok(
+            json!({"resource": "https://other.test/mcp", "authorization_servers": [AS]}),
+        ))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OAuth {
+                kind: OAuthErrorKind::Refused,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_2025_03_26_server_gets_the_default_endpoints() {
+    let mut flow = Flow::new(inputs(OAuthConfig::default())).unwrap();
+    flow.on_resource_metadata(status(404)).unwrap();
+    flow.on_resource_metadata(status(404)).unwrap();
+    assert!(matches!(flow.next_action(),
+        Action::FetchAuthorizationServerMetadata(u) if u == "https://mcp.test/.well-known/oauth-authorization-server"));
+    flow.on_authorization_server_metadata(status(404)).unwrap();
+    assert!(matches!(flow.next_action(), Action::LookUpClient { .. }));
+    flow.on_client_lookup(None).unwrap();
+    let Action::Register { url, body } = flow.next_action() else {
+        panic!()
+    };
+    assert_eq!(url, "https://mcp.test/register");
+    assert_eq!(body["application_type"], "native");
+    flow.on_registration(ok(json!({"client_id": "dyn"})))
+        .unwrap();
+    let url = authorize_url(&flow);
+    assert!(url.starts_with("https://mcp.test/authorize?"), "{url}");
+    assert_eq!(param(&url, "client_id").as_deref(), Some("dyn"));
+}
+
+#[test]
+fn no_client_identity_says_what_to_configure() {
+    let mut flow = to_authorize(inputs(OAuthConfig::default()), as_metadata(json!({})));
+    assert!(matches!(flow.next_action(), Action::LookUpClient { .. }));
+    let e = flow.on_client_lookup(None).unwrap_err();
+    assert!(e.to_string().contains("oauth.clientId"), "{e}");
+}
+
+#[test]
+fn cimd_only_when_advertised() {
+    let config = OAuthConfig {
+        client_metadata_url: Some("https://app.test/client.json".into()),
+        ..OAuthConfig::default()
+    };
+    let flow = to_authorize(
+        inputs(config.clone()),
+        as_metadata(json!({"client_id_metadata_document_supported": true})),
+    );
+    assert_eq!(
+        param(&authorize_url(&flow), "client_id").as_deref(),
+        Some("https://app.test/client.json")
+    );
+    let flow = to_authorize(inputs(config), as_metadata(json!({})));
+    assert!(matches!(flow.next_action(), Action::LookUpClient { .. }));
+}
+
+#[test]
+fn the_previous_issuer_must_hold_for_a_pre_registered_client() {
+    let mut i = inputs(pre_registered());
+    i.previous_issuer = Some("https://old-as.test".into());
+    let mut flow = Flow::new(i).unwrap();
+    flow.on_resource_metadata(ok(prm())).unwrap();
+    let e = flow
+        .on_authorization_server_metadata(ok(as_metadata(json!({}))))
+        .unwrap_err();
+    assert!(e.to_string().contains("changed"), "{e}");
+}
+
+#[test]
+fn enterprise_exchanges_the_id_token_then_presents_the_id_jag() {
+    let config = OAuthConfig {
+        client_id: Some("mcp-client".into()),
+        client_secret: Some(Secret::new("mcp-secret")),
+        grant: Grant::Enterprise,
+        enterprise: Some(EnterpriseConfig {
+            idp_token_endpoint: "https://idp.test/token".into(),
+            id_token: Secret::new("id-token"),
+            idp_client_id: "idp-client".into(),
+            idp_client_secret: None,
+        }),
+        ..OAuthConfig::default()
+    };
+    let mut m = as_metadata(json!({}));
+    m.as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    let mut flow = to_authorize(inputs(config), m);
+    let Action::RequestToken(exchange) = flow.next_action() else {
+        panic!()
+    };
+    assert_eq!(exchange.url, "https://idp.test/token");
+    assert_eq!(exchange.param("grant_type"), Some(TOKEN_EXCHANGE));
+    assert_eq!(exchange.param("audience"), Some(AS));
+    assert_eq!(exchange.param("subject_token"), Some("id-token"));
+    assert_eq!(exchange.param("resource"), Some(SERVER));
+    flow.on_token(ok(
+        json!({"access_token": "jag", "token_type": "N_A", "issued_token_type": ID_JAG}),
+    ))
+    .unwrap();
+    let Action::RequestToken(bearer) = flow.next_action() else {
+        panic!()
+    };
+    assert_eq!(bearer.url, "https://as.test/token");
+    assert_eq!(bearer.param("grant_type"), Some(JWT_BEARER));
+    assert_eq!(bearer.param("assertion"), Some("jag"));
+    assert!(bearer.basic_auth().is_some());
+    flow.on_token(ok(json!({"access_token": "at", "token_type": "bearer"})))
+        .unwrap();
+    assert!(flow.into_login().is_some());
+}
+
+#[test]
+fn transitions_out_of_order_are_refused() {
+    let mut flow = Flow::new(inputs(pre_registered())).unwrap();
+    assert!(flow.on_token(status(200)).is_err());
+    assert!(flow
+        .on_redirect("http://127.0.0.1/callback?code=x")
+        .is_err());
+    assert!(matches!(
+        flow.next_action(),
+        Action::FetchResourceMetadata(_)
+    ));
+}
+
+#[test]
+fn debug_output_holds_no_secret() {
+    let reply = ok(json!({"access_token": "at-secret", "refresh_token": "rt-secret"}));
+    assert!(!format!("{reply:?}").contains("secret"));
+    let mut flow = to_authorize(inputs(pre_registered()), as_metadata(json!({})));
+    let state = param(&authorize_url(&flow), "state").unwrap();
+    assert!(!format!("{flow:?}").contains(&state));
+    flow.on_redirect(&format!(
+        "http://127.0.0.1:5000/callback?code=the-code&state={state}"
+    ))
+    .unwrap();
+    let shown = format!("{flow:?} {:?}", flow.next_action());
+    assert!(
+        !shown.contains("the-code") && !shown.contains(&state),
+        "{shown}"
+    );
+    flow.on_token(reply).unwrap();
+    let login = format!("{:?}", flow.into_login().unwrap());
+    assert!(
+        !login.contains("at-secret") && !login.contains("rt-secret"),
+        "{login}"
+    );
+}

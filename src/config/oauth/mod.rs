@@ -1,0 +1,144 @@
+//! OAuth 2.1 for HTTP servers: the MCP authorization flow (2025-03-26 … 2025-11-25, with the
+//! 2026-07-28 hardening), as a client.
+//!
+//! # The flow
+//!
+//! 1. **Challenge.** A server answers `401` with `WWW-Authenticate: Bearer
+//!    resource_metadata="…", scope="…"` ([`Challenge::parse`]).
+//! 2. **Protected Resource Metadata** (RFC 9728): the header's URL, else
+//!    `/.well-known/oauth-protected-resource/<path>`, then `/.well-known/oauth-protected-resource`.
+//!    Its `resource` must name this server; its first `authorization_servers` entry is the issuer.
+//!    A server with none (2025-03-26) has its metadata at its origin.
+//! 3. **Authorization server metadata** (RFC 8414, then OpenID Connect discovery, in the spec's
+//!    order for issuers with and without a path). A document whose `issuer` is not the one it was
+//!    fetched for is discarded. A 2025-03-26 server without any gets `/authorize`, `/token`,
+//!    `/register` at its origin. An AS that does not list `S256` in
+//!    `code_challenge_methods_supported` is refused for the code flow.
+//! 4. **Client identity**, in order: the configured `clientId` (pre-registered); the host's Client
+//!    ID Metadata Document URL when the AS says `client_id_metadata_document_supported`; a client
+//!    registered earlier with this AS; Dynamic Client Registration (RFC 7591,
+//!    `application_type: "native"`). Else an error saying what to configure.
+//! 5. **Grant.** The authorization code with PKCE S256, `state`, `resource` (RFC 8707) on both
+//!    requests and the RFC 9207 `iss` check; or `client_credentials`; or the enterprise-managed
+//!    grant (SEP-990: the IdP's ID token is exchanged (RFC 8693) for an ID-JAG, which the MCP
+//!    server's AS takes as a JWT bearer grant (RFC 7523)). The token endpoint authenticates the
+//!    client by `none`, `client_secret_basic`, `client_secret_post` or `private_key_jwt`
+//!    (ES256, RS256), as the AS advertises.
+//! 6. **Using tokens.** [`OAuthProvider`] is the HTTP transport's
+//!    [`AuthProvider`](crate::transport::AuthProvider): it sends `Bearer` tokens of this server
+//!    only, refreshes them before they expire, and offers
+//!    [`on_unauthorized`](OAuthProvider::on_unauthorized) (refresh once, then log in again) and
+//!    [`on_insufficient_scope`](OAuthProvider::on_insufficient_scope) (step up with the union of
+//!    the granted and the challenged scopes), each bounded per operation.
+//!
+//! [`Flow`] is the flow as a value (no I/O: each step says what it needs, the answer moves it on);
+//! [`run_login`] runs it over HTTP with every wait bounded, and an [`Authorizer`] performs the
+//! one interactive step ([`BrowserAuthorizer`] opens the system browser and takes the redirect on
+//! `http://127.0.0.1:<port>/callback`; [`HeadlessAuthorizer`] follows the URL itself).
+//!
+//! # What is stored where
+//!
+//! Tokens go to the host's [`AuthStorage`](crate::config::AuthStorage) (the file default is
+//! written atomically with mode 0600), one [`Credential`](crate::config::Credential) per
+//! authorization server issuer and resource, under the id [`credential_id`]`(issuer, resource)`.
+//! Its `extra` map holds the issuer, the resource, the token endpoint, the client id (and the
+//! secret of a client this crate registered dynamically), the token endpoint auth method and the
+//! granted scopes. One more entry per resource ([`resource_index_id`]) remembers which issuer
+//! the resource was last authorized by, so a token is only ever sent where it was issued for
+//! and a changed authorization server means registering (or, for a pre-registered client, an
+//! error) again. Secrets from the config (client secrets, private keys, ID tokens) are never
+//! stored. No token, code, verifier, secret or key reaches a log, an error text or `Debug`.
+
+mod authorizer;
+mod challenge;
+mod config;
+mod driver;
+mod flow;
+mod jwt;
+mod metadata;
+mod pkce;
+mod provider;
+mod registration;
+mod token;
+mod url;
+mod wire;
+
+pub use authorizer::{
+    AuthorizationSession, Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer,
+};
+pub use challenge::Challenge;
+pub use config::{EnterpriseConfig, Grant, OAuthConfig};
+pub use driver::{run_login, OAuthOptions};
+pub use flow::{Action, Flow, FlowInputs, Login, Reply};
+pub use jwt::{SigningAlgorithm, SigningKey};
+pub use metadata::{AuthorizationServerMetadata, ResourceMetadata};
+pub use pkce::Pkce;
+pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider, Operation};
+pub use registration::{ClientIdentity, IdentitySource};
+pub use token::{AuthMethod, TokenRequest, TokenResponse};
+pub use url::canonical_resource;
+
+use crate::Error;
+
+/// What kind of OAuth failure an [`Error::OAuth`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OAuthErrorKind {
+    /// The `oauth` config is invalid (a bad value, an unreadable key file).
+    Config,
+    /// Refused as unsafe: a non-http(s) URL, plain http to a non-loopback host, a metadata
+    /// `resource` that is not this server, an AS without PKCE S256, a `state` or `iss` mismatch.
+    Refused,
+    /// The metadata could not be found, or was malformed.
+    Discovery,
+    /// No client identity: nothing configured, and the AS offers no way to register.
+    Registration,
+    /// The authorization step was denied or failed (the redirect carried `error=…`).
+    Denied,
+    /// The token endpoint refused or answered with something that is not a token response.
+    Token,
+    /// An authorization server or identity provider could not be reached in time.
+    Unreachable,
+    /// A login is needed and no interactive step is available.
+    LoginRequired,
+    /// The retries allowed for one operation are used up.
+    RetryLimit,
+}
+
+/// An [`Error::OAuth`].
+pub(crate) fn error(kind: OAuthErrorKind, message: impl Into<String>) -> Error {
+    Error::OAuth {
+        kind,
+        message: message.into(),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A secret string: never printed by `Debug`.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The value (to send it where it belongs; never to log it).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}

@@ -1,0 +1,587 @@
+//! [`OAuthProvider`]: the tokens of one HTTP server, as the transport's
+//! [`AuthProvider`](crate::transport::AuthProvider). Refreshes before expiry; logs in (or
+//! steps up) when the transport reports a `401` or a `403 insufficient_scope`, a bounded number
+//! of times per operation. One refresh or login runs at a time; none runs under a lock.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+use serde_json::{json, Map, Value};
+
+use super::authorizer::Authorizer;
+use super::challenge::Challenge;
+use super::config::{Grant, OAuthConfig};
+use super::driver::{run_with, Http, OAuthOptions};
+use super::flow::{Flow, FlowInputs, Login};
+use super::jwt::SigningKey;
+use super::registration::{ClientIdentity, IdentitySource};
+use super::token::{AuthMethod, ClientAuth, TokenRequest, TokenResponse};
+use super::{error, now_ms, OAuthErrorKind, Secret};
+use crate::config::{AuthStorage, Credential};
+use crate::Error;
+
+/// The storage id of the tokens an issuer granted for a resource.
+pub fn credential_id(issuer: &str, resource: &str) -> String {
+    format!("oauth|{issuer}|{resource}")
+}
+
+/// The storage id of the entry that remembers which issuer last authorized a server.
+pub fn resource_index_id(server_resource: &str) -> String {
+    format!("oauth-resource|{server_resource}")
+}
+
+/// The retries of one operation (one request and its re-sends): create one per operation with
+/// [`OAuthProvider::operation`].
+#[derive(Debug, Default, Clone)]
+pub struct Operation {
+    refreshed: bool,
+    logins: u32,
+    step_ups: u32,
+}
+
+/// What is known about a server's authorization, for `auth status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthStatus {
+    /// Tokens are stored.
+    pub logged_in: bool,
+    /// The authorization server.
+    pub issuer: Option<String>,
+    /// When the access token expires (ms since the epoch), if known.
+    pub expires_at: Option<u64>,
+    /// A refresh token is stored.
+    pub refreshable: bool,
+    /// The granted scopes.
+    pub scopes: Vec<String>,
+}
+
+/// The stored tokens of this server, read from a [`Credential`].
+#[derive(Clone)]
+struct Tokens {
+    credential: Credential,
+    issuer: String,
+    resource: String,
+    token_endpoint: String,
+    client: ClientIdentity,
+    auth_method: AuthMethod,
+    scopes: Vec<String>,
+}
+
+impl Tokens {
+    fn from_credential(credential: Credential) -> Option<Tokens> {
+        let field = |k: &str| {
+            credential
+                .extra
+                .get(k)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        Some(Tokens {
+            issuer: field("issuer")?,
+            resource: field("resource")?,
+            token_endpoint: field("tokenEndpoint")?,
+            client: ClientIdentity {
+                client_id: field("clientId")?,
+                client_secret: field("clientSecret").map(Secret::new),
+                source: field("clientSource")
+                    .as_deref()
+                    .and_then(IdentitySource::parse)
+                    .unwrap_or(IdentitySource::PreRegistered),
+                auth_method: None,
+            },
+            auth_method: field("authMethod")
+                .as_deref()
+                .and_then(AuthMethod::parse)
+                .unwrap_or(AuthMethod::None),
+            scopes: field("scope")
+                .map(|s| s.split_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default(),
+            credential,
+        })
+    }
+}
+
+struct State {
+    tokens: Option<Tokens>,
+    loaded: bool,
+    /// A refresh or login is running (on some thread, with no lock held).
+    busy: bool,
+    /// Bumped by every refresh or login that ended.
+    generation: u64,
+}
+
+/// OAuth for one HTTP server. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct OAuthProvider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    server_url: String,
+    server_resource: String,
+    config: OAuthConfig,
+    key: Option<Arc<SigningKey>>,
+    storage: Arc<dyn AuthStorage>,
+    authorizer: Arc<dyn Authorizer>,
+    options: OAuthOptions,
+    http: Http,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl std::fmt::Debug for OAuthProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthProvider")
+            .field("server", &super::url::redact(&self.inner.server_url))
+            .field("grant", &self.inner.config.grant)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Clears `busy` when a refresh or login ends, however it ends.
+struct BusyGuard<'a>(&'a Inner);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock();
+        s.busy = false;
+        s.generation += 1;
+        drop(s);
+        self.0.changed.notify_all();
+    }
+}
+
+impl OAuthProvider {
+    /// The provider of the server at `server_url` with its `oauth` config. Loads the private
+    /// key now (a bad one is a config error); does no network I/O.
+    pub fn new(
+        server_url: &str,
+        config: OAuthConfig,
+        storage: Arc<dyn AuthStorage>,
+        authorizer: Arc<dyn Authorizer>,
+        options: OAuthOptions,
+    ) -> Result<OAuthProvider, Error> {
+        super::url::checked(server_url, "the MCP server")?;
+        let server_resource = super::url::canonical_resource(server_url)?;
+        let key = config.signing_key()?.map(Arc::new);
+        Ok(OAuthProvider {
+            inner: Arc::new(Inner {
+                server_url: server_url.to_owned(),
+                server_resource,
+                config,
+                key,
+                storage,
+                authorizer,
+                http: Http::new(&options),
+                options,
+                state: Mutex::new(State {
+                    tokens: None,
+                    loaded: false,
+                    busy: false,
+                    generation: 0,
+                }),
+                changed: Condvar::new(),
+            }),
+        })
+    }
+
+    /// A fresh retry budget for one operation.
+    pub fn operation(&self) -> Operation {
+        Operation::default()
+    }
+
+    /// The stored tokens of this server (read from storage once).
+    fn tokens(&self) -> Option<Tokens> {
+        {
+            let s = self.inner.state.lock();
+            if s.loaded {
+                return s.tokens.clone();
+            }
+        }
+        let loaded = self.load();
+        let mut s = self.inner.state.lock();
+        if !s.loaded {
+            s.loaded = true;
+            s.tokens = loaded;
+        }
+        s.tokens.clone()
+    }
+
+    fn load(&self) -> Option<Tokens> {
+        let storage = &self.inner.storage;
+        let index = storage.get(&resource_index_id(&self.inner.server_resource))?;
+        let issuer = index.extra.get("issuer")?.as_str()?.to_owned();
+        let resource = index.extra.get("resource")?.as_str()?.to_owned();
+        let tokens = Tokens::from_credential(storage.get(&credential_id(&issuer, &resource))?)?;
+        // Only tokens of the issuer and resource they were stored under.
+        (tokens.issuer == issuer && tokens.resource == resource).then_some(tokens)
+    }
+
+    /// The issuer that last authorized this server, per the index.
+    fn previous_issuer(&self) -> Option<String> {
+        let index = self
+            .inner
+            .storage
+            .get(&resource_index_id(&self.inner.server_resource))?;
+        index.extra.get("issuer")?.as_str().map(str::to_owned)
+    }
+
+    /// What is stored for this server.
+    pub fn status(&self) -> AuthStatus {
+        match self.tokens() {
+            Some(t) => AuthStatus {
+                logged_in: true,
+                issuer: Some(t.issuer),
+                expires_at: t.credential.expires_at,
+                refreshable: t.credential.refresh_token.is_some(),
+                scopes: t.scopes,
+            },
+            None => AuthStatus {
+                logged_in: false,
+                issuer: None,
+                expires_at: None,
+                refreshable: false,
+                scopes: Vec::new(),
+            },
+        }
+    }
+
+    /// Forgets this server's tokens (and a client registered for them).
+    pub fn logout(&self) -> Result<(), Error> {
+        self.wait_idle();
+        let tokens = self.tokens();
+        let storage = &self.inner.storage;
+        if let Some(t) = tokens {
+            storage.remove(&credential_id(&t.issuer, &t.resource))?;
+        }
+        storage.remove(&resource_index_id(&self.inner.server_resource))?;
+        let mut s = self.inner.state.lock();
+        s.tokens = None;
+        s.loaded = true;
+        Ok(())
+    }
+
+    /// Waits (bounded) until no refresh or login runs.
+    fn wait_idle(&self) {
+        let deadline = Instant::now()
+            + self.inner.options.login_timeout
+            + self.inner.options.request_timeout * 8;
+        let mut s = self.inner.state.lock();
+        while s.busy {
+            if self.inner.changed.wait_until(&mut s, deadline).timed_out() {
+                break;
+            }
+        }
+    }
+
+    /// Claims the right to refresh or log in. `None`: another thread did (and it has ended
+    /// by the time this returns, or the bound ran out).
+    fn claim(&self) -> Option<BusyGuard<'_>> {
+        let mut s = self.inner.state.lock();
+        if !s.busy {
+            s.busy = true;
+            return Some(BusyGuard(&self.inner));
+        }
+        let generation = s.generation;
+        let deadline = Instant::now()
+            + self.inner.options.login_timeout
+            + self.inner.options.request_timeout * 8;
+        while s.busy && s.generation == generation {
+            if self.inner.changed.wait_until(&mut s, deadline).timed_out() {
+                break;
+            }
+        }
+        None
+    }
+
+    /// Runs a login now (the code flow through the authorizer, or the configured machine
+    /// grant), with the challenge of the `401`/`403` that asked for it, if any.
+    pub fn login(&self, www_authenticate: Option<&str>) -> Result<(), Error> {
+        let challenge = www_authenticate.and_then(Challenge::parse);
+        match self.claim() {
+            Some(_guard) => self.login_now(challenge, Vec::new()),
+            None => Ok(()),
+        }
+    }
+
+    fn login_now(&self, challenge: Option<Challenge>, granted: Vec<String>) -> Result<(), Error> {
+        let inner = &self.inner;
+        let session = match inner.config.grant {
+            Grant::AuthorizationCode => Some(inner.authorizer.begin(inner.config.callback_port)?),
+            _ => None,
+        };
+        let flow = Flow::new(FlowInputs {
+            server_url: inner.server_url.clone(),
+            challenge,
+            config: inner.config.clone(),
+            key: inner.key.clone(),
+            redirect_uri: session.as_ref().map(|s| s.redirect_uri()),
+            granted_scopes: granted,
+            previous_issuer: self.previous_issuer(),
+            client_name: inner.options.client_name.clone(),
+        })?;
+        let mut flow = flow;
+        run_with(
+            &mut flow,
+            &inner.http,
+            session,
+            Some(inner.storage.as_ref()),
+        )?;
+        let login = flow
+            .into_login()
+            .ok_or_else(|| error(OAuthErrorKind::Config, "the login ended without tokens"))?;
+        self.store_login(login)
+    }
+
+    fn store_login(&self, login: Login) -> Result<(), Error> {
+        let mut extra = Map::new();
+        extra.insert("issuer".into(), json!(login.issuer));
+        extra.insert("resource".into(), json!(login.resource));
+        extra.insert("tokenEndpoint".into(), json!(login.token_endpoint));
+        extra.insert("clientId".into(), json!(login.client.client_id));
+        extra.insert("clientSource".into(), json!(login.client.source.name()));
+        if login.client.source == IdentitySource::Registered {
+            // A client this crate registered: its secret exists nowhere else.
+            if let Some(s) = &login.client.client_secret {
+                extra.insert("clientSecret".into(), json!(s.expose()));
+            }
+        }
+        extra.insert("authMethod".into(), json!(login.auth_method.name()));
+        extra.insert("scope".into(), json!(login.scopes.join(" ")));
+        if let Some(at) = self.refresh_at(login.tokens.expires_in) {
+            extra.insert("refreshAt".into(), json!(at));
+        }
+        let credential = Credential {
+            access_token: login.tokens.access_token.expose().to_owned(),
+            expires_at: expires_at(&login.tokens),
+            refresh_token: login
+                .tokens
+                .refresh_token
+                .as_ref()
+                .map(|s| s.expose().to_owned()),
+            extra,
+        };
+        self.save(credential)
+    }
+
+    fn save(&self, credential: Credential) -> Result<(), Error> {
+        let tokens = Tokens::from_credential(credential.clone())
+            .ok_or_else(|| error(OAuthErrorKind::Config, "incomplete credential"))?;
+        let storage = &self.inner.storage;
+        storage.set(&credential_id(&tokens.issuer, &tokens.resource), credential)?;
+        let mut index = Map::new();
+        index.insert("issuer".into(), json!(tokens.issuer));
+        index.insert("resource".into(), json!(tokens.resource));
+        storage.set(
+            &resource_index_id(&self.inner.server_resource),
+            Credential {
+                access_token: String::new(),
+                expires_at: None,
+                refresh_token: None,
+                extra: index,
+            },
+        )?;
+        let mut s = self.inner.state.lock();
+        s.tokens = Some(tokens);
+        s.loaded = true;
+        Ok(())
+    }
+
+    /// Exchanges the refresh token for new tokens (a rotated refresh token replaces the old
+    /// one; one not rotated is kept). A refused refresh forgets the tokens.
+    fn refresh_now(&self, tokens: &Tokens) -> Result<(), Error> {
+        let refresh =
+            tokens.credential.refresh_token.clone().ok_or_else(|| {
+                error(OAuthErrorKind::LoginRequired, "no refresh token is stored")
+            })?;
+        let secret = tokens
+            .client
+            .client_secret
+            .clone()
+            .or_else(|| self.inner.config.client_secret.clone());
+        let request = TokenRequest::new(
+            &tokens.token_endpoint,
+            vec![
+                ("grant_type", "refresh_token".to_owned()),
+                ("refresh_token", refresh.clone()),
+                ("resource", tokens.resource.clone()),
+            ],
+            &ClientAuth {
+                client_id: &tokens.client.client_id,
+                secret: secret.as_ref(),
+                key: self.inner.key.as_deref(),
+                method: tokens.auth_method,
+                issuer: &tokens.issuer,
+            },
+        )?;
+        let reply = self.inner.http.post_token(&request)?;
+        let parsed = TokenResponse::parse(
+            reply.status,
+            reply.content_type.as_deref(),
+            &reply.body,
+            &request.url,
+            true,
+        );
+        let response = match parsed {
+            Ok(r) => r,
+            Err(e) => {
+                if matches!(
+                    e,
+                    Error::OAuth {
+                        kind: OAuthErrorKind::Token,
+                        ..
+                    }
+                ) && (400..500).contains(&reply.status)
+                {
+                    log::debug!("oauth: the refresh was refused; the tokens are forgotten");
+                    let _ = self
+                        .inner
+                        .storage
+                        .remove(&credential_id(&tokens.issuer, &tokens.resource));
+                    let mut s = self.inner.state.lock();
+                    s.tokens = None;
+                }
+                return Err(e);
+            }
+        };
+        let mut credential = tokens.credential.clone();
+        credential.access_token = response.access_token.expose().to_owned();
+        credential.expires_at = expires_at(&response);
+        match self.refresh_at(response.expires_in) {
+            Some(at) => credential.extra.insert("refreshAt".into(), json!(at)),
+            None => credential.extra.remove("refreshAt"),
+        };
+        if let Some(r) = &response.refresh_token {
+            credential.refresh_token = Some(r.expose().to_owned());
+        }
+        if let Some(scope) = &response.scope {
+            credential.extra.insert("scope".into(), json!(scope));
+        }
+        self.save(credential)
+    }
+
+    fn needs_refresh(&self, tokens: &Tokens) -> bool {
+        let c = &tokens.credential;
+        if let Some(at) = c.extra.get("refreshAt").and_then(Value::as_u64) {
+            return now_ms() >= at;
+        }
+        let margin = self.inner.options.refresh_margin.as_millis() as u64;
+        c.expires_at.is_some_and(|at| now_ms() + margin >= at)
+    }
+
+    /// When tokens that live `expires_in` are refreshed: `refresh_margin` before they expire,
+    /// but not before half their life (a short-lived token is not refreshed on every request).
+    fn refresh_at(&self, expires_in: Option<u64>) -> Option<u64> {
+        let life = expires_in?.saturating_mul(1000);
+        let margin = self.inner.options.refresh_margin.as_millis() as u64;
+        Some(now_ms().saturating_add(life.saturating_sub(margin).max(life / 2)))
+    }
+
+    /// Refreshes the tokens now, if a refresh token is stored.
+    pub fn refresh(&self) -> Result<(), Error> {
+        let tokens = self
+            .tokens()
+            .ok_or_else(|| error(OAuthErrorKind::LoginRequired, "not logged in"))?;
+        match self.claim() {
+            Some(_guard) => self.refresh_now(&tokens),
+            None => Ok(()),
+        }
+    }
+
+    /// The server answered `401`: refresh once per operation, else log in again (once per
+    /// operation). `Ok`: re-send the request.
+    pub fn on_unauthorized(
+        &self,
+        operation: &mut Operation,
+        www_authenticate: Option<&str>,
+    ) -> Result<(), Error> {
+        let challenge = www_authenticate.and_then(Challenge::parse);
+        if !operation.refreshed {
+            operation.refreshed = true;
+            if let Some(t) = self
+                .tokens()
+                .filter(|t| t.credential.refresh_token.is_some())
+            {
+                match self.claim() {
+                    Some(_guard) => match self.refresh_now(&t) {
+                        Ok(()) => return Ok(()),
+                        Err(e) => log::debug!("oauth: refresh failed ({e}); logging in again"),
+                    },
+                    None => return Ok(()),
+                }
+            }
+        }
+        if operation.logins >= 1 {
+            return Err(error(
+                OAuthErrorKind::RetryLimit,
+                "the server still answers 401 after a new login",
+            ));
+        }
+        operation.logins += 1;
+        match self.claim() {
+            Some(_guard) => self.login_now(challenge, Vec::new()),
+            None => Ok(()),
+        }
+    }
+
+    /// The server answered `403` with `insufficient_scope`: log in again with the union of the
+    /// granted and the challenged scopes, at most `max_step_ups` times per operation. `Ok`:
+    /// re-send the request.
+    pub fn on_insufficient_scope(
+        &self,
+        operation: &mut Operation,
+        www_authenticate: &str,
+    ) -> Result<(), Error> {
+        let challenge = Challenge::parse(www_authenticate)
+            .filter(Challenge::is_insufficient_scope)
+            .ok_or_else(|| {
+                error(
+                    OAuthErrorKind::Denied,
+                    "the server refused the request (403) without an insufficient_scope challenge",
+                )
+            })?;
+        if operation.step_ups >= self.inner.options.max_step_ups {
+            return Err(error(
+                OAuthErrorKind::RetryLimit,
+                format!(
+                    "the server still asks for more scope after {} step-ups",
+                    operation.step_ups
+                ),
+            ));
+        }
+        operation.step_ups += 1;
+        let granted = self.tokens().map(|t| t.scopes).unwrap_or_default();
+        match self.claim() {
+            Some(_guard) => self.login_now(Some(challenge), granted),
+            None => Ok(()),
+        }
+    }
+}
+
+fn expires_at(tokens: &TokenResponse) -> Option<u64> {
+    tokens
+        .expires_in
+        .map(|s| now_ms().saturating_add(s.saturating_mul(1000)))
+}
+
+impl crate::transport::AuthProvider for OAuthProvider {
+    fn authorization(&self) -> Option<String> {
+        let mut tokens = self.tokens()?;
+        if self.needs_refresh(&tokens) && tokens.credential.refresh_token.is_some() {
+            if let Some(_guard) = self.claim() {
+                if let Err(e) = self.refresh_now(&tokens) {
+                    log::debug!("oauth: refresh before expiry failed: {e}");
+                }
+            }
+            tokens = self.tokens()?;
+        }
+        let expired = tokens
+            .credential
+            .expires_at
+            .is_some_and(|at| now_ms() >= at);
+        if expired || tokens.credential.access_token.is_empty() {
+            return None;
+        }
+        Some(format!("Bearer {}", tokens.credential.access_token))
+    }
+}

@@ -1,0 +1,316 @@
+//! A small HTTP/1.1 client for the exchanges with authorization servers: `ureq`'s connectors
+//! (name resolution, TCP, TLS) without its request machinery, which at trace level logs every
+//! byte sent and received (form bodies, token responses, the URL and `Location` of a redirect)
+//! and would put tokens, codes and secrets in the host's logs. One request per connection
+//! (`Connection: close`), one deadline over all of it, bodies capped, no redirect followed.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ureq::config::Config;
+use ureq::http::Uri;
+use ureq::unversioned::resolver::{DefaultResolver, Resolver};
+use ureq::unversioned::transport::time::Instant as UInstant;
+use ureq::unversioned::transport::{
+    ConnectionDetails, Connector, DefaultConnector, NextTimeout, Transport,
+};
+
+/// A response.
+pub(crate) struct Response {
+    pub status: u16,
+    headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// A header's value (the first, by case-insensitive name).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The deadline passed.
+    Timeout,
+    /// The body was larger than the cap.
+    TooLarge(usize),
+    /// Anything else (connection refused, TLS, a broken response), in words.
+    Other(String),
+}
+
+/// The client.
+pub(crate) struct Wire {
+    config: Config,
+    connector: DefaultConnector,
+    resolver: DefaultResolver,
+    max_body: usize,
+}
+
+fn other(e: impl std::fmt::Display) -> Failure {
+    Failure::Other(e.to_string())
+}
+
+fn from_ureq(e: ureq::Error) -> Failure {
+    match e {
+        ureq::Error::Timeout(_) => Failure::Timeout,
+        e => other(e),
+    }
+}
+
+impl Wire {
+    pub(crate) fn new(max_body: usize) -> Wire {
+        let config = ureq::Agent::config_builder().proxy(None).build();
+        Wire {
+            config,
+            connector: DefaultConnector::default(),
+            resolver: DefaultResolver::default(),
+            max_body,
+        }
+    }
+
+    /// One request, all of it (resolution, connection, TLS, sending, the answer) before
+    /// `deadline`.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+        deadline: Instant,
+    ) -> Result<Response, Failure> {
+        let uri: Uri = url.parse().map_err(other)?;
+        let left = || -> Result<NextTimeout, Failure> {
+            let after = deadline.saturating_duration_since(Instant::now());
+            if after.is_zero() {
+                return Err(Failure::Timeout);
+            }
+            Ok(NextTimeout {
+                after: after.into(),
+                reason: ureq::Timeout::Global,
+                per_read: None,
+                per_write: None,
+            })
+        };
+        let addrs = self
+            .resolver
+            .resolve(&uri, &self.config, left()?)
+            .map_err(from_ureq)?;
+        let details = ConnectionDetails {
+            uri: &uri,
+            addrs,
+            config: &self.config,
+            request_level: false,
+            resolver: &self.resolver,
+            now: UInstant::now(),
+            timeout: left()?,
+            current_time: Arc::new(UInstant::now),
+            run_connector: Arc::new(|_: &ConnectionDetails| {
+                Err(ureq::Error::ConnectProxyFailed("no proxy is used".into()))
+            }),
+            register_shutdown: Arc::new(|_| Ok(())),
+        };
+        let mut transport = self
+            .connector
+            .connect(&details, None)
+            .map_err(from_ureq)?
+            .ok_or_else(|| other("no connector for this URL"))?;
+        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        let host = uri.authority().map(|a| a.as_str()).unwrap_or("");
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: mcp-runtime/{}\r\nConnection: close\r\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if let Some(b) = body {
+            head.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+        head.push_str("\r\n");
+        let mut out = head.into_bytes();
+        out.extend_from_slice(body.unwrap_or_default());
+        send(transport.as_mut(), &out, &left)?;
+        self.receive(transport.as_mut(), &left, method == "HEAD")
+    }
+
+    fn receive(
+        &self,
+        t: &mut dyn Transport,
+        left: &dyn Fn() -> Result<NextTimeout, Failure>,
+        head_only: bool,
+    ) -> Result<Response, Failure> {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut head: Option<Head> = None;
+        let cap = self.max_body + 64 * 1024;
+        loop {
+            if head.is_none() {
+                if let Some(end) = find(&buf, b"\r\n\r\n") {
+                    head = Some(parse_head(&buf[..end])?);
+                    buf.drain(..end + 4);
+                }
+            }
+            if let Some((status, headers)) = &head {
+                let h = |n: &str| {
+                    headers
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                        .map(|(_, v)| v.as_str())
+                };
+                let no_body = head_only || *status == 204 || *status == 304 || *status < 200;
+                let chunked = h("transfer-encoding")
+                    .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+                let length = h("content-length").and_then(|v| v.trim().parse::<usize>().ok());
+                if length.is_some_and(|l| l > self.max_body) {
+                    return Err(Failure::TooLarge(self.max_body));
+                }
+                let done = if no_body {
+                    Some(Vec::new())
+                } else if chunked {
+                    dechunk(&buf)?
+                } else {
+                    length
+                        .filter(|l| buf.len() >= *l)
+                        .map(|l| buf[..l].to_vec())
+                };
+                if let Some(body) = done {
+                    let (status, headers) = head.take().expect("a head");
+                    return Ok(Response {
+                        status,
+                        headers,
+                        body,
+                    });
+                }
+            }
+            if buf.len() > cap {
+                return Err(Failure::TooLarge(self.max_body));
+            }
+            let progressed = match t.await_input(left()?) {
+                Ok(p) => p,
+                Err(ureq::Error::Timeout(_)) => return Err(Failure::Timeout),
+                // A TLS peer that closes without close_notify: the end of a close-delimited body.
+                Err(_) if head.is_some() => false,
+                Err(e) => return Err(other(e)),
+            };
+            let input = t.buffers().input();
+            let n = input.len();
+            buf.extend_from_slice(input);
+            t.buffers().input_consume(n);
+            if !progressed && n == 0 {
+                // The end of the stream: a body that runs to the close.
+                return match head.take() {
+                    Some((status, headers)) => {
+                        let h = |n: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+                        if h("content-length") || h("transfer-encoding") {
+                            Err(other("the connection closed in the middle of the response"))
+                        } else {
+                            Ok(Response {
+                                status,
+                                headers,
+                                body: buf,
+                            })
+                        }
+                    }
+                    None => Err(other("the connection closed before a response")),
+                };
+            }
+        }
+    }
+}
+
+fn send(
+    t: &mut dyn Transport,
+    bytes: &[u8],
+    left: &dyn Fn() -> Result<NextTimeout, Failure>,
+) -> Result<(), Failure> {
+    let mut sent = 0;
+    while sent < bytes.len() {
+        let out = t.buffers().output();
+        let n = out.len().min(bytes.len() - sent);
+        if n == 0 {
+            return Err(other("no output buffer"));
+        }
+        out[..n].copy_from_slice(&bytes[sent..sent + n]);
+        t.transmit_output(n, left()?).map_err(from_ureq)?;
+        sent += n;
+    }
+    Ok(())
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A status and headers.
+type Head = (u16, Vec<(String, String)>);
+
+fn parse_head(head: &[u8]) -> Result<Head, Failure> {
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.split("\r\n");
+    let status_line = lines.next().unwrap_or("");
+    let mut parts = status_line.split_whitespace();
+    let version = parts.next().unwrap_or("");
+    let status = parts
+        .next()
+        .and_then(|s| s.parse::<u16>().ok())
+        .filter(|_| version.starts_with("HTTP/1."))
+        .ok_or_else(|| other("the answer is not HTTP/1.x"))?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    Ok((status, headers))
+}
+
+/// The body of a complete chunked encoding, or `None` while it is incomplete.
+fn dechunk(mut data: &[u8]) -> Result<Option<Vec<u8>>, Failure> {
+    let mut body = Vec::new();
+    loop {
+        let Some(line_end) = find(data, b"\r\n") else {
+            return Ok(None);
+        };
+        let size_text = String::from_utf8_lossy(&data[..line_end]);
+        let size_text = size_text.split(';').next().unwrap_or("").trim();
+        let size =
+            usize::from_str_radix(size_text, 16).map_err(|_| other("a broken chunked body"))?;
+        data = &data[line_end + 2..];
+        if size == 0 {
+            // Trailers end with an empty line.
+            return Ok(find(data, b"\r\n").map(|_| body));
+        }
+        if data.len() < size + 2 {
+            return Ok(None);
+        }
+        body.extend_from_slice(&data[..size]);
+        data = &data[size + 2..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunked_bodies() {
+        assert_eq!(
+            dechunk(b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n")
+                .unwrap()
+                .unwrap(),
+            b"abcde"
+        );
+        assert!(dechunk(b"3\r\nab").unwrap().is_none());
+        assert!(dechunk(b"zz\r\n").is_err());
+    }
+
+    #[test]
+    fn heads() {
+        let (status, headers) = parse_head(b"HTTP/1.1 302 Found\r\nLocation: /x\r\nA: b").unwrap();
+        assert_eq!(status, 302);
+        assert_eq!(headers[0], ("Location".to_owned(), "/x".to_owned()));
+        assert!(parse_head(b"SSH-2.0").is_err());
+    }
+}
