@@ -75,6 +75,14 @@ pub struct ServerConfig {
         deserialize_with = "lenient::bool"
     )]
     pub enabled: Option<bool>,
+    /// `true` skips the server like `enabled: false` (the spelling of Windsurf, Cline, Roo Code,
+    /// Amazon Q, and many `.mcp.json` files in the wild); read as leniently as `enabled`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::bool"
+    )]
+    pub disabled: Option<bool>,
     /// Connect (handshake) timeout in milliseconds (a numeric string is read too).
     #[serde(
         default,
@@ -115,6 +123,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("url", &self.url)
             .field("headers", &names(&self.headers))
             .field("enabled", &self.enabled)
+            .field("disabled", &self.disabled)
             .field("timeout", &self.timeout)
             .field("tool_timeout", &self.tool_timeout)
             .finish_non_exhaustive()
@@ -196,9 +205,10 @@ impl ServerConfig {
         }
     }
 
-    /// Whether the server is enabled (the default).
+    /// Whether the server is enabled (the default): neither `enabled: false` nor
+    /// `disabled: true`.
     pub fn is_enabled(&self) -> bool {
-        self.enabled.unwrap_or(true)
+        self.enabled.unwrap_or(true) && !self.disabled.unwrap_or(false)
     }
 
     /// The configured handshake timeout.

@@ -51,6 +51,21 @@ pub struct DiscoveryContext {
     pub home: PathBuf,
 }
 
+/// What the tool that owns a file decided about one of its servers, where the tool keeps such
+/// state (Claude Code's approval lists and `disabledMcpServers`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolVerdict {
+    /// Nothing: the usual rules apply.
+    #[default]
+    None,
+    /// The user approved this project server in that tool (the text says where).
+    Approved(String),
+    /// The user rejected this project server in that tool (the text says where).
+    Rejected(String),
+    /// The tool has the server turned off (the text says where).
+    Disabled(String),
+}
+
 /// One server a source found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoundServer {
@@ -62,6 +77,8 @@ pub struct FoundServer {
     pub path: PathBuf,
     /// User or project.
     pub level: Level,
+    /// What the owning tool decided about it.
+    pub verdict: ToolVerdict,
 }
 
 /// A server a source found but could not turn into a config (an unresolvable VS Code input,
@@ -108,6 +125,7 @@ impl SourceOutput {
                 config,
                 path: path.to_path_buf(),
                 level,
+                verdict: ToolVerdict::None,
             }),
             Err(message) => self.problems.push(ServerProblem {
                 name: name.to_owned(),

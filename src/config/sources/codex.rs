@@ -134,6 +134,7 @@ fn convert(entry: &Value, warnings: &mut Vec<String>) -> Result<ServerConfig, St
         url,
         headers,
         enabled: obj.get("enabled").and_then(Value::as_bool),
+        disabled: None,
         timeout: seconds_to_ms(obj.get("startup_timeout_sec"))
             .or_else(|| obj.get("startup_timeout_ms").and_then(Value::as_u64)),
         tool_timeout: seconds_to_ms(obj.get("tool_timeout_sec")),

@@ -38,7 +38,7 @@ pub use windsurf::Windsurf;
 pub fn default_sources(host: HostConfig) -> Vec<Arc<dyn ConfigSource>> {
     vec![
         Arc::new(host),
-        Arc::new(ClaudeCode),
+        Arc::new(ClaudeCode::default()),
         Arc::new(Codex),
         Arc::new(Gemini),
         Arc::new(Cursor),
