@@ -414,3 +414,24 @@ fn the_session_and_the_mcp_commands_report_and_approve() {
         .contains("local: needs approval"));
     session.close();
 }
+
+#[test]
+fn a_project_exa_key_reaches_the_host_only_once_approved() {
+    let repo = Clone_::new("exa");
+    std::env::set_var("MCP_TRUST_TEST_EXA", "users-other-secret");
+    repo.write(
+        "project/.mcp.json",
+        &json!({"mcpServers": {"web": {"url": "https://mcp.exa.ai/mcp?exaApiKey=${MCP_TRUST_TEST_EXA}"}}}),
+    );
+    let loaded = load_all_mcp_configs(&repo.project(), &repo.config(ProjectTrust::Report));
+    assert!(
+        loaded.exa_api_keys.is_empty(),
+        "{:?}",
+        loaded.exa_api_keys.len()
+    );
+    assert_eq!(loaded.needs_approval()[0].name, "web");
+    trust_servers(&repo.project(), &repo.config(ProjectTrust::Report), &[]).unwrap();
+    let loaded = load_all_mcp_configs(&repo.project(), &repo.config(ProjectTrust::Report));
+    assert_eq!(loaded.exa_api_keys, ["users-other-secret"]);
+    assert!(loaded.configs.is_empty(), "still filtered as an Exa server");
+}

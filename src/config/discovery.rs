@@ -222,13 +222,6 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
     let mut discovered = Vec::with_capacity(winners.len());
     for (mut server, verdict) in winners {
         server.skipped = skip_reason(&server, &lists, &verdict);
-        if server.skipped.is_none()
-            && options.filter_exa
-            && exa::is_exa(&server.name, &server.config)
-        {
-            out.exa_api_keys.extend(exa::exa_api_key(&server.config));
-            server.skipped = Some("an Exa server (the host uses its key natively)".into());
-        }
         if server.source.level == Level::Project {
             let tool = match verdict {
                 ToolVerdict::Approved(why) => Some(TrustState::ApprovedByTool(why)),
@@ -258,6 +251,15 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
             if server.skipped.is_none() && !server.trust.allows_start() {
                 server.skipped = Some(server.trust.describe());
             }
+        }
+        // After the gate: a project's Exa key is handed to the host only once approved (a
+        // project file could name any of the user's variables as its "key").
+        if server.skipped.is_none()
+            && options.filter_exa
+            && exa::is_exa(&server.name, &server.config)
+        {
+            out.exa_api_keys.extend(exa::exa_api_key(&server.config));
+            server.skipped = Some("an Exa server (the host uses its key natively)".into());
         }
         server.enabled = server.skipped.is_none();
         if server.enabled {
