@@ -79,9 +79,24 @@ impl std::fmt::Debug for LoadOptions {
 impl LoadOptions {
     /// The discovery context for `cwd`.
     pub fn context(&self, cwd: &Path) -> DiscoveryContext {
+        let home = self.home.clone().unwrap_or_else(home_dir);
+        let from_env = |name: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        let config_dir = match (&self.home, cfg!(windows)) {
+            (Some(_), true) => home.join("AppData").join("Roaming"),
+            (Some(_), false) => home.join(".config"),
+            (None, true) => {
+                from_env("APPDATA").unwrap_or_else(|| home.join("AppData").join("Roaming"))
+            }
+            (None, false) => from_env("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config")),
+        };
         DiscoveryContext {
             cwd: cwd.to_path_buf(),
-            home: self.home.clone().unwrap_or_else(home_dir),
+            home,
+            config_dir,
         }
     }
 

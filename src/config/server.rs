@@ -97,6 +97,10 @@ pub struct ServerConfig {
         deserialize_with = "lenient::millis"
     )]
     pub tool_timeout: Option<u64>,
+    /// http/sse: the name of an environment variable whose value is sent as
+    /// `Authorization: Bearer <value>`, read at connect time (Codex's `bearer_token_env_var`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env_var: Option<String>,
     /// Authentication settings, as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Value>,

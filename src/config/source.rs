@@ -49,6 +49,23 @@ pub struct DiscoveryContext {
     pub cwd: PathBuf,
     /// The user's home directory.
     pub home: PathBuf,
+    /// The user's config directory in the XDG sense: `$XDG_CONFIG_HOME`, else `~/.config`
+    /// (Linux and macOS: Zed, Goose and opencode use it on both), `%APPDATA%` on Windows.
+    /// With an explicit home in the options, `<home>/.config` (`<home>/AppData/Roaming` on
+    /// Windows), so that nothing outside that home is read.
+    pub config_dir: PathBuf,
+}
+
+impl DiscoveryContext {
+    /// Where desktop applications keep their settings: `~/Library/Application Support` on
+    /// macOS, `%APPDATA%` on Windows, the config directory elsewhere.
+    pub fn app_data_dir(&self) -> PathBuf {
+        if cfg!(target_os = "macos") {
+            self.home.join("Library").join("Application Support")
+        } else {
+            self.config_dir.clone()
+        }
+    }
 }
 
 /// What the tool that owns a file decided about one of its servers, where the tool keeps such
