@@ -37,8 +37,9 @@ options:
   --config FILE  a .mcp.json-shaped file ({\"mcpServers\": {...}}) instead of discovery
   --cwd DIR      the project directory (default: the current directory); without --config,
                  servers are discovered from it and from the home directory (the host's
-                 .mcp-runtime/mcp.json, Claude Code, Codex, Gemini CLI, Cursor, Windsurf,
-                 VS Code, mcp.json / .mcp.json)
+                 .mcp-runtime/mcp.json, Claude Code, Claude Desktop, Codex, Gemini CLI,
+                 Cursor, Windsurf, VS Code, Zed, opencode, Goose, Cline, Roo Code,
+                 Continue, Amazon Q, Junie, mcp.json); project-level servers need approval
   --json         machine-readable output
   --timeout MS   connect timeout and request timeout per server (default: 30000 to connect,
                  60000 per request; probe's calls 30000)
