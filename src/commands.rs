@@ -16,8 +16,14 @@
 //! /mcp enable <name> | disable <name>
 //! /mcp test <name>                 a temporary connection: server info and up to 10 tools
 //! /mcp reconnect <name>
+//! /mcp trust <name>... | --all      approve project servers (remembered for their config)
+//! /mcp untrust <name>              forget a project server's approval (and disconnect it)
 //! /mcp help
 //! ```
+//!
+//! A project server that waits for approval is shown as `needs approval` by `list` and
+//! `status`, with the file that declared it; `test` and `reconnect` refuse it until it is
+//! approved.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +44,8 @@ pub const HELP: &str = "\
 /mcp disable <name>               turn a server off (and disconnect it)
 /mcp test <name>                  connect once: server info and up to 10 tools
 /mcp reconnect <name>             disconnect and connect one server
+/mcp trust <name>... | --all      approve project servers (remembered until their config changes)
+/mcp untrust <name>               forget a project server's approval and disconnect it
 /mcp help                         this text";
 
 /// The controller for one session.
@@ -78,6 +86,8 @@ impl McpCommands {
             "disable" => self.toggle(rest, false),
             "test" => self.test(rest),
             "reconnect" => self.reconnect(rest),
+            "trust" => self.trust(rest),
+            "untrust" => self.untrust(rest),
             other => return format!("Unknown subcommand: {other}. Type /mcp help for usage."),
         };
         result.unwrap_or_else(|e| format!("Error: {e}"))
@@ -137,10 +147,19 @@ impl McpCommands {
             return "MCP is disabled for this session.".to_owned();
         };
         let names = manager.server_names();
-        if names.is_empty() {
+        let tools = manager.get_tools();
+        let pending = self.session.needs_approval();
+        if names.is_empty() && pending.is_empty() {
             return "No MCP servers connected.".to_owned();
         }
-        let tools = manager.get_tools();
+        let waiting = pending.iter().map(|d| {
+            format!(
+                "{}: needs approval (declared in {}) - /mcp trust {}",
+                d.name,
+                d.source.path.display(),
+                d.name
+            )
+        });
         names
             .iter()
             .map(|name| {
@@ -152,8 +171,64 @@ impl McpCommands {
                 }
                 line
             })
+            .chain(waiting)
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    fn trust(&self, args: &[&str]) -> Result<String, Failure> {
+        let names: Vec<String> = match args {
+            [] => return Err(Failure::from(usage("trust <name>... | --all"))),
+            ["--all"] => Vec::new(),
+            names => names.iter().map(|n| (*n).to_owned()).collect(),
+        };
+        let approved = crate::loader::trust_servers(
+            self.session.cwd(),
+            self.session.config_options(),
+            &names,
+        )?;
+        if approved.is_empty() {
+            return Ok("No project MCP server waits for approval.".to_owned());
+        }
+        let mut out = Vec::new();
+        for d in &approved {
+            out.push(format!(
+                "Trusted MCP server {} (declared in {}).",
+                d.name,
+                d.source.path.display()
+            ));
+        }
+        let loaded = self.discover()?;
+        for d in &approved {
+            out.push(self.connect_one_from(&d.name, &loaded));
+        }
+        Ok(out.join("\n"))
+    }
+
+    fn untrust(&self, args: &[&str]) -> Result<String, Failure> {
+        let [name] = args else {
+            return Err(Failure::from(usage("untrust <name>")));
+        };
+        let removed =
+            crate::loader::untrust_server(self.session.cwd(), self.session.config_options(), name)?;
+        if !removed {
+            return Ok(format!(
+                "MCP server {name} has no approval in this project."
+            ));
+        }
+        let manager = self.session.manager().expect("checked in run");
+        let from_project = manager
+            .source(name)
+            .is_some_and(|s| s.level == crate::config::Level::Project);
+        if from_project {
+            manager.disconnect_server(name);
+            self.session.refresh_from_manager();
+        }
+        // Discovered again so that status lists it as waiting.
+        let _ = self.discover();
+        Ok(format!(
+            "Forgot the approval of MCP server {name}; it needs approval again."
+        ))
     }
 
     fn add(&self, args: &[&str]) -> Result<String, Failure> {
@@ -226,6 +301,20 @@ impl McpCommands {
             writer.path(scope).display()
         );
         out.push('\n');
+        // The user added it through the host: that is the approval (of exactly this entry).
+        let written = writer.path(scope);
+        let added_here = self
+            .discover()?
+            .needs_approval()
+            .iter()
+            .any(|d| d.name == *name && d.source.path == written);
+        if added_here {
+            crate::loader::trust_servers(
+                self.session.cwd(),
+                self.session.config_options(),
+                &[(*name).to_owned()],
+            )?;
+        }
         out.push_str(&self.connect_one(name));
         Ok(out)
     }
@@ -315,6 +404,9 @@ impl McpCommands {
         };
         let (Some(config), Some(source)) = (loaded.configs.get(name), loaded.sources.get(name))
         else {
+            if let Some(d) = loaded.needs_approval().into_iter().find(|d| d.name == name) {
+                return crate::config::needs_approval_message(name, &d.source.path);
+            }
             return format!("{name} is not enabled, so it was not connected.");
         };
         let configs = BTreeMap::from([(name.to_owned(), config.clone())]);
@@ -328,10 +420,18 @@ impl McpCommands {
         let name = *args.first().ok_or_else(|| usage("test <name>"))?;
         let manager = self.session.manager().expect("checked in run");
         let loaded = self.discover()?;
-        let config = loaded
+        let found = loaded
             .discovered
             .iter()
-            .find(|d| d.name == name && !d.shadowed)
+            .find(|d| d.name == name && !d.shadowed);
+        if let Some(d) = found.filter(|d| !d.trust.allows_start()) {
+            return Ok(format!(
+                "MCP server {name} is not tested: {}. {}",
+                d.trust.describe(),
+                crate::config::needs_approval_message(name, &d.source.path)
+            ));
+        }
+        let config = found
             .map(|d| d.config.clone())
             .or_else(|| manager.config(name));
         let Some(config) = config else {

@@ -3,6 +3,12 @@
 //! `errors`, and a discovery that fails outright gives no tools and one error
 //! `{ path: ".mcp.json", error }`, so the host session still starts.
 //!
+//! Project-level servers pass the trust gate first (see [`crate::config::ProjectTrust`], set in
+//! `config.project_trust`): with the default policy a project server nobody approved yet is not
+//! started and none of its values is resolved; it is listed in
+//! [`McpLoadResult::needs_approval`] and has one entry in `errors` naming the file that
+//! declared it and saying how to approve it.
+//!
 //! The tool cache is on by default: a manager without a `cache` gets a [`FileToolCache`] in
 //! the user's cache directory ([`FileToolCache::user_default`]), so servers still connecting
 //! after the gate are offered from what they listed last time. `default_cache: false` turns
@@ -12,7 +18,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::cache::{FileToolCache, ToolCache};
-use crate::config::{load_all_mcp_configs, LoadOptions, LoadedConfigs};
+use crate::config::{
+    load_all_mcp_configs, needs_approval_message, DiscoveredServer, LoadOptions, LoadedConfigs,
+};
 use crate::manager::{ConnectReport, ManagerOptions, McpManager};
 use crate::tool::{build_tools, Tool};
 
@@ -99,6 +107,8 @@ pub struct McpLoadResult {
     pub exa_api_keys: Vec<String>,
     /// Config files that could not be read.
     pub warnings: Vec<String>,
+    /// The project servers that wait for approval: not started, nothing of them resolved.
+    pub needs_approval: Vec<DiscoveredServer>,
     /// The manager's report of the startup.
     pub report: ConnectReport,
 }
@@ -155,6 +165,7 @@ pub fn load_with_manager(manager: McpManager, cwd: &Path, config: &LoadOptions) 
                 connected_servers: Vec::new(),
                 exa_api_keys: Vec::new(),
                 warnings: Vec::new(),
+                needs_approval: Vec::new(),
                 report: ConnectReport::default(),
             };
         }
@@ -168,6 +179,7 @@ pub fn load_with_manager(manager: McpManager, cwd: &Path, config: &LoadOptions) 
             error: p.message.clone(),
         })
         .collect();
+    errors.extend(approval_errors(&loaded));
     for (server, error) in &report.errors {
         let provider = loaded.sources.get(server).map(|s| s.provider_name.as_str());
         errors.push(LoadError {
@@ -179,11 +191,88 @@ pub fn load_with_manager(manager: McpManager, cwd: &Path, config: &LoadOptions) 
         tools: loaded_tools(&manager),
         errors,
         connected_servers: report.connected.clone(),
+        needs_approval: loaded.needs_approval().into_iter().cloned().collect(),
         exa_api_keys: loaded.exa_api_keys,
         warnings: loaded.warnings,
         report,
         manager,
     }
+}
+
+/// One error per project server that waits for approval: the file that declared it, and how
+/// to approve it.
+pub fn approval_errors(loaded: &LoadedConfigs) -> Vec<LoadError> {
+    loaded
+        .needs_approval()
+        .into_iter()
+        .map(|d| LoadError {
+            path: d.source.path.display().to_string(),
+            error: needs_approval_message(&d.name, &d.source.path),
+        })
+        .collect()
+}
+
+/// Approves project servers that wait for approval, remembering each in the trust store for
+/// its current config: the ones named, or (with `names` empty) every one. Returns the servers
+/// approved. A name that is not a project server waiting for approval is an error, and then
+/// nothing is approved.
+pub fn trust_servers(
+    cwd: &Path,
+    options: &LoadOptions,
+    names: &[String],
+) -> Result<Vec<DiscoveredServer>, crate::Error> {
+    let mut report_only = options.clone();
+    report_only.project_trust = crate::config::ProjectTrust::Report;
+    let loaded = try_load_all_mcp_configs(cwd, &report_only).map_err(|e| crate::Error::Config {
+        message: format!("{}: {}", e.path, e.error),
+    })?;
+    let pending = loaded.needs_approval();
+    let chosen: Vec<&DiscoveredServer> = if names.is_empty() {
+        pending
+    } else {
+        let mut chosen = Vec::new();
+        for name in names {
+            match pending.iter().find(|d| &d.name == name) {
+                Some(d) => chosen.push(*d),
+                None => {
+                    let why = match loaded
+                        .discovered
+                        .iter()
+                        .find(|d| &d.name == name && !d.shadowed)
+                    {
+                        None => "no such server".to_owned(),
+                        Some(d) => match &d.skipped {
+                            Some(why) => format!("it is not waiting for approval ({why})"),
+                            None if d.source.level == crate::config::Level::User => {
+                                "it is a user-level server, which needs no approval".to_owned()
+                            }
+                            None => "it is already approved".to_owned(),
+                        },
+                    };
+                    return Err(crate::Error::Config {
+                        message: format!("cannot trust MCP server \"{name}\": {why}"),
+                    });
+                }
+            }
+        }
+        chosen
+    };
+    let store = options.trust_store(cwd);
+    for d in &chosen {
+        store.approve(
+            cwd,
+            &d.name,
+            &crate::cache::config_hash(&d.config),
+            &d.source.path,
+        )?;
+    }
+    Ok(chosen.into_iter().cloned().collect())
+}
+
+/// Forgets the approval of the project server `name` (it asks again next time). False when
+/// it had none.
+pub fn untrust_server(cwd: &Path, options: &LoadOptions, name: &str) -> Result<bool, crate::Error> {
+    options.trust_store(cwd).revoke(cwd, name)
 }
 
 /// The manager's current tools as [`LoadedTool`]s (for a refresh after startup).

@@ -16,7 +16,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::cache::ToolCache;
-use crate::config::{AuthStorage, LoadOptions};
+use crate::config::{AuthStorage, DiscoveredServer, LoadOptions, ProjectTrust};
 use crate::loader::{
     load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
@@ -168,6 +168,10 @@ pub struct SessionOptions {
     pub host_tools: Vec<Arc<dyn Tool>>,
     /// Refresh the MCP tools by itself when the manager's tool set changes (default true).
     pub auto_refresh: bool,
+    /// The policy for project servers nobody approved yet (overrides
+    /// `config.project_trust` when set). Without one, such servers are reported
+    /// ([`AgentSession::needs_approval`]), never started.
+    pub project_trust: Option<ProjectTrust>,
 }
 
 impl Default for SessionOptions {
@@ -184,6 +188,7 @@ impl Default for SessionOptions {
             auth_storage: None,
             host_tools: Vec::new(),
             auto_refresh: true,
+            project_trust: None,
         }
     }
 }
@@ -216,6 +221,7 @@ struct Inner {
     listeners: Mutex<Vec<RefreshListener>>,
     startup_errors: Vec<LoadError>,
     exa_api_keys: Vec<String>,
+    needs_approval: Mutex<Vec<DiscoveredServer>>,
 }
 
 /// Creates a session: registers the host's tools, then (with MCP on) discovers, connects and
@@ -227,6 +233,9 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     }
     let mut config = options.config.clone();
     config.enable_project_config = options.enable_project_config;
+    if let Some(policy) = &options.project_trust {
+        config.project_trust = policy.clone();
+    }
     if !options.enable_mcp {
         return AgentSession {
             inner: Arc::new(Inner {
@@ -237,6 +246,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
                 listeners: Mutex::new(Vec::new()),
                 startup_errors: Vec::new(),
                 exa_api_keys: Vec::new(),
+                needs_approval: Mutex::new(Vec::new()),
             }),
         };
     }
@@ -270,6 +280,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             listeners: Mutex::new(Vec::new()),
             startup_errors: loaded.errors,
             exa_api_keys: loaded.exa_api_keys,
+            needs_approval: Mutex::new(loaded.needs_approval),
         }),
     };
     if options.auto_refresh {
@@ -373,10 +384,19 @@ impl AgentSession {
         Ok(())
     }
 
-    /// Discovers again (with the session's settings, `enable_project_config` included).
-    /// A discovery that fails outright is the synthetic `{ path: ".mcp.json", error }`.
+    /// The project servers that waited for approval at the last discovery: not started,
+    /// nothing of them resolved.
+    pub fn needs_approval(&self) -> Vec<DiscoveredServer> {
+        self.inner.needs_approval.lock().clone()
+    }
+
+    /// Discovers again (with the session's settings, `enable_project_config` and the trust
+    /// policy included). A discovery that fails outright is the synthetic
+    /// `{ path: ".mcp.json", error }`.
     pub fn discover(&self) -> Result<crate::config::LoadedConfigs, LoadError> {
-        try_load_all_mcp_configs(&self.inner.cwd, &self.inner.config)
+        let loaded = try_load_all_mcp_configs(&self.inner.cwd, &self.inner.config)?;
+        *self.inner.needs_approval.lock() = loaded.needs_approval().into_iter().cloned().collect();
+        Ok(loaded)
     }
 
     /// Discovers again and connects what is not connected yet, then refreshes. `None` when

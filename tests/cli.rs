@@ -289,8 +289,9 @@ fn servers_lists_discovery_with_sources_and_shadowing() {
         home.join(".cursor/mcp.json"),
         json!({"mcpServers": {"t": test_server(&[]), "off": {"command": "x", "enabled": false}}}),
     );
+    // The plain mcp.json is the lowest source (.mcp.json is Claude Code's project scope).
     write(
-        project.join(".mcp.json"),
+        project.join("mcp.json"),
         json!({"mcpServers": {"t": {"command": "loses"}}}),
     );
     let out = mcp()
@@ -318,7 +319,11 @@ fn servers_lists_discovery_with_sources_and_shadowing() {
     let loser = find("t", true).unwrap();
     assert_eq!(loser["provider"], "mcp-json");
     assert_eq!(loser["level"], "project");
+    assert_eq!(loser["skipped"], "shadowed by a higher-priority source");
+    assert_eq!(t["trust"], "user");
+    assert_eq!(t["skipped"], Value::Null);
     assert_eq!(find("off", false).unwrap()["enabled"], false);
+    assert_eq!(find("off", false).unwrap()["skipped"], "enabled: false");
 
     // Without --config, tools and calls go through discovery too.
     let out = mcp()
@@ -383,7 +388,8 @@ fn repl_driven_through_a_pipe_leaves_nothing_behind() {
     let cfg = config_file("repl", json!({"t": test_server(&["--tag", &tag])}));
     let dir = cfg.parent().unwrap().to_path_buf();
     let mut child = mcp()
-        .args(["--cwd", dir.to_str().unwrap(), "repl"])
+        // The test wrote the project's .mcp.json itself.
+        .args(["--cwd", dir.to_str().unwrap(), "--trust-project", "repl"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use mcp_runtime::config::{
     load_all_mcp_configs, resolve_server_config, AuthStorage, ConfigSource, ConfigWriter,
-    Credential, DiscoveryContext, FileAuthStorage, FoundServer, Level, LoadOptions, Scope,
-    ServerConfig, SourceOutput,
+    Credential, DiscoveryContext, FileAuthStorage, FoundServer, Level, LoadOptions, ProjectTrust,
+    Scope, ServerConfig, SourceOutput, ToolVerdict,
 };
 use mcp_runtime::Endpoint;
 use serde_json::{json, Map, Value};
@@ -39,9 +39,12 @@ impl Fixture {
         std::fs::write(&path, text).unwrap();
         path
     }
+    /// Discovery over the fixture, trusting its project servers (the trust gate has its own
+    /// tests in tests/trust.rs).
     fn options(&self) -> LoadOptions {
         LoadOptions {
             home: Some(self.home()),
+            project_trust: ProjectTrust::TrustAll,
             ..LoadOptions::default()
         }
     }
@@ -75,10 +78,6 @@ fn every_source(f: &Fixture) {
             "projects": {project.to_string_lossy(): {"mcpServers": {"claude-local": {"command": "a"}}, "allowedTools": []}}
         })
         .to_string(),
-    );
-    f.write(
-        "project/.claude/.mcp.json",
-        r#"{"mcpServers": {"claude-p": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#,
     );
     f.write(
         "home/.codex/config.toml",
@@ -135,7 +134,7 @@ http_headers = { "X-Static" = "s" }
     );
     f.write(
         "project/.mcp.json",
-        r#"{"mcpServers": {"dot-plain": {"command": "a"}}}"#,
+        r#"{"mcpServers": {"dot-plain": {"command": "a"}, "claude-p": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#,
     );
 }
 
@@ -311,18 +310,59 @@ fn claude_code_scopes_local_then_project_then_user() {
         .to_string(),
     );
     f.write(
-        "project/.claude/mcp.json",
-        r#"{"mcpServers": {"s": {"command": "project"}}}"#,
-    );
-    f.write(
-        "home/.claude/mcp.json",
-        r#"{"mcpServers": {"s": {"command": "user-file"}}}"#,
+        "project/.mcp.json",
+        r#"{"mcpServers": {"s": {"command": "project"}, "p": {"command": "project"}}}"#,
     );
     let loaded = f.load();
     assert_eq!(loaded.configs["s"].command.as_deref(), Some("local"));
     assert!(
         !loaded.configs.contains_key("other"),
         "another project's servers stay there"
+    );
+    // Claude Code's order: local > project (.mcp.json) > user.
+    let order: Vec<(&str, Level)> = loaded
+        .discovered
+        .iter()
+        .filter(|d| d.name == "s")
+        .map(|d| (d.config.command.as_deref().unwrap_or(""), d.source.level))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("local", Level::User),
+            ("project", Level::Project),
+            ("user", Level::User)
+        ]
+    );
+    std::fs::write(
+        f.home().join(".claude.json"),
+        json!({"mcpServers": {"s": {"command": "user"}}}).to_string(),
+    )
+    .unwrap();
+    let loaded = f.load();
+    assert_eq!(
+        loaded.configs["s"].command.as_deref(),
+        Some("project"),
+        "the project's .mcp.json beats the user scope"
+    );
+    assert_eq!(loaded.sources["p"].provider, "claude");
+    // Files Claude Code does not read are not read.
+    f.write(
+        "project/.claude/mcp.json",
+        r#"{"mcpServers": {"not-read-1": {"command": "x"}}}"#,
+    );
+    f.write(
+        "project/.claude/.mcp.json",
+        r#"{"mcpServers": {"not-read-2": {"command": "x"}}}"#,
+    );
+    f.write(
+        "home/.claude/mcp.json",
+        r#"{"mcpServers": {"not-read-3": {"command": "x"}}}"#,
+    );
+    let names: Vec<String> = f.load().discovered.into_iter().map(|d| d.name).collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("not-read")),
+        "{names:?}"
     );
 }
 
@@ -418,7 +458,8 @@ fn a_malformed_file_in_any_source_is_a_warning_and_the_others_load() {
         "project/.mcp-runtime/mcp.json",
         "home/.mcp-runtime/mcp.json",
         "home/.claude.json",
-        "project/.claude/mcp.json",
+        "project/.mcp.json",
+        "project/.claude/settings.json",
         "home/.codex/config.toml",
         "project/.codex/config.toml",
         "home/.gemini/settings.json",
@@ -439,7 +480,9 @@ fn a_malformed_file_in_any_source_is_a_warning_and_the_others_load() {
             loaded.warnings
         );
         // Every server of the other files is still there.
-        assert!(loaded.configs.contains_key("dot-plain"), "{bad}");
+        if bad != "project/.mcp.json" {
+            assert!(loaded.configs.contains_key("dot-plain"), "{bad}");
+        }
         assert!(loaded.configs.contains_key("cursor-u"), "{bad}");
         assert!(loaded.configs.contains_key("shared"), "{bad}");
     }
@@ -480,6 +523,7 @@ impl ConfigSource for HostSource {
                 config: ServerConfig::stdio("host-server", ["--cwd", &ctx.cwd.to_string_lossy()]),
                 path: ctx.home.join("host.cfg"),
                 level: Level::User,
+                verdict: ToolVerdict::None,
             }],
             ..Default::default()
         }

@@ -5,7 +5,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::config::{ConfigSource, DiscoveryContext, LoadOptions, SourceOutput};
+use mcp_runtime::config::{
+    ConfigSource, DiscoveryContext, LoadOptions, ProjectTrust, SourceOutput,
+};
 use mcp_runtime::loader::{discover_and_load_mcp_tools, LoaderOptions};
 use mcp_runtime::{ManagerOptions, ToolContext};
 use serde_json::json;
@@ -16,6 +18,8 @@ fn options(home: &std::path::Path) -> LoaderOptions {
     LoaderOptions {
         config: LoadOptions {
             home: Some(home.to_path_buf()),
+            // The test wrote its project files itself (the trust gate: tests/trust.rs).
+            project_trust: ProjectTrust::TrustAll,
             ..LoadOptions::default()
         },
         manager,
@@ -36,7 +40,8 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
         "invalid": {"type": "sse"},
         "exa": {"url": "https://mcp.exa.ai/mcp?exaApiKey=key-1"}
     }});
-    std::fs::write(project.join(".mcp.json"), config.to_string()).unwrap();
+    // `mcp.json` (no dot): the plain source, "MCP Config".
+    std::fs::write(project.join("mcp.json"), config.to_string()).unwrap();
     let loaded = discover_and_load_mcp_tools(&project, options(&home));
     assert_eq!(loaded.connected_servers, ["good"]);
     assert_eq!(loaded.exa_api_keys, ["key-1"]);
@@ -49,7 +54,7 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
     assert_eq!(echo.path, "mcp:good via MCP Config");
     assert_eq!(
         echo.resolved_path,
-        project.join(".mcp.json").display().to_string()
+        project.join("mcp.json").display().to_string()
     );
     let out = echo
         .tool

@@ -9,7 +9,9 @@ use std::time::Duration;
 use common::{server_path, wait_gone, Hold};
 use mcp_runtime::commands::McpCommands;
 use mcp_runtime::config::sources::default_sources;
-use mcp_runtime::config::{ConfigSource, DiscoveryContext, LoadOptions, SourceOutput};
+use mcp_runtime::config::{
+    ConfigSource, DiscoveryContext, LoadOptions, ProjectTrust, SourceOutput,
+};
 use mcp_runtime::loader::LoadedTool;
 use mcp_runtime::manager::ConnectionState;
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
@@ -70,6 +72,8 @@ impl Project {
             cwd: self.cwd(),
             config: LoadOptions {
                 home: Some(self.root.join("home")),
+                // The test wrote its project files itself (the trust gate: tests/trust.rs).
+                project_trust: ProjectTrust::TrustAll,
                 ..LoadOptions::default()
             },
             manager,
@@ -276,7 +280,7 @@ fn list_status_test_help_and_bad_usage() {
     let list = commands.run("/mcp list");
     assert!(
         list.starts_with(&format!(
-            "MCP Config [project] {}",
+            "Claude Code [project] {}",
             project.cwd().join(".mcp.json").display()
         )),
         "{list}"

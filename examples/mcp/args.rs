@@ -6,7 +6,7 @@ pub const USAGE: &str = "\
 mcp: use MCP servers from the command line
 
 usage: mcp [--config FILE] [--cwd DIR] [--json] [--timeout MS] [--cache-dir DIR] [--no-cache]
-           [--no-wait] [-v]... [COMMAND]
+           [--no-wait] [--trust-project] [--no-project-config] [-v]... [COMMAND]
 
 commands:
   (none)                 demo: starts two embedded demo servers (one fast, one slow) and shows
@@ -15,7 +15,12 @@ commands:
   tools                  list every exposed tool
   call TOOL [ARGS_JSON]  call a tool by its exposed name (mcp_<server>_<tool>)
   status                 every server: status, error, source
-  servers                discovered server configs with their sources (connects nothing)
+  servers                discovered server configs with their sources, trust state and why
+                         each one is skipped (connects nothing, resolves nothing)
+  trust NAME... | --all  approve project servers that wait for approval (remembered for their
+                         current config in ~/.mcp-runtime/trusted.json; a changed config
+                         asks again)
+  untrust NAME           forget a project server's approval
   probe [--header K:V]... [--call-all] TARGET
                          headless check of one server; TARGET is a URL (the last argument) or
                          `-- command args...` for stdio: connect, answer server requests
@@ -32,8 +37,9 @@ options:
   --config FILE  a .mcp.json-shaped file ({\"mcpServers\": {...}}) instead of discovery
   --cwd DIR      the project directory (default: the current directory); without --config,
                  servers are discovered from it and from the home directory (the host's
-                 .mcp-runtime/mcp.json, Claude Code, Codex, Gemini CLI, Cursor, Windsurf,
-                 VS Code, mcp.json / .mcp.json)
+                 .mcp-runtime/mcp.json, Claude Code, Claude Desktop, Codex, Gemini CLI,
+                 Cursor, Windsurf, VS Code, Zed, opencode, Goose, Cline, Roo Code,
+                 Continue, Amazon Q, Junie, mcp.json); project-level servers need approval
   --json         machine-readable output
   --timeout MS   connect timeout and request timeout per server (default: 30000 to connect,
                  60000 per request; probe's calls 30000)
@@ -41,6 +47,10 @@ options:
                  e.g. ~/.cache/mcp-runtime)
   --no-cache     no tool cache (servers still connecting after the gate are waited for)
   --no-wait      do not wait for servers still connecting after the gate with nothing cached
+  --trust-project  start this project's servers for this run without approval (nothing
+                 is remembered); without it, a project-level server (from a file inside
+                 the project) starts only once approved with `mcp trust`
+  --no-project-config  ignore project-level config files entirely
   -v             more logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too
   -h, --help     this text
 
@@ -57,6 +67,8 @@ pub enum Command {
     Call { tool: String, args: String },
     Status,
     Servers,
+    Trust(Vec<String>),
+    Untrust(String),
     Repl,
     Probe(crate::probe::Target),
     Help,
@@ -74,6 +86,8 @@ pub struct Args {
     pub no_wait: bool,
     pub verbosity: usize,
     pub call_all: bool,
+    pub trust_project: bool,
+    pub no_project_config: bool,
     pub command: Command,
 }
 
@@ -89,6 +103,8 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         no_wait: false,
         verbosity: 0,
         call_all: false,
+        trust_project: false,
+        no_project_config: false,
         command: Command::Demo,
     };
     let mut rest: Vec<String> = Vec::new();
@@ -113,6 +129,9 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--no-cache" => args.no_cache = true,
             "--no-wait" => args.no_wait = true,
             "--call-all" => args.call_all = true,
+            "--trust-project" => args.trust_project = true,
+            "--no-project-config" => args.no_project_config = true,
+            "--all" if rest.first().map(String::as_str) == Some("trust") => rest.push(a.clone()),
             "--timeout" => {
                 let v = value("--timeout")?;
                 args.timeout_ms = Some(
@@ -146,6 +165,18 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         Some("tools") => Command::Tools,
         Some("status") => Command::Status,
         Some("servers") => Command::Servers,
+        Some("trust") => {
+            let names: Vec<String> = words.by_ref().collect();
+            match names.as_slice() {
+                [] => return Err("trust needs NAME... or --all".into()),
+                [all] if all == "--all" => Command::Trust(Vec::new()),
+                names if names.iter().any(|n| n == "--all") => {
+                    return Err("trust takes NAME... or --all, not both".into())
+                }
+                names => Command::Trust(names.to_vec()),
+            }
+        }
+        Some("untrust") => Command::Untrust(words.next().ok_or("untrust needs a NAME")?),
         Some("repl") => Command::Repl,
         Some("probe") => {
             let target = match (command.take(), words.next()) {

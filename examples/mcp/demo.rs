@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_runtime::cache::{FileToolCache, ToolCache};
-use mcp_runtime::config::{load_all_mcp_configs, LoadOptions, LoadedConfigs};
+use mcp_runtime::config::{load_all_mcp_configs, LoadOptions, LoadedConfigs, ProjectTrust};
 use mcp_runtime::loader::{loaded_tools, LoadedTool};
 use mcp_runtime::manager::{ConnectReport, McpManager};
 use mcp_runtime::ToolContext;
@@ -47,6 +47,8 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
     println!("== 1. Discovery");
     let discovery = LoadOptions {
         home: Some(home),
+        // The demo wrote this project itself, so its servers need no approval.
+        project_trust: ProjectTrust::TrustAll,
         ..LoadOptions::default()
     };
     let found = load_all_mcp_configs(&project, &discovery);

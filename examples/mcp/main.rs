@@ -17,9 +17,13 @@ use std::time::Duration;
 use args::{Args, Command};
 use mcp_runtime::cache::FileToolCache;
 use mcp_runtime::config::{
-    read_mcp_json, DiscoveredServer, Level, LoadOptions, ServerConfig, SourceMeta,
+    read_mcp_json, DiscoveredServer, Level, LoadOptions, LoadedConfigs, ProjectTrust, ServerConfig,
+    SourceMeta, TrustState,
 };
-use mcp_runtime::loader::{load_with_manager, loaded_tools, LoadError, LoadedTool, LoaderOptions};
+use mcp_runtime::loader::{
+    load_with_manager, loaded_tools, trust_servers, untrust_server, LoadError, LoadedTool,
+    LoaderOptions,
+};
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
 use mcp_runtime::{ConnectOptions, ToolContext};
 use serde_json::{json, Value};
@@ -73,6 +77,37 @@ fn run(args: &Args) -> Result<u8, String> {
             print_servers(&discovered(args, &project)?, args.json);
             Ok(0)
         }
+        Command::Trust(names) => {
+            if args.config.is_some() {
+                return Err(
+                    "trust is for discovered project servers; --config FILE needs no approval"
+                        .into(),
+                );
+            }
+            let approved =
+                trust_servers(&project, &load_options(args), names).map_err(|e| e.to_string())?;
+            if approved.is_empty() {
+                println!("no project MCP server waits for approval");
+            }
+            for d in &approved {
+                println!(
+                    "trusted {} (declared in {})",
+                    d.name,
+                    d.source.path.display()
+                );
+            }
+            Ok(0)
+        }
+        Command::Untrust(name) => {
+            let removed =
+                untrust_server(&project, &load_options(args), name).map_err(|e| e.to_string())?;
+            if removed {
+                println!("forgot the approval of {name}; it needs approval again");
+            } else {
+                println!("{name} has no approval in this project");
+            }
+            Ok(0)
+        }
         Command::Probe(target) => {
             let call_timeout = Duration::from_millis(args.timeout_ms.unwrap_or(30_000));
             Ok(probe::run(
@@ -93,7 +128,8 @@ fn run(args: &Args) -> Result<u8, String> {
                 .server_names()
                 .iter()
                 .any(|n| m.connection_status(n).state != ConnectionState::Disconnected);
-            let code = u8::from(!session.errors.is_empty() && !alive);
+            let failed = session.errors.len() > session.needs_approval.len();
+            let code = u8::from(failed && !alive);
             session.manager.disconnect_all();
             Ok(code)
         }
@@ -115,6 +151,20 @@ fn run(args: &Args) -> Result<u8, String> {
             session.manager.disconnect_all();
             Ok(code)
         }
+    }
+}
+
+/// Discovery settings from the command line: project config on or off, and the trust policy
+/// (report unapproved project servers, or trust them for this run with --trust-project).
+pub fn load_options(args: &Args) -> LoadOptions {
+    LoadOptions {
+        enable_project_config: !args.no_project_config,
+        project_trust: if args.trust_project {
+            ProjectTrust::TrustAll
+        } else {
+            ProjectTrust::Report
+        },
+        ..LoadOptions::default()
     }
 }
 
@@ -174,9 +224,12 @@ pub struct Session {
     pub manager: McpManager,
     pub tools: Vec<LoadedTool>,
     pub errors: Vec<LoadError>,
+    /// Project servers not started because they wait for approval.
+    pub needs_approval: Vec<DiscoveredServer>,
 }
 
-/// `--config FILE` as discovery results.
+/// `--config FILE` as discovery results. The user named the file, so its servers need no
+/// approval.
 fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
     let file = read_mcp_json(path).map_err(|e| e.to_string())?;
     for (name, e) in &file.errors {
@@ -198,6 +251,7 @@ fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
             config,
             source: source.clone(),
             shadowed: false,
+            trust: TrustState::User,
         })
         .collect())
 }
@@ -207,7 +261,7 @@ pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
     let options = manager_options(args, project);
     let Some(path) = &args.config else {
         let loader = LoaderOptions {
-            config: LoadOptions::default(),
+            config: load_options(args),
             manager: options,
             // The cache is chosen above (--cache-dir, --no-cache).
             default_cache: false,
@@ -219,6 +273,7 @@ pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
             manager: loaded.manager,
             tools: loaded.tools,
             errors: loaded.errors,
+            needs_approval: loaded.needs_approval,
         });
     };
     let servers = from_config_file(path)?;
@@ -246,54 +301,87 @@ pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
         tools: loaded_tools(&manager),
         manager,
         errors,
+        needs_approval: Vec::new(),
     })
 }
 
-fn discovered(args: &Args, project: &Path) -> Result<Vec<DiscoveredServer>, String> {
+fn discovered(args: &Args, project: &Path) -> Result<LoadedConfigs, String> {
     match &args.config {
-        Some(path) => from_config_file(path),
+        Some(path) => Ok(LoadedConfigs {
+            discovered: from_config_file(path)?,
+            ..LoadedConfigs::default()
+        }),
         None => {
-            let loaded =
-                mcp_runtime::config::load_all_mcp_configs(project, &LoadOptions::default());
-            for p in &loaded.problems {
-                log::warn!("{} ({}): {}", p.name, p.path.display(), p.message);
-            }
-            Ok(loaded.discovered)
+            let loaded = mcp_runtime::config::load_all_mcp_configs(project, &load_options(args));
+            Ok(loaded)
         }
     }
 }
 
-fn print_servers(discovered: &[DiscoveredServer], as_json: bool) {
+/// One row per entry (problems included, as `invalid`), each saying why it is skipped.
+fn print_servers(loaded: &LoadedConfigs, as_json: bool) {
     let kind = |c: &ServerConfig| c.transport_type().map(|t| t.as_str()).unwrap_or("unknown");
+    let why = |d: &DiscoveredServer| -> Option<String> {
+        if d.shadowed {
+            Some("shadowed by a higher-priority source".to_owned())
+        } else {
+            d.skipped.clone()
+        }
+    };
     if as_json {
-        let rows: Vec<Value> = discovered
+        let mut rows: Vec<Value> = loaded
+            .discovered
             .iter()
             .map(|d| {
                 json!({"name": d.name, "provider": d.source.provider, "providerName": d.source.provider_name,
                        "path": d.source.path.display().to_string(), "level": d.source.level.as_str(),
-                       "type": kind(&d.config), "enabled": d.enabled, "shadowed": d.shadowed})
+                       "type": kind(&d.config), "enabled": d.enabled, "shadowed": d.shadowed,
+                       "trust": d.trust.describe(), "skipped": why(d)})
             })
             .collect();
+        for p in &loaded.problems {
+            rows.push(
+                json!({"name": p.name, "path": p.path.display().to_string(), "enabled": false,
+                             "shadowed": false, "skipped": format!("invalid: {}", p.message)}),
+            );
+        }
         println!("{}", Value::Array(rows));
-        return;
+    } else {
+        if loaded.discovered.is_empty() && loaded.problems.is_empty() {
+            println!("no MCP servers found");
+        }
+        for d in &loaded.discovered {
+            let state = match why(d) {
+                Some(why) => format!("off: {why}"),
+                None => format!("on, {}", d.trust.describe()),
+            };
+            println!(
+                "{:20} {:5} {:7} {:13} {} [{}]",
+                d.name,
+                kind(&d.config),
+                d.source.level.as_str(),
+                d.source.provider_name,
+                d.source.path.display(),
+                state
+            );
+        }
+        for p in &loaded.problems {
+            println!(
+                "{:20} invalid: {} ({})",
+                p.name,
+                p.message,
+                p.path.display()
+            );
+        }
     }
-    if discovered.is_empty() {
-        println!("no MCP servers found");
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
     }
-    for d in discovered {
-        let state = match (&d.skipped, d.shadowed) {
-            (_, true) => "shadowed".to_owned(),
-            (Some(why), _) => format!("off ({why})"),
-            (None, _) => "on".to_owned(),
-        };
-        println!(
-            "{:20} {:5} {:7} {:13} {} [{}]",
-            d.name,
-            kind(&d.config),
-            d.source.level.as_str(),
-            d.source.provider_name,
-            d.source.path.display(),
-            state
+    let waiting = loaded.needs_approval();
+    if !waiting.is_empty() && !as_json {
+        eprintln!(
+            "{} project server(s) need approval: mcp trust NAME... (or --all), or --trust-project for one run",
+            waiting.len()
         );
     }
 }
@@ -357,6 +445,18 @@ fn print_status(session: &Session, as_json: bool) {
                 "transport": transport,
             })
         })
+        .chain(session.needs_approval.iter().map(|d| {
+            json!({
+                "name": d.name,
+                "status": "needs approval",
+                "error": mcp_runtime::config::needs_approval_message(&d.name, &d.source.path),
+                "provider": d.source.provider,
+                "providerName": d.source.provider_name,
+                "path": d.source.path.display().to_string(),
+                "level": d.source.level.as_str(),
+                "transport": d.config.transport_type().map(|t| t.as_str()).unwrap_or("unknown"),
+            })
+        }))
         .collect();
     if as_json {
         println!("{}", Value::Array(rows));

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use mcp_runtime::commands::McpCommands;
 use mcp_runtime::config::sources::McpJsonFile;
-use mcp_runtime::config::{ConfigSource, LoadOptions};
+use mcp_runtime::config::{ConfigSource, ProjectTrust};
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::ToolContext;
 use serde_json::Value;
@@ -25,11 +25,12 @@ use crate::args::Args;
 
 /// Runs the repl until `quit` or the end of input.
 pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
-    let mut config = LoadOptions::default();
+    let mut config = crate::load_options(args);
     if let Some(file) = &args.config {
-        // The given file, nothing else.
+        // The given file, nothing else; the user named it, so it needs no approval.
         let sources: Vec<Arc<dyn ConfigSource>> = vec![Arc::new(McpJsonFile::new(file))];
         config.sources = Some(sources);
+        config.project_trust = ProjectTrust::TrustAll;
     }
     let session = create_agent_session(SessionOptions {
         cwd: project.to_path_buf(),

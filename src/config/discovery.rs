@@ -1,6 +1,9 @@
 //! Discovery: run every source, merge by server name (the highest-priority source wins whole,
 //! no field merging), then filter: project-level servers when project config is off, the
-//! user's `disabledServers` / `enabledServers` lists, `enabled: false`, and Exa servers.
+//! user's `disabledServers` / `enabledServers` lists, `enabled: false` / `disabled: true`, a
+//! tool's own "off" state, and Exa servers; then the trust gate ([`super::trust`]): a
+//! project-level server starts only once approved, by the user's trust store, the owning tool's
+//! own approval state, or the host's [`ProjectTrust`] policy.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -11,8 +14,11 @@ use serde_json::Value;
 use super::exa;
 use super::jsonc;
 use super::server::ServerConfig;
-use super::source::{ConfigSource, DiscoveryContext, Level, ServerProblem, SourceMeta};
+use super::source::{
+    ConfigSource, DiscoveryContext, Level, ServerProblem, SourceMeta, ToolVerdict,
+};
 use super::sources::{default_sources, HostConfig};
+use super::trust::{self, ProjectTrust, TrustRequest, TrustState, TrustStore};
 
 /// How to discover.
 #[derive(Clone)]
@@ -28,6 +34,12 @@ pub struct LoadOptions {
     /// The sources, highest priority first (default: [`default_sources`] with `host`). A host
     /// adds its own by building this list.
     pub sources: Option<Vec<Arc<dyn ConfigSource>>>,
+    /// What to do with project-level servers nobody approved yet (default
+    /// [`ProjectTrust::Report`]: start none of them, report them as `needs approval`).
+    pub project_trust: ProjectTrust,
+    /// The file of remembered approvals (default: `trusted.json` in the host's user
+    /// directory, `~/.mcp-runtime/trusted.json`).
+    pub trust_store: Option<PathBuf>,
 }
 
 impl Default for LoadOptions {
@@ -38,6 +50,8 @@ impl Default for LoadOptions {
             home: None,
             host: HostConfig::default(),
             sources: None,
+            project_trust: ProjectTrust::default(),
+            trust_store: None,
         }
     }
 }
@@ -56,6 +70,8 @@ impl std::fmt::Debug for LoadOptions {
                     .as_ref()
                     .map(|s| s.iter().map(|s| s.id().to_owned()).collect::<Vec<_>>()),
             )
+            .field("project_trust", &self.project_trust)
+            .field("trust_store", &self.trust_store)
             .finish()
     }
 }
@@ -63,9 +79,35 @@ impl std::fmt::Debug for LoadOptions {
 impl LoadOptions {
     /// The discovery context for `cwd`.
     pub fn context(&self, cwd: &Path) -> DiscoveryContext {
+        let home = self.home.clone().unwrap_or_else(home_dir);
+        let from_env = |name: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        let config_dir = match (&self.home, cfg!(windows)) {
+            (Some(_), true) => home.join("AppData").join("Roaming"),
+            (Some(_), false) => home.join(".config"),
+            (None, true) => {
+                from_env("APPDATA").unwrap_or_else(|| home.join("AppData").join("Roaming"))
+            }
+            (None, false) => from_env("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config")),
+        };
         DiscoveryContext {
             cwd: cwd.to_path_buf(),
-            home: self.home.clone().unwrap_or_else(home_dir),
+            home,
+            config_dir,
+        }
+    }
+
+    /// The trust store: `trust_store`, else `trusted.json` beside the host's user file.
+    pub fn trust_store(&self, cwd: &Path) -> TrustStore {
+        match &self.trust_store {
+            Some(path) => TrustStore::new(path),
+            None => {
+                let user = self.host.user_file(&self.context(cwd));
+                TrustStore::new(user.with_file_name("trusted.json"))
+            }
         }
     }
 }
@@ -93,6 +135,8 @@ pub struct DiscoveredServer {
     pub shadowed: bool,
     /// Why it is not connected, when it is not.
     pub skipped: Option<String>,
+    /// Where it stands with the trust gate (user-level servers are [`TrustState::User`]).
+    pub trust: TrustState,
 }
 
 /// What discovery found.
@@ -112,6 +156,22 @@ pub struct LoadedConfigs {
     pub discovered: Vec<DiscoveredServer>,
 }
 
+impl LoadedConfigs {
+    /// The project servers that wait for approval (not started, not resolved) and would
+    /// start once approved: not shadowed, not disabled or filtered for another reason.
+    pub fn needs_approval(&self) -> Vec<&DiscoveredServer> {
+        let waiting = TrustState::NeedsApproval.describe();
+        self.discovered
+            .iter()
+            .filter(|d| {
+                !d.shadowed
+                    && d.trust == TrustState::NeedsApproval
+                    && d.skipped.as_deref() == Some(waiting.as_str())
+            })
+            .collect()
+    }
+}
+
 /// Discovers the MCP servers for the project at `cwd`. Never fails as a whole: a source that
 /// cannot be read becomes a warning.
 pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs {
@@ -121,7 +181,7 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
         .clone()
         .unwrap_or_else(|| default_sources(options.host.clone()));
     let mut out = LoadedConfigs::default();
-    let mut winners: Vec<DiscoveredServer> = Vec::new();
+    let mut winners: Vec<(DiscoveredServer, ToolVerdict)> = Vec::new();
     let mut shadowed: Vec<DiscoveredServer> = Vec::new();
     let mut ignored: Vec<DiscoveredServer> = Vec::new();
     let mut taken: HashSet<String> = HashSet::new();
@@ -150,6 +210,7 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
                 config: server.config,
                 shadowed: false,
                 skipped: None,
+                trust: TrustState::User,
             };
             if !options.enable_project_config && entry.source.level == Level::Project {
                 // Dropped before the merge, so a user-level server of the same name still wins.
@@ -159,7 +220,7 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
                     ..entry
                 });
             } else if taken.insert(entry.name.clone()) {
-                winners.push(entry);
+                winners.push((entry, server.verdict));
             } else {
                 shadowed.push(DiscoveredServer {
                     shadowed: true,
@@ -171,8 +232,43 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
         }
     }
     let lists = ServerLists::read(&options.host.user_file(&ctx));
-    for server in &mut winners {
-        server.skipped = skip_reason(server, &lists);
+    let store = options.trust_store(cwd);
+    let approvals = store.approvals(cwd);
+    let mut discovered = Vec::with_capacity(winners.len());
+    for (mut server, verdict) in winners {
+        server.skipped = skip_reason(&server, &lists, &verdict);
+        if server.source.level == Level::Project {
+            let tool = match verdict {
+                ToolVerdict::Approved(why) => Some(TrustState::ApprovedByTool(why)),
+                ToolVerdict::Rejected(why) => Some(TrustState::Rejected(why)),
+                _ => None,
+            };
+            let request = TrustRequest {
+                name: server.name.clone(),
+                hash: crate::cache::config_hash(&server.config),
+                config: server.config.clone(),
+                source: server.source.clone(),
+                project: cwd.to_path_buf(),
+            };
+            // Only a server that would start is put to a host's question; the others get the
+            // state the gate would give them without asking (for listings).
+            let policy = match (&options.project_trust, server.skipped.is_some()) {
+                (ProjectTrust::Ask(_), true) => &ProjectTrust::Report,
+                (policy, _) => policy,
+            };
+            server.trust = trust::evaluate(
+                &request,
+                tool.as_ref(),
+                approvals.get(&server.name),
+                policy,
+                &store,
+            );
+            if server.skipped.is_none() && !server.trust.allows_start() {
+                server.skipped = Some(server.trust.describe());
+            }
+        }
+        // After the gate: a project's Exa key is handed to the host only once approved (a
+        // project file could name any of the user's variables as its "key").
         if server.skipped.is_none()
             && options.filter_exa
             && exa::is_exa(&server.name, &server.config)
@@ -187,19 +283,33 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs 
             out.sources
                 .insert(server.name.clone(), server.source.clone());
         }
+        discovered.push(server);
     }
     out.exa_api_keys.dedup();
-    out.discovered = winners;
+    out.discovered = discovered;
     out.discovered.extend(ignored);
     out.discovered.extend(shadowed);
     out
 }
 
-fn skip_reason(server: &DiscoveredServer, lists: &ServerLists) -> Option<String> {
+fn skip_reason(
+    server: &DiscoveredServer,
+    lists: &ServerLists,
+    verdict: &ToolVerdict,
+) -> Option<String> {
     if lists.disabled.contains(&server.name) {
         return Some("listed in disabledServers".into());
     }
-    if !server.config.is_enabled() && !lists.enabled.contains(&server.name) {
+    if lists.enabled.contains(&server.name) {
+        return None;
+    }
+    if let ToolVerdict::Disabled(why) = verdict {
+        return Some(why.clone());
+    }
+    if server.config.disabled == Some(true) {
+        return Some("disabled: true".into());
+    }
+    if !server.config.is_enabled() {
         return Some("enabled: false".into());
     }
     None

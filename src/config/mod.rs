@@ -21,6 +21,7 @@ mod resolve;
 mod server;
 mod source;
 pub mod sources;
+mod trust;
 mod writer;
 
 pub use auth::{AuthStorage, Credential, FileAuthStorage};
@@ -34,5 +35,10 @@ pub use resolve::{resolve_server_config, run_value_command, ResolvedConfig};
 pub use server::{validate_server_config, validate_server_name, ServerConfig, TransportType};
 pub use source::{
     ConfigSource, DiscoveryContext, FoundServer, Level, ServerProblem, SourceMeta, SourceOutput,
+    ToolVerdict,
+};
+pub use trust::{
+    needs_approval_message, Approval, ProjectTrust, TrustDecision, TrustPrompt, TrustRequest,
+    TrustState, TrustStore,
 };
 pub use writer::{ConfigWriter, Scope};

@@ -112,6 +112,21 @@ fn resolve(
     };
     let what = if stdio { "env" } else { "header" };
     *values = resolve_map(name, what, values, cancel);
+    if let (false, Some(var)) = (stdio, &config.bearer_token_env_var) {
+        match std::env::var(var) {
+            Ok(token) if !token.is_empty() => {
+                resolved
+                    .headers
+                    .retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+                resolved
+                    .headers
+                    .insert("Authorization".into(), format!("Bearer {token}"));
+            }
+            _ => {
+                log::warn!("[{name}] bearerTokenEnvVar: ${var} is not set; no bearer token is sent")
+            }
+        }
+    }
     if let Some(token) = oauth_token(name, config, auth) {
         if stdio {
             resolved.env.insert("OAUTH_ACCESS_TOKEN".into(), token);

@@ -75,6 +75,14 @@ pub struct ServerConfig {
         deserialize_with = "lenient::bool"
     )]
     pub enabled: Option<bool>,
+    /// `true` skips the server like `enabled: false` (the spelling of Windsurf, Cline, Roo Code,
+    /// Amazon Q, and many `.mcp.json` files in the wild); read as leniently as `enabled`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::bool"
+    )]
+    pub disabled: Option<bool>,
     /// Connect (handshake) timeout in milliseconds (a numeric string is read too).
     #[serde(
         default,
@@ -89,6 +97,10 @@ pub struct ServerConfig {
         deserialize_with = "lenient::millis"
     )]
     pub tool_timeout: Option<u64>,
+    /// http/sse: the name of an environment variable whose value is sent as
+    /// `Authorization: Bearer <value>`, read at connect time (Codex's `bearer_token_env_var`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env_var: Option<String>,
     /// Authentication settings, as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Value>,
@@ -115,6 +127,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("url", &self.url)
             .field("headers", &names(&self.headers))
             .field("enabled", &self.enabled)
+            .field("disabled", &self.disabled)
             .field("timeout", &self.timeout)
             .field("tool_timeout", &self.tool_timeout)
             .finish_non_exhaustive()
@@ -196,9 +209,10 @@ impl ServerConfig {
         }
     }
 
-    /// Whether the server is enabled (the default).
+    /// Whether the server is enabled (the default): neither `enabled: false` nor
+    /// `disabled: true`.
     pub fn is_enabled(&self) -> bool {
-        self.enabled.unwrap_or(true)
+        self.enabled.unwrap_or(true) && !self.disabled.unwrap_or(false)
     }
 
     /// The configured handshake timeout.

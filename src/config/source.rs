@@ -49,6 +49,38 @@ pub struct DiscoveryContext {
     pub cwd: PathBuf,
     /// The user's home directory.
     pub home: PathBuf,
+    /// The user's config directory in the XDG sense: `$XDG_CONFIG_HOME`, else `~/.config`
+    /// (Linux and macOS: Zed, Goose and opencode use it on both), `%APPDATA%` on Windows.
+    /// With an explicit home in the options, `<home>/.config` (`<home>/AppData/Roaming` on
+    /// Windows), so that nothing outside that home is read.
+    pub config_dir: PathBuf,
+}
+
+impl DiscoveryContext {
+    /// Where desktop applications keep their settings: `~/Library/Application Support` on
+    /// macOS, `%APPDATA%` on Windows, the config directory elsewhere.
+    pub fn app_data_dir(&self) -> PathBuf {
+        if cfg!(target_os = "macos") {
+            self.home.join("Library").join("Application Support")
+        } else {
+            self.config_dir.clone()
+        }
+    }
+}
+
+/// What the tool that owns a file decided about one of its servers, where the tool keeps such
+/// state (Claude Code's approval lists and `disabledMcpServers`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolVerdict {
+    /// Nothing: the usual rules apply.
+    #[default]
+    None,
+    /// The user approved this project server in that tool (the text says where).
+    Approved(String),
+    /// The user rejected this project server in that tool (the text says where).
+    Rejected(String),
+    /// The tool has the server turned off (the text says where).
+    Disabled(String),
 }
 
 /// One server a source found.
@@ -62,6 +94,8 @@ pub struct FoundServer {
     pub path: PathBuf,
     /// User or project.
     pub level: Level,
+    /// What the owning tool decided about it.
+    pub verdict: ToolVerdict,
 }
 
 /// A server a source found but could not turn into a config (an unresolvable VS Code input,
@@ -108,6 +142,7 @@ impl SourceOutput {
                 config,
                 path: path.to_path_buf(),
                 level,
+                verdict: ToolVerdict::None,
             }),
             Err(message) => self.problems.push(ServerProblem {
                 name: name.to_owned(),

@@ -102,6 +102,7 @@ impl ConfigWriter {
                 if let Some(Value::Object(entry)) = servers_mut(root).get_mut(name) {
                     if enabled {
                         entry.remove("enabled");
+                        entry.remove("disabled");
                     } else {
                         entry.insert("enabled".into(), Value::Bool(false));
                     }

@@ -1,10 +1,13 @@
-//! Codex: `<cwd>/.codex/config.toml` (project), then `~/.codex/config.toml` (user), tables
-//! `[mcp_servers.<name>]`.
+//! Codex: `<cwd>/.codex/config.toml` (project), then `$CODEX_HOME/config.toml` (user;
+//! `CODEX_HOME` defaults to `~/.codex`), tables `[mcp_servers.<name>]`.
 //!
 //! `command`, `args`, `env`, `cwd`, `url`, `enabled`, `enabled_tools` and `disabled_tools` map
-//! directly; `http_headers` are headers; `env_http_headers` (header → variable name) and
-//! `bearer_token_env_var` read the environment now (an unset variable leaves its header out,
-//! with a warning); `startup_timeout_sec` (or `startup_timeout_ms`) is the connect timeout and
+//! directly; `http_headers` are headers; `env_http_headers` (header → variable name) become
+//! headers whose value is the variable's name, and `bearer_token_env_var` becomes
+//! `bearerTokenEnvVar`: both are read from the environment at connect time, like every other
+//! value (nothing is read at discovery; a header whose variable is unset is sent with the
+//! variable's name, the connect-time rule for a value that names no set variable, where Codex
+//! leaves it out); `startup_timeout_sec` (or `startup_timeout_ms`) is the connect timeout and
 //! `tool_timeout_sec` the tool-call timeout. `env_vars` needs nothing: servers inherit the
 //! environment.
 
@@ -37,13 +40,17 @@ impl ConfigSource for Codex {
             &ctx.cwd.join(".codex").join("config.toml"),
             Level::Project,
         );
-        load_file(
-            &mut out,
-            &ctx.home.join(".codex").join("config.toml"),
-            Level::User,
-        );
+        load_file(&mut out, &codex_home(ctx).join("config.toml"), Level::User);
         out
     }
+}
+
+/// `$CODEX_HOME` when set to an absolute path, else `~/.codex`.
+fn codex_home(ctx: &DiscoveryContext) -> std::path::PathBuf {
+    std::env::var_os("CODEX_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| ctx.home.join(".codex"))
 }
 
 fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
@@ -63,12 +70,7 @@ fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
         return out.warn(path, "\"mcp_servers\" is not a table");
     };
     for (name, entry) in servers {
-        let mut warnings = Vec::new();
-        let converted = convert(entry, &mut warnings);
-        out.entry(name, path, level, converted);
-        for w in warnings {
-            out.warn(path, format!("server \"{name}\": {w}"));
-        }
+        out.entry(name, path, level, convert(entry));
     }
 }
 
@@ -102,28 +104,14 @@ fn seconds_to_ms(v: Option<&Value>) -> Option<u64> {
         .map(|s| (s * 1000.0) as u64)
 }
 
-fn convert(entry: &Value, warnings: &mut Vec<String>) -> Result<ServerConfig, String> {
+fn convert(entry: &Value) -> Result<ServerConfig, String> {
     let Some(obj) = entry.as_object() else {
         return Err("the server entry is not a table".into());
     };
     let text = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
     let mut headers = table(obj.get("http_headers"));
-    for (header, var) in table(obj.get("env_http_headers")) {
-        match std::env::var(&var) {
-            Ok(value) if !value.is_empty() => {
-                headers.insert(header, value);
-            }
-            _ => warnings.push(format!("${var} is not set; header {header} is left out")),
-        }
-    }
-    if let Some(var) = text("bearer_token_env_var") {
-        match std::env::var(&var) {
-            Ok(token) if !token.is_empty() => {
-                headers.insert("Authorization".into(), format!("Bearer {token}"));
-            }
-            _ => warnings.push(format!("${var} is not set; no bearer token is sent")),
-        }
-    }
+    // Resolved at connect time: a header value that names a set variable takes its value.
+    headers.extend(table(obj.get("env_http_headers")));
     let url = text("url");
     Ok(ServerConfig {
         transport: url.as_ref().map(|_| "http".to_owned()),
@@ -134,9 +122,11 @@ fn convert(entry: &Value, warnings: &mut Vec<String>) -> Result<ServerConfig, St
         url,
         headers,
         enabled: obj.get("enabled").and_then(Value::as_bool),
+        disabled: None,
         timeout: seconds_to_ms(obj.get("startup_timeout_sec"))
             .or_else(|| obj.get("startup_timeout_ms").and_then(Value::as_u64)),
         tool_timeout: seconds_to_ms(obj.get("tool_timeout_sec")),
+        bearer_token_env_var: text("bearer_token_env_var"),
         auth: None,
         enabled_tools: strings(obj.get("enabled_tools")),
         disabled_tools: strings(obj.get("disabled_tools")),

@@ -1,10 +1,11 @@
-//! The project root's `mcp.json` and `.mcp.json`: the shape Claude Code and many tools share,
-//! at the lowest priority.
+//! The project root's `mcp.json`: the `.mcp.json` shape without the dot, which some tools and
+//! many READMEs use, at the lowest priority. (`.mcp.json` itself is Claude Code's project scope
+//! and is read by the Claude Code source, with Claude Code's precedence and approval state.)
 
 use super::{load_json_servers, standard_entry};
 use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
 
-/// `<cwd>/mcp.json`, then `<cwd>/.mcp.json`.
+/// `<cwd>/mcp.json`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct McpJson;
 
@@ -19,15 +20,13 @@ impl ConfigSource for McpJson {
 
     fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
         let mut out = SourceOutput::default();
-        for file in ["mcp.json", ".mcp.json"] {
-            load_json_servers(
-                &mut out,
-                &ctx.cwd.join(file),
-                Level::Project,
-                &["mcpServers"],
-                &standard_entry,
-            );
-        }
+        load_json_servers(
+            &mut out,
+            &ctx.cwd.join("mcp.json"),
+            Level::Project,
+            &["mcpServers"],
+            &standard_entry,
+        );
         out
     }
 }

@@ -1,49 +1,79 @@
 //! The built-in config sources, one file each, and the helpers they share.
 //!
-//! Priority, highest first: the host's own config, Claude Code, Codex, Gemini CLI, Cursor,
-//! Windsurf, VS Code, then the project root's `mcp.json` / `.mcp.json`.
+//! Priority, highest first: the host's own config, Claude Code, Claude Desktop, Codex, Gemini
+//! CLI, Cursor, Windsurf, VS Code, Zed, opencode, Goose, Cline, Roo Code, Continue, Amazon Q,
+//! Junie, then the project root's `mcp.json`. Each source expands its own tool's variable
+//! syntax only (see `config::expand`), and reads files through `read_text` (regular files,
+//! size caps).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::expand::{expand_value, process_env};
-use super::file::CONFIG_FILE_CAP;
+use super::expand::{expand_editor_value, expand_value, process_env, EditorVars};
+use super::file::{read_text, CONFIG_FILE_CAP};
 use super::jsonc::{self, ReadError};
 use super::server::ServerConfig;
-use super::source::{ConfigSource, Level, SourceOutput};
+use super::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
 
+mod amazonq;
 mod claude;
+mod claude_desktop;
+mod cline;
 mod codex;
+mod continue_dev;
 mod cursor;
 mod file;
 mod gemini;
+mod goose;
+mod junie;
 mod mcp_json;
+mod opencode;
 mod own;
 mod vscode;
 mod windsurf;
+mod yaml;
+mod zed;
 
+pub use amazonq::AmazonQ;
 pub use claude::ClaudeCode;
+pub use claude_desktop::ClaudeDesktop;
+pub use cline::{Cline, RooCode};
 pub use codex::Codex;
+pub use continue_dev::Continue;
 pub use cursor::Cursor;
 pub use file::McpJsonFile;
-pub use gemini::Gemini;
+pub use gemini::{Gemini, GEMINI_DEFAULT_TIMEOUT_MS};
+pub use goose::Goose;
+pub use junie::Junie;
 pub use mcp_json::McpJson;
+pub use opencode::OpenCode;
 pub use own::{HostConfig, DEFAULT_DIR_NAME};
 pub use vscode::VsCode;
 pub use windsurf::Windsurf;
+pub use zed::Zed;
 
 /// Every built-in source in priority order, with `host` as the first.
 pub fn default_sources(host: HostConfig) -> Vec<Arc<dyn ConfigSource>> {
     vec![
         Arc::new(host),
-        Arc::new(ClaudeCode),
+        Arc::new(ClaudeCode::default()),
+        Arc::new(ClaudeDesktop),
         Arc::new(Codex),
         Arc::new(Gemini),
         Arc::new(Cursor),
         Arc::new(Windsurf),
         Arc::new(VsCode),
+        Arc::new(Zed),
+        Arc::new(OpenCode),
+        Arc::new(Goose),
+        Arc::new(Cline),
+        Arc::new(RooCode),
+        Arc::new(Continue),
+        Arc::new(AmazonQ),
+        Arc::new(Junie),
         Arc::new(McpJson),
     ]
 }
@@ -118,6 +148,111 @@ pub(crate) fn servers_at(
     for (name, entry) in servers {
         out.entry(name, path, level, convert(name, entry.clone()));
     }
+}
+
+/// The `.mcp.json` entry shape as written, no variable expanded (for sources that expanded
+/// their own tool's syntax already, or whose tool has none).
+pub(crate) fn plain_entry(entry: Value) -> Result<ServerConfig, String> {
+    if !entry.is_object() {
+        return Err("the server entry is not an object".into());
+    }
+    serde_json::from_value(entry).map_err(|e| e.to_string())
+}
+
+/// The variables of the VS Code family (Cursor's documented set).
+pub(crate) const EDITOR_VARS: &[&str] = &[
+    "env",
+    "userHome",
+    "workspaceFolder",
+    "workspaceFolderBasename",
+    "pathSeparator",
+    "/",
+];
+
+/// An entry of an editor of the VS Code family: its variables expanded (only those in
+/// `known`), `envFile` read (relative to the project) when the tool has one, then the
+/// `.mcp.json` shape.
+pub(crate) fn editor_entry(
+    ctx: &DiscoveryContext,
+    known: &[&str],
+    env_file: bool,
+    mut entry: Value,
+) -> Result<ServerConfig, String> {
+    let vars = EditorVars {
+        cwd: &ctx.cwd,
+        home: &ctx.home,
+        inputs: None,
+        known,
+    };
+    expand_editor_value(&mut entry, &vars)
+        .map_err(|id| format!("${{input:{id}}} is not supported here"))?;
+    let env_file = entry
+        .as_object_mut()
+        .filter(|_| env_file)
+        .and_then(|o| o.remove("envFile"))
+        .and_then(|v| v.as_str().map(str::to_owned));
+    let mut config = plain_entry(entry)?;
+    if let Some(file) = env_file {
+        apply_env_file(&mut config, &ctx.cwd.join(file))?;
+    }
+    Ok(config)
+}
+
+/// Adds a dotenv file's variables to `env` (an entry written in `env` wins).
+pub(crate) fn apply_env_file(config: &mut ServerConfig, file: &Path) -> Result<(), String> {
+    let vars = read_env_file(file).map_err(|e| format!("envFile {}: {e}", file.display()))?;
+    for (k, v) in vars {
+        config.env.entry(k).or_insert(v);
+    }
+    Ok(())
+}
+
+/// Reads a dotenv file: `KEY=VALUE` lines, `#` comments, optional `export`, quotes stripped.
+fn read_env_file(path: &Path) -> Result<BTreeMap<String, String>, String> {
+    let text = read_text(path, CONFIG_FILE_CAP).map_err(|e| match e {
+        ReadError::Missing => "no such file".to_owned(),
+        ReadError::Bad(e) => e,
+    })?;
+    let mut vars = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        let v = v.trim();
+        let v = v
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(v);
+        vars.insert(k.trim().to_owned(), v.to_owned());
+    }
+    Ok(vars)
+}
+
+/// Renames `from` to `to` in an entry (when `to` is not set already).
+pub(crate) fn rename(entry: &mut Value, from: &str, to: &str) {
+    if let Some(obj) = entry.as_object_mut() {
+        if !obj.contains_key(to) {
+            if let Some(v) = obj.remove(from) {
+                obj.insert(to.to_owned(), v);
+            }
+        }
+    }
+}
+
+/// A timeout in seconds (a number or a numeric string) as milliseconds.
+pub(crate) fn seconds_as_ms(v: Option<&Value>) -> Option<u64> {
+    let secs = match v? {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    (secs > 0.0).then_some((secs * 1000.0) as u64)
 }
 
 /// The `.mcp.json` entry shape, with `${VAR}` expanded.

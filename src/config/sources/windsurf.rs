@@ -1,9 +1,11 @@
-//! Windsurf: `~/.codeium/windsurf/mcp_config.json`, where a remote server's URL may be written
-//! `serverUrl`.
+//! Windsurf: `~/.codeium/windsurf/mcp_config.json`, as Windsurf reads it: a remote server's URL
+//! may be written `serverUrl`; `${env:NAME}` is replaced (Windsurf's only variable syntax here;
+//! a `${NAME}` stays as written); `disabled: true` turns a server off and `disabledTools` hides
+//! tools.
 
 use serde_json::Value;
 
-use super::{load_json_servers, standard_entry};
+use super::{editor_entry, load_json_servers, rename};
 use crate::config::server::ServerConfig;
 use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
 
@@ -11,15 +13,9 @@ use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput}
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Windsurf;
 
-fn entry(name: &str, mut entry: Value) -> Result<ServerConfig, String> {
-    if let Some(obj) = entry.as_object_mut() {
-        if !obj.contains_key("url") {
-            if let Some(url) = obj.remove("serverUrl") {
-                obj.insert("url".into(), url);
-            }
-        }
-    }
-    standard_entry(name, entry)
+fn entry(ctx: &DiscoveryContext, mut entry: Value) -> Result<ServerConfig, String> {
+    rename(&mut entry, "serverUrl", "url");
+    editor_entry(ctx, &["env"], false, entry)
 }
 
 impl ConfigSource for Windsurf {
@@ -38,7 +34,9 @@ impl ConfigSource for Windsurf {
             .join(".codeium")
             .join("windsurf")
             .join("mcp_config.json");
-        load_json_servers(&mut out, &user, Level::User, &["mcpServers"], &entry);
+        load_json_servers(&mut out, &user, Level::User, &["mcpServers"], &|_, e| {
+            entry(ctx, e)
+        });
         out
     }
 }

@@ -1,0 +1,257 @@
+//! The trust gate through the `mcp` CLI: in a freshly cloned repository nothing runs and
+//! nothing resolves until `mcp trust`; a changed config asks again; `--trust-project` is for
+//! one run; `--no-project-config` ignores the project; `servers` and `status` say why.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+struct Repo {
+    root: PathBuf,
+}
+
+impl Repo {
+    fn new(name: &str) -> Repo {
+        let root = common::temp_dir(&format!("cli-trust-{name}"));
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("project")).unwrap();
+        Repo { root }
+    }
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+    fn marker(&self, what: &str) -> PathBuf {
+        self.root.join(format!("ran-{what}"))
+    }
+    /// The cloned repository's `.mcp.json`: a server that leaves a marker when spawned and
+    /// another when its `!command` env value is resolved.
+    fn write_mcp_json(&self, extra: &str) -> PathBuf {
+        let server = json!({
+            "command": "sh",
+            "args": ["-c", format!("touch '{}'; exec '{}' {extra}", self.marker("spawn").display(), common::server_path())],
+            "env": {"FROM_COMMAND": format!("!touch '{}'; echo v", self.marker("command").display())}
+        });
+        let path = self.project().join(".mcp.json");
+        std::fs::write(&path, json!({"mcpServers": {"repo": server}}).to_string()).unwrap();
+        path
+    }
+    fn mcp(&self, args: &[&str]) -> Output {
+        let exe = std::env::current_exe().unwrap();
+        let dir = exe.parent().unwrap().parent().unwrap();
+        let path = dir
+            .join("examples")
+            .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            path.exists(),
+            "{} is missing: run `cargo test`",
+            path.display()
+        );
+        let home = self.root.join("home");
+        Command::new(path)
+            .env("HOME", &home)
+            .env("XDG_CACHE_HOME", home.join(".cache"))
+            .arg("--cwd")
+            .arg(self.project())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+    fn ran(&self) -> (bool, bool) {
+        (
+            self.marker("spawn").exists(),
+            self.marker("command").exists(),
+        )
+    }
+    fn forget_markers(&self) {
+        let _ = std::fs::remove_file(self.marker("spawn"));
+        let _ = std::fs::remove_file(self.marker("command"));
+    }
+}
+
+impl Drop for Repo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+fn json_rows(o: &Output) -> Vec<Value> {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&o.stdout), text(&o.stderr)))
+}
+
+fn row<'a>(rows: &'a [Value], name: &str) -> &'a Value {
+    rows.iter().find(|r| r["name"] == name).expect(name)
+}
+
+#[test]
+fn a_cloned_repository_needs_mcp_trust_and_a_changed_config_asks_again() {
+    let repo = Repo::new("clone");
+    let mcp_json = repo.write_mcp_json("");
+
+    // tools: nothing runs, nothing resolves; stderr says how to approve; not a failure.
+    let out = repo.mcp(&["tools"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text(&out.stdout).is_empty(), "{}", text(&out.stdout));
+    assert!(err.contains("needs approval"), "{err}");
+    assert!(err.contains("mcp trust repo"), "{err}");
+    assert!(err.contains(&mcp_json.display().to_string()), "{err}");
+    assert_eq!(repo.ran(), (false, false));
+
+    // status: needs approval, with the declaring file.
+    let rows = json_rows(&repo.mcp(&["--json", "status"]));
+    let r = row(&rows, "repo");
+    assert_eq!(r["status"], "needs approval");
+    assert_eq!(r["path"], mcp_json.display().to_string());
+    assert_eq!(r["level"], "project");
+    // servers: the trust state and the reason it is skipped.
+    let rows = json_rows(&repo.mcp(&["--json", "servers"]));
+    let r = row(&rows, "repo");
+    assert_eq!(r["trust"], "needs approval");
+    assert_eq!(r["skipped"], "needs approval");
+    assert_eq!(r["enabled"], false);
+    assert_eq!(repo.ran(), (false, false));
+
+    // trust: remembered; now it runs.
+    let out = repo.mcp(&["trust", "repo"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("trusted repo"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(repo.ran(), (false, false), "trusting starts nothing");
+    let rows = json_rows(&repo.mcp(&["--json", "servers"]));
+    assert_eq!(row(&rows, "repo")["trust"], "approved");
+    let out = repo.mcp(&["tools"]);
+    assert!(
+        text(&out.stdout).contains("mcp_repo_echo"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(repo.ran(), (true, true));
+
+    // A changed config asks again.
+    repo.forget_markers();
+    repo.write_mcp_json("--tools 1");
+    let out = repo.mcp(&["tools"]);
+    assert!(
+        text(&out.stderr).contains("needs approval"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(repo.ran(), (false, false));
+
+    // --trust-project: this run only.
+    let out = repo.mcp(&["--trust-project", "tools"]);
+    assert!(
+        text(&out.stdout).contains("mcp_repo_tool_0"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(repo.ran(), (true, true));
+    repo.forget_markers();
+    let rows = json_rows(&repo.mcp(&["--json", "servers"]));
+    assert_eq!(
+        row(&rows, "repo")["trust"],
+        "needs approval",
+        "nothing remembered"
+    );
+
+    // --all approves every waiting server; untrust forgets.
+    let out = repo.mcp(&["trust", "--all"]);
+    assert!(
+        text(&out.stdout).contains("trusted repo"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = repo.mcp(&["untrust", "repo"]);
+    assert!(
+        text(&out.stdout).contains("needs approval again"),
+        "{}",
+        text(&out.stdout)
+    );
+    let rows = json_rows(&repo.mcp(&["--json", "servers"]));
+    assert_eq!(row(&rows, "repo")["trust"], "needs approval");
+    assert_eq!(repo.ran(), (false, false));
+
+    // The store is the user's, private.
+    let store = repo.root.join("home/.mcp-runtime/trusted.json");
+    assert!(store.exists());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&store).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}
+
+#[test]
+fn no_project_config_ignores_the_project_and_trust_refuses_unknown_names() {
+    let repo = Repo::new("off");
+    repo.write_mcp_json("");
+    let rows = json_rows(&repo.mcp(&["--no-project-config", "--json", "servers"]));
+    assert_eq!(
+        row(&rows, "repo")["skipped"],
+        "project-level config is disabled"
+    );
+    let out = repo.mcp(&["--no-project-config", "tools"]);
+    assert!(
+        !text(&out.stderr).contains("needs approval"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(repo.ran(), (false, false));
+
+    let out = repo.mcp(&["trust", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no such server"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = repo.mcp(&["trust"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn servers_explains_every_skip_and_lists_problems_and_warnings() {
+    let repo = Repo::new("explain");
+    let home = repo.root.join("home");
+    let write = |path: &Path, v: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, v).unwrap();
+    };
+    write(
+        &home.join(".cursor/mcp.json"),
+        r#"{"mcpServers": {"shared": {"command": "user"}, "off": {"command": "x", "disabled": true}}}"#,
+    );
+    write(
+        &repo.project().join("mcp.json"),
+        r#"{"mcpServers": {"shared": {"command": "loses"}, "bad": "not an object"}}"#,
+    );
+    write(&home.join(".gemini/settings.json"), "{ broken");
+    let out = repo.mcp(&["--json", "servers"]);
+    let rows = json_rows(&out);
+    assert_eq!(row(&rows, "off")["skipped"], "disabled: true");
+    let shadowed = rows
+        .iter()
+        .find(|r| r["name"] == "shared" && r["shadowed"] == true)
+        .unwrap();
+    assert_eq!(shadowed["skipped"], "shadowed by a higher-priority source");
+    assert!(row(&rows, "bad")["skipped"]
+        .as_str()
+        .unwrap()
+        .starts_with("invalid: "));
+    let err = text(&out.stderr);
+    assert!(err.contains("warning: [Gemini CLI]"), "{err}");
+}
