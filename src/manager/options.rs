@@ -32,6 +32,9 @@ pub struct ManagerOptions {
     /// replaces `timeout`; its `toolTimeout` is the default bound of its tool calls.
     pub connect: ConnectOptions,
     /// How long disconnecting may hold the caller; closing goes on in the background after.
+    /// Default 3 s: more than a stdio server's whole teardown (stdin close, 0.5 s, SIGTERM,
+    /// 0.5 s, SIGKILL, at most 1 s to be reaped), so with the defaults `disconnect_*` returns
+    /// only once every process it stopped is gone.
     pub close_grace: Duration,
     /// Automatic reconnection after a transport dies (off by default: the seed's contract).
     pub reconnect: Option<ReconnectPolicy>,
@@ -46,7 +49,7 @@ impl Default for ManagerOptions {
             cache: None,
             auth: None,
             connect: ConnectOptions::default(),
-            close_grace: Duration::from_secs(2),
+            close_grace: Duration::from_secs(3),
             reconnect: None,
         }
     }
