@@ -105,6 +105,15 @@ pub enum Error {
         /// What the operating system said.
         message: String,
     },
+    /// An HTTP server answered with a redirect. Redirects are never followed (they would carry
+    /// the configured headers and the session elsewhere). Renders as
+    /// `HTTP <status>: redirect to <location> not followed`.
+    Redirect {
+        /// The HTTP status code (301, 302, 303, 307, 308).
+        status: u16,
+        /// Where it pointed, with its query values and userinfo redacted.
+        location: String,
+    },
 }
 
 impl Error {
@@ -209,6 +218,9 @@ impl fmt::Display for Error {
             Error::Config { message } => write!(f, "Invalid config: {message}"),
             Error::NotConnected { server } => write!(f, "MCP server not connected: {server}"),
             Error::Io { message } => write!(f, "I/O error: {message}"),
+            Error::Redirect { status, location } => {
+                write!(f, "HTTP {status}: redirect to {location} not followed")
+            }
         }
     }
 }
