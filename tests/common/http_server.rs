@@ -46,6 +46,22 @@ pub struct Behaviour {
     /// Close the connection after answering each `tools/call`, with no `Connection: close`
     /// (as a server does with an idle kept-alive connection).
     pub close_after_calls: bool,
+    /// Answer `tools/call` POSTs with this redirect status and `Location`.
+    pub redirect_calls: Option<(u16, String)>,
+    /// Answer the GET stream (not a resumption) with this redirect status and `Location`.
+    pub redirect_get: Option<(u16, String)>,
+    /// Answer `tools/call` with an event stream that sends one event with an id (`e1`, an event
+    /// store) and then nothing, held open until the client goes; resuming it is as silent.
+    pub silent_calls: bool,
+    /// Answer `tools/call` with JSON whose headers come after this delay and whose body then
+    /// trickles (a space every 100 ms, the reply after a minute).
+    pub slow_head: Option<Duration>,
+    /// Cut every `tools/call` stream after a priming event (not only the first); the response
+    /// comes on the GET that resumes it.
+    pub cut_every_call: bool,
+    /// Before answering `tools/call` (on an event stream), ask the client `roots/list` on that
+    /// stream and wait for its answer.
+    pub ask_roots_in_calls: bool,
 }
 
 /// One request the server received.
@@ -88,17 +104,29 @@ struct State {
     end_legacy: AtomicBool,
     /// Connections closed by `close_after_calls`.
     closed: (Mutex<usize>, std::sync::Condvar),
+    /// Every connection accepted (for `kill`).
+    conns: Mutex<Vec<TcpStream>>,
+    /// `tools/call` streams held open right now (`silent_calls`, `slow_head`).
+    open_streams: AtomicUsize,
+    /// While set, no connection is accepted (see `stop_accepting`).
+    paused: (Mutex<bool>, std::sync::Condvar),
+    /// Connections that fill the accept queue while paused.
+    fillers: Mutex<Vec<TcpStream>>,
+    listen_fd: i32,
+    server_requests: AtomicUsize,
 }
 
 /// The running server. Dropping it stops it.
 pub struct TestHttp {
     state: Arc<State>,
+    acceptor: Option<std::thread::JoinHandle<()>>,
 }
 
 impl TestHttp {
     pub fn start(behaviour: Behaviour) -> TestHttp {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
+        let listen_fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
         let state = Arc::new(State {
             behaviour,
             port,
@@ -114,19 +142,100 @@ impl TestHttp {
             stop: AtomicBool::new(false),
             end_legacy: AtomicBool::new(false),
             closed: (Mutex::new(0), std::sync::Condvar::new()),
+            conns: Mutex::new(Vec::new()),
+            open_streams: AtomicUsize::new(0),
+            paused: (Mutex::new(false), std::sync::Condvar::new()),
+            fillers: Mutex::new(Vec::new()),
+            listen_fd,
+            server_requests: AtomicUsize::new(0),
         });
         let s = Arc::clone(&state);
-        std::thread::spawn(move || {
+        let acceptor = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if s.stop.load(Ordering::SeqCst) {
                     return;
                 }
                 let Ok(conn) = conn else { continue };
+                if *s.paused.0.lock().unwrap() {
+                    // The wake-up connection of `stop_accepting`: accept nothing more.
+                    drop(conn);
+                    let mut paused = s.paused.0.lock().unwrap();
+                    while *paused && !s.stop.load(Ordering::SeqCst) {
+                        paused = s.paused.1.wait(paused).unwrap();
+                    }
+                    if s.stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    continue;
+                }
+                if let Ok(clone) = conn.try_clone() {
+                    s.conns.lock().unwrap().push(clone);
+                }
                 let s = Arc::clone(&s);
                 std::thread::spawn(move || serve(&s, conn));
             }
         });
-        TestHttp { state }
+        TestHttp {
+            state,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// Stops accepting connections and fills the accept queue, so that a new connection hangs
+    /// in its TCP handshake (as with a server whose backlog is full). Connections already open
+    /// are still served.
+    pub fn stop_accepting(&self) {
+        let s = &self.state;
+        *s.paused.0.lock().unwrap() = true;
+        // A backlog of one; the acceptor is woken by a connection it drops, then waits.
+        assert_eq!(unsafe { libc::listen(s.listen_fd, 1) }, 0);
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], s.port));
+        let _ = TcpStream::connect(addr);
+        let mut fillers = s.fillers.lock().unwrap();
+        for _ in 0..64 {
+            match TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+                Ok(c) => fillers.push(c),
+                // The queue is full: SYNs are dropped now.
+                Err(_) => return,
+            }
+        }
+        panic!("the accept queue never filled");
+    }
+
+    /// Kills the server: stops listening (new connections are refused) and resets every open
+    /// connection.
+    pub fn kill(&mut self) {
+        let s = &self.state;
+        s.stop.store(true, Ordering::SeqCst);
+        s.end_legacy.store(true, Ordering::SeqCst);
+        s.paused.1.notify_all();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], s.port));
+        let _ = TcpStream::connect_timeout(&addr, Duration::from_millis(200));
+        if let Some(a) = self.acceptor.take() {
+            a.join().unwrap();
+        }
+        for c in s.conns.lock().unwrap().drain(..) {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+        s.fillers.lock().unwrap().clear();
+    }
+
+    /// Resets every open connection (the server carries on: new ones are served, unless it
+    /// stopped accepting).
+    pub fn drop_connections(&self) {
+        for c in self.state.conns.lock().unwrap().drain(..) {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// `tools/call` streams held open right now.
+    pub fn open_streams(&self) -> usize {
+        self.state.open_streams.load(Ordering::SeqCst)
+    }
+
+    /// Server requests (`ask_roots_in_calls`) sent so far.
+    pub fn server_requests(&self) -> usize {
+        self.state.server_requests.load(Ordering::SeqCst)
     }
 
     /// The Streamable HTTP URL.
@@ -195,11 +304,55 @@ impl Drop for TestHttp {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::SeqCst);
         self.state.end_legacy.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.state.port));
+        self.state.paused.1.notify_all();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.state.port));
+        let _ = TcpStream::connect_timeout(&addr, Duration::from_millis(200));
+    }
+}
+
+/// Counts a held `tools/call` stream while alive.
+struct OpenStream<'a>(&'a State);
+
+impl<'a> OpenStream<'a> {
+    fn new(s: &'a State) -> OpenStream<'a> {
+        s.open_streams.fetch_add(1, Ordering::SeqCst);
+        OpenStream(s)
+    }
+}
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Holds a connection open, sending nothing, until the client closes it or the server stops.
+fn hold_silent(s: &State, out: &TcpStream) {
+    let _open = OpenStream::new(s);
+    let Ok(mut probe) = out.try_clone() else {
+        return;
+    };
+    let _ = probe.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut byte = [0u8; 64];
+    while !s.stop.load(Ordering::SeqCst) {
+        match probe.read(&mut byte) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return,
+        }
     }
 }
 
 fn serve(s: &Arc<State>, conn: TcpStream) {
+    // `kill` holds a clone of every connection: the end of serving must close it for real.
+    struct Close(TcpStream);
+    impl Drop for Close {
+        fn drop(&mut self) {
+            let _ = self.0.shutdown(std::net::Shutdown::Both);
+        }
+    }
+    let _close = Close(conn.try_clone().unwrap());
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
     loop {
@@ -312,11 +465,18 @@ fn handle(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
             if let Some(last) = resuming {
                 // Resuming a cut response stream: replay what was held back after `last`.
                 start_stream(out, &[]);
+                if b.silent_calls {
+                    hold_silent(s, out);
+                    return false;
+                }
                 let held: Vec<Value> = s.resumed.lock().unwrap().drain(..).collect();
                 for (i, m) in held.iter().enumerate() {
                     event(out, Some(&format!("{last}-r{i}")), None, &m.to_string());
                 }
                 return false;
+            }
+            if let Some((status, location)) = &b.redirect_get {
+                return respond(out, *status, &[("Location", location.clone())], "");
             }
             if !known_session(s, req) {
                 return respond(out, 404, &[], "unknown session");
@@ -392,6 +552,54 @@ fn post_mcp(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
         return respond(out, 202, &headers, "");
     };
     if rpc == "tools/call" {
+        if let Some((status, location)) = &b.redirect_calls {
+            return respond(out, *status, &[("Location", location.clone())], "");
+        }
+        if b.silent_calls {
+            start_stream(out, &headers);
+            let _ = out.write_all(b"id: e1\ndata:\n\n");
+            hold_silent(s, out);
+            return false;
+        }
+        if let Some(delay) = b.slow_head {
+            let _open = OpenStream::new(s);
+            std::thread::sleep(delay);
+            let reply = reply.to_string();
+            let pad = 600;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                pad + reply.len()
+            );
+            if out.write_all(head.as_bytes()).is_err() {
+                return false;
+            }
+            for _ in 0..pad {
+                if s.stop.load(Ordering::SeqCst) || out.write_all(b" ").is_err() {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            return out.write_all(reply.as_bytes()).is_ok();
+        }
+        if b.cut_every_call {
+            s.resumed.lock().unwrap().push(reply);
+            start_stream(out, &headers);
+            let _ = out.write_all(b"id: e1\nretry: 5\ndata:\n\n");
+            return false;
+        }
+        if b.ask_roots_in_calls {
+            start_stream(out, &headers);
+            let n = s.server_requests.fetch_add(1, Ordering::SeqCst);
+            let ask = json!({"jsonrpc": "2.0", "id": format!("srv-{n}"), "method": "roots/list"});
+            event(out, None, None, &ask.to_string());
+            match s.answers.1.recv_timeout(Duration::from_secs(10)) {
+                Ok(a) if a.get("id") == ask.get("id") => {
+                    event(out, None, None, &reply.to_string());
+                }
+                _ => {}
+            }
+            return false;
+        }
         if b.hang_calls {
             // Hold the call unanswered until the server stops (at most a minute).
             for _ in 0..600 {
