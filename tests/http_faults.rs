@@ -306,10 +306,10 @@ fn calls_that_ended_stop_their_exchanges() {
         ..Behaviour::default()
     });
     let client = Client::connect("ended", &http(server.url()), options()).unwrap();
-    let mut calls = Vec::new();
+    let (done, calls) = crossbeam_channel::unbounded();
     for i in 0..24 {
-        let c = client.clone();
-        calls.push(std::thread::spawn(move || {
+        let (c, done) = (client.clone(), done.clone());
+        std::thread::spawn(move || {
             let token = CancelToken::new();
             let options = CallOptions {
                 timeout: Some(Duration::from_millis(500)),
@@ -324,11 +324,13 @@ fn calls_that_ended_stop_their_exchanges() {
                     token.cancel();
                 });
             }
-            echo(&c, "x", options).unwrap_err()
-        }));
+            let _ = done.send(echo(&c, "x", options).unwrap_err());
+        });
     }
-    for call in calls {
-        let err = call.join().unwrap();
+    for _ in 0..24 {
+        let err = calls
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a call never returned");
         assert!(
             matches!(err, Error::Timeout { .. } | Error::Cancelled),
             "{err:?}"
