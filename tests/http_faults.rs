@@ -12,7 +12,9 @@ use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::jsonrpc::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
 use mcp_runtime::transport::{HttpOptions, HttpTarget, HttpTransport, Inbound};
-use mcp_runtime::{CallOptions, CancelToken, Client, ClientHandler, ConnectOptions, Endpoint, Error};
+use mcp_runtime::{
+    CallOptions, CancelToken, Client, ClientHandler, ConnectOptions, Endpoint, Error,
+};
 use serde_json::json;
 
 fn options() -> ConnectOptions {
@@ -123,7 +125,10 @@ fn a_redirect_of_the_get_stream_is_not_followed() {
         "the other origin was reached: {:?}",
         other.seen()
     );
-    assert_eq!(echo(&client, "still", CallOptions::default()).unwrap(), "still");
+    assert_eq!(
+        echo(&client, "still", CallOptions::default()).unwrap(),
+        "still"
+    );
     client.close();
 }
 
@@ -256,7 +261,10 @@ fn late_headers_and_a_trickling_body_stay_within_the_deadline() {
     let took = started.elapsed();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
     // Headers and body used to get a fresh 3 s each: about 5.7 s.
-    assert!(took < Duration::from_millis(4500), "a 3 s call took {took:?}");
+    assert!(
+        took < Duration::from_millis(4500),
+        "a 3 s call took {took:?}"
+    );
     assert!(took >= Duration::from_secs(3), "ended early: {took:?}");
     client.close();
 }
@@ -348,11 +356,16 @@ fn calls_that_ended_stop_their_exchanges() {
 fn a_dead_server_ends_the_transport() {
     let mut server = TestHttp::start(Behaviour::default());
     let client = Client::connect("dead", &http(server.url()), options()).unwrap();
-    assert_eq!(echo(&client, "alive", CallOptions::default()).unwrap(), "alive");
+    assert_eq!(
+        echo(&client, "alive", CallOptions::default()).unwrap(),
+        "alive"
+    );
     server.kill();
     let err = echo(&client, "x", CallOptions::default()).unwrap_err();
     assert!(matches!(err, Error::TransportClosed { .. }), "{err:?}");
-    let reason = client.closed_reason().expect("the connection counts as closed");
+    let reason = client
+        .closed_reason()
+        .expect("the connection counts as closed");
     assert!(reason.to_string().contains("refused"), "{reason}");
     let started = Instant::now();
     let err = echo(&client, "again", CallOptions::default()).unwrap_err();

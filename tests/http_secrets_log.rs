@@ -72,8 +72,12 @@ fn no_secret_reaches_any_log_record_at_trace() {
         sse_replies: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("logged", &Endpoint::Http(target(&server.url())), options.clone())
-        .unwrap();
+    let client = Client::connect(
+        "logged",
+        &Endpoint::Http(target(&server.url())),
+        options.clone(),
+    )
+    .unwrap();
     let out = client
         .call_tool("echo", json!({"message": "hi"}), CallOptions::default())
         .unwrap();
@@ -92,7 +96,9 @@ fn no_secret_reaches_any_log_record_at_trace() {
     assert!(seen
         .iter()
         .all(|r| r.header("authorization") == Some(bearer.as_str())));
-    assert!(seen.iter().all(|r| r.path.ends_with(&format!("?apiKey={QUERY}"))));
+    assert!(seen
+        .iter()
+        .all(|r| r.path.ends_with(&format!("?apiKey={QUERY}"))));
     assert!(legacy
         .seen()
         .iter()
@@ -111,8 +117,14 @@ fn no_secret_reaches_any_log_record_at_trace() {
     let all = messages.join("\n");
     for secret in [HEADER, TOKEN, QUERY, PASSWORD] {
         assert!(!all.contains(secret), "{secret} is in a log record");
-        assert!(!all.contains(&hex(secret)), "{secret} is in a log record as hex");
-        assert!(!hex_rows.contains(&hex(secret)), "{secret} is in the hex rows");
+        assert!(
+            !all.contains(&hex(secret)),
+            "{secret} is in a log record as hex"
+        );
+        assert!(
+            !hex_rows.contains(&hex(secret)),
+            "{secret} is in the hex rows"
+        );
         assert!(!text_rows.contains(secret), "{secret} is in the rows' text");
     }
     // The rows are read right: the request line `ureq` wrote is in them, redacted.

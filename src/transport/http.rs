@@ -48,7 +48,7 @@ use super::pool::{Worker, WorkerPool};
 use super::sse_parser::SseDecoder;
 use super::web::{self, HttpOptions, HttpTarget, StreamEnd};
 use super::{Inbound, SendHint, Transport};
-use crate::jsonrpc::{Message, Request, RequestId, Response as RpcResponse};
+use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
 use crate::protocol::{methods, ProtocolVersion};
 use crate::{CancelToken, Error};
 
@@ -68,7 +68,9 @@ const IDEMPOTENT: &[&str] = &[
     "prompts/get",
 ];
 
+mod ending;
 mod get_stream;
+use ending::{cancelled_id, has_progress_token};
 pub use get_stream::MAX_DEAD_LISTENS;
 
 /// A Streamable HTTP connection. Dropping it closes it.
@@ -182,26 +184,6 @@ impl HttpTransport {
             }
         });
     }
-}
-
-/// Whether a request asked for progress (its deadline then moves with each progress).
-fn has_progress_token(request: &Request) -> bool {
-    request
-        .params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get("progressToken"))
-        .is_some()
-}
-
-/// The request a cancellation is about.
-fn cancelled_id(message: &Message) -> Option<i64> {
-    let Message::Notification(n) = message else {
-        return None;
-    };
-    let id = n.params.as_ref()?.get("requestId")?;
-    id.as_i64()
-        .or_else(|| id.as_str().and_then(|s| s.parse().ok()))
 }
 
 impl std::fmt::Debug for HttpTransport {
@@ -620,26 +602,5 @@ impl Shared {
             }
         }
         answer
-    }
-
-    /// Maps a `ureq` failure of a request; one at the connection level ends the transport.
-    fn failure(&self, e: ureq::Error, what: &str) -> Error {
-        let dead = web::is_connection_failure(&e);
-        let error = web::transport_error(e, &self.wire.split.shown, what);
-        if dead {
-            self.die(error.clone());
-        }
-        error
-    }
-
-    /// The server is gone: the transport ends with `error`.
-    fn die(&self, error: Error) {
-        if self.closed.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        log::warn!("[{}] the server is unreachable: {error}", self.name);
-        self.stop.cancel();
-        self.agents.shutdown();
-        self.inbound.on_closed(error);
     }
 }
