@@ -427,7 +427,10 @@ pub(crate) fn read_events(
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                return StreamEnd::Failed(Error::closed(format!("the event stream broke: {e}")))
+                return StreamEnd::Failed(Error::closed(format!(
+                    "the event stream broke: {}",
+                    scrub(&e.to_string())
+                )))
             }
         };
         let mut stop = false;
