@@ -247,3 +247,48 @@ impl<T: fmt::Debug> fmt::Debug for Corked<T> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::web::HttpTarget;
+
+    struct Token;
+    impl AuthProvider for Token {
+        fn authorization(&self) -> Option<String> {
+            Some("Bearer t0k".into())
+        }
+    }
+
+    #[test]
+    fn the_head_gets_the_real_target_and_the_secret_headers() {
+        let target = HttpTarget {
+            url: "http://u:p@127.0.0.1:9/mcp?apiKey=SECRET".into(),
+            headers: vec![("X-Api-Key".into(), "k3y".into())],
+            auth: Some(Arc::new(Token)),
+        };
+        let split = super::super::url::split(&target.url).unwrap();
+        let secrets = Secrets::new(&split, &target).unwrap();
+        let mut held =
+            b"POST /mcp?apiKey=REDACTED HTTP/1.1\r\nhost: 127.0.0.1:9\r\n\r\n{}".to_vec();
+        let mut scratch = Vec::new();
+        secrets.apply(&mut held, &mut scratch);
+        assert_eq!(
+            String::from_utf8(held).unwrap(),
+            "POST /mcp?apiKey=SECRET HTTP/1.1\r\nX-Api-Key: k3y\r\nAuthorization: Bearer t0k\r\n\
+             host: 127.0.0.1:9\r\n\r\n{}"
+        );
+        // Another target (the legacy endpoint) keeps its own, with the headers.
+        let mut held = b"POST /messages?s=1 HTTP/1.1\r\n\r\n".to_vec();
+        secrets.apply(&mut held, &mut scratch);
+        assert!(held.starts_with(b"POST /messages?s=1 HTTP/1.1\r\nX-Api-Key: k3y\r\n"));
+    }
+
+    #[test]
+    fn a_header_that_could_break_the_head_is_refused_without_its_value() {
+        let target = HttpTarget::new("http://h/mcp").header("X-Evil", "a\r\nInjected: SECRET");
+        let split = super::super::url::split(&target.url).unwrap();
+        let e = Secrets::new(&split, &target).err().unwrap().to_string();
+        assert!(e.contains("X-Evil") && !e.contains("SECRET"), "{e}");
+    }
+}
