@@ -117,6 +117,15 @@ pub enum Error {
         /// What went wrong, in words.
         message: String,
     },
+    /// An HTTP server answered with a redirect. Redirects are never followed (they would carry
+    /// the configured headers and the session elsewhere). Renders as
+    /// `HTTP <status>: redirect to <location> not followed`.
+    Redirect {
+        /// The HTTP status code (301, 302, 303, 307, 308).
+        status: u16,
+        /// Where it pointed, with its query values and userinfo redacted.
+        location: String,
+    },
 }
 
 impl Error {
@@ -259,6 +268,9 @@ impl fmt::Display for Error {
             } => write!(f, "MCP server not connected: {server} ({reason})"),
             Error::Io { message } => write!(f, "I/O error: {message}"),
             Error::OAuth { message, .. } => write!(f, "OAuth: {message}"),
+            Error::Redirect { status, location } => {
+                write!(f, "HTTP {status}: redirect to {location} not followed")
+            }
         }
     }
 }

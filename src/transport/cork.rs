@@ -5,26 +5,168 @@
 //! (above TLS, so a request is one TLS record too), wraps each connection's transport: what
 //! `ureq` transmits is held back, and sent in one write as soon as `ureq` turns to waiting for
 //! input (or the held bytes fill the output buffer).
+//!
+//! The cork is also where the connection's secrets go on the wire, so that `ureq` never has
+//! them: at `RUST_LOG=trace` `ureq` logs every request it writes (as hex rows) and its full
+//! URL, and a library cannot configure its host's logger. `ureq` is given the redacted URL and
+//! none of the configured headers; the head it writes (always the start of the first output
+//! of a request, since the cork holds everything until the request's response is awaited) gets
+//! its request-target swapped back to the real one and the [`Secrets`] headers inserted after
+//! the request line, on connections to the secrets' own origin only.
 
 use std::fmt;
+use std::sync::Arc;
 
+use ureq::http::{HeaderName, HeaderValue};
 use ureq::unversioned::transport::{Buffers, ConnectionDetails, Connector, NextTimeout, Transport};
 
+use super::web::AuthProvider;
+use crate::Error;
+
+/// A `(public, real)` pair of request-targets.
+type Swap = (Box<[u8]>, Box<[u8]>);
+
+/// What only goes on the wire: the configured headers, the auth provider's `Authorization`,
+/// and the real request-target behind the redacted one `ureq` is given.
+pub(crate) struct Secrets {
+    /// `(scheme, host, port)` of the server: other origins never get any of this.
+    origin: Option<(String, String, u16)>,
+    /// `Name: value\r\n` for each configured header.
+    headers: Vec<u8>,
+    auth: Option<Arc<dyn AuthProvider>>,
+    /// The request-target `ureq` writes, and the real one it stands for.
+    target: Option<Swap>,
+}
+
+impl Secrets {
+    /// The secrets of `target`, whose URL was split into `split`. Fails on a header that is not
+    /// a valid HTTP header (naming it, never its value).
+    pub(crate) fn new(
+        split: &super::url::Split,
+        target: &super::web::HttpTarget,
+    ) -> Result<Secrets, Error> {
+        let mut headers = Vec::new();
+        for (name, value) in &target.headers {
+            let valid_name = HeaderName::from_bytes(name.as_bytes()).is_ok();
+            if !valid_name || HeaderValue::from_str(value).is_err() {
+                return Err(Error::Config {
+                    message: format!(
+                        "the header {:?} is not a valid HTTP header (name or value)",
+                        if valid_name {
+                            name.as_str()
+                        } else {
+                            "<invalid name>"
+                        }
+                    ),
+                });
+            }
+            push_header(&mut headers, name, value);
+        }
+        Ok(Secrets {
+            origin: super::url::origin(&split.public),
+            headers,
+            auth: target.auth.clone(),
+            target: split.real_target.clone().map(|real| {
+                (
+                    split.public_target().as_bytes().to_vec().into_boxed_slice(),
+                    real,
+                )
+            }),
+        })
+    }
+
+    /// Nothing to put on the wire: the cork then never looks at a request.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.headers.is_empty() && self.auth.is_none() && self.target.is_none()
+    }
+
+    /// Rewrites the request head at the start of `held`: the real request-target, then the
+    /// secret headers after the request line. `scratch` is reused from request to request.
+    fn apply(&self, held: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+        let Some(line_end) = held.iter().position(|&b| b == b'\n') else {
+            return;
+        };
+        let line = &held[..line_end];
+        let (Some(first), Some(last)) = (
+            line.iter().position(|&b| b == b' '),
+            line.iter().rposition(|&b| b == b' '),
+        ) else {
+            return;
+        };
+        if first >= last {
+            return;
+        }
+        scratch.clear();
+        scratch.extend_from_slice(&held[..=first]);
+        match &self.target {
+            Some((public, real)) if held[first + 1..last] == public[..] => {
+                scratch.extend_from_slice(real)
+            }
+            _ => scratch.extend_from_slice(&held[first + 1..last]),
+        }
+        scratch.extend_from_slice(&held[last..=line_end]);
+        scratch.extend_from_slice(&self.headers);
+        if let Some(value) = self.auth.as_ref().and_then(|a| a.authorization()) {
+            if HeaderValue::from_str(&value).is_ok() {
+                push_header(scratch, "Authorization", &value);
+            } else {
+                log::warn!("the auth provider gave an invalid Authorization value; not sent");
+            }
+        }
+        held.splice(..=line_end, scratch.drain(..));
+    }
+}
+
+fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
 /// The connector that corks every transport made by the connectors before it.
-#[derive(Debug, Default)]
-pub(crate) struct Cork;
+#[derive(Default)]
+pub(crate) struct Cork {
+    secrets: Option<Arc<Secrets>>,
+}
+
+impl Cork {
+    /// A cork that also puts `secrets` on the wire (see the module docs).
+    pub(crate) fn with_secrets(secrets: Option<Arc<Secrets>>) -> Cork {
+        Cork {
+            secrets: secrets.filter(|s| !s.is_empty()),
+        }
+    }
+}
+
+impl fmt::Debug for Cork {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cork")
+            .field("secrets", &self.secrets.is_some())
+            .finish()
+    }
+}
 
 impl<In: Transport> Connector<In> for Cork {
     type Out = Corked<In>;
 
     fn connect(
         &self,
-        _details: &ConnectionDetails,
+        details: &ConnectionDetails,
         chained: Option<In>,
     ) -> Result<Option<Self::Out>, ureq::Error> {
+        // Only a connection to the server's own origin ever carries its secrets.
+        let secrets = self
+            .secrets
+            .as_ref()
+            .filter(|s| s.origin.is_some() && super::url::origin(details.uri) == s.origin)
+            .cloned();
         Ok(chained.map(|inner| Corked {
             inner,
             held: Vec::new(),
+            secrets,
+            scratch: Vec::new(),
+            at_request: true,
         }))
     }
 }
@@ -33,6 +175,10 @@ impl<In: Transport> Connector<In> for Cork {
 pub(crate) struct Corked<T> {
     inner: T,
     held: Vec<u8>,
+    secrets: Option<Arc<Secrets>>,
+    scratch: Vec<u8>,
+    /// The next output starts a request (nothing was sent since the last input was awaited).
+    at_request: bool,
 }
 
 impl<T: Transport> Corked<T> {
@@ -59,6 +205,11 @@ impl<T: Transport> Transport for Corked<T> {
         let capacity = self.inner.buffers().output().len();
         self.held
             .extend_from_slice(&self.inner.buffers().output()[..amount]);
+        if std::mem::take(&mut self.at_request) {
+            if let Some(secrets) = &self.secrets {
+                secrets.apply(&mut self.held, &mut self.scratch);
+            }
+        }
         // A large body goes out as it comes: hold at most one buffer's worth.
         if self.held.len() >= capacity {
             self.flush(timeout)?;
@@ -68,11 +219,13 @@ impl<T: Transport> Transport for Corked<T> {
 
     fn maybe_await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         self.flush(timeout)?;
+        self.at_request = true;
         self.inner.maybe_await_input(timeout)
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         self.flush(timeout)?;
+        self.at_request = true;
         self.inner.await_input(timeout)
     }
 
@@ -90,6 +243,52 @@ impl<T: fmt::Debug> fmt::Debug for Corked<T> {
         f.debug_struct("Corked")
             .field("inner", &self.inner)
             .field("held", &self.held.len())
+            .field("secrets", &self.secrets.is_some())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::web::HttpTarget;
+
+    struct Token;
+    impl AuthProvider for Token {
+        fn authorization(&self) -> Option<String> {
+            Some("Bearer t0k".into())
+        }
+    }
+
+    #[test]
+    fn the_head_gets_the_real_target_and_the_secret_headers() {
+        let target = HttpTarget {
+            url: "http://u:p@127.0.0.1:9/mcp?apiKey=SECRET".into(),
+            headers: vec![("X-Api-Key".into(), "k3y".into())],
+            auth: Some(Arc::new(Token)),
+        };
+        let split = super::super::url::split(&target.url).unwrap();
+        let secrets = Secrets::new(&split, &target).unwrap();
+        let mut held =
+            b"POST /mcp?apiKey=REDACTED HTTP/1.1\r\nhost: 127.0.0.1:9\r\n\r\n{}".to_vec();
+        let mut scratch = Vec::new();
+        secrets.apply(&mut held, &mut scratch);
+        assert_eq!(
+            String::from_utf8(held).unwrap(),
+            "POST /mcp?apiKey=SECRET HTTP/1.1\r\nX-Api-Key: k3y\r\nAuthorization: Bearer t0k\r\n\
+             host: 127.0.0.1:9\r\n\r\n{}"
+        );
+        // Another target (the legacy endpoint) keeps its own, with the headers.
+        let mut held = b"POST /messages?s=1 HTTP/1.1\r\n\r\n".to_vec();
+        secrets.apply(&mut held, &mut scratch);
+        assert!(held.starts_with(b"POST /messages?s=1 HTTP/1.1\r\nX-Api-Key: k3y\r\n"));
+    }
+
+    #[test]
+    fn a_header_that_could_break_the_head_is_refused_without_its_value() {
+        let target = HttpTarget::new("http://h/mcp").header("X-Evil", "a\r\nInjected: SECRET");
+        let split = super::super::url::split(&target.url).unwrap();
+        let e = Secrets::new(&split, &target).err().unwrap().to_string();
+        assert!(e.contains("X-Evil") && !e.contains("SECRET"), "{e}");
     }
 }

@@ -15,7 +15,22 @@
 //! - A 404 to a request that carried a session means the server forgot it: one transparent
 //!   re-initialize, after which only idempotent requests are re-sent; others fail with
 //!   [`Error::SessionExpired`].
-//! - Close sends DELETE (bounded) and shuts the agent down, which interrupts every read.
+//! - Close sends DELETE (bounded by `close_timeout`, 1 s by default) and shuts the agents
+//!   down, which interrupts every read.
+//!
+//! Bounds and endings:
+//! - Every phase of a request (connect, send, response headers, body or stream, the resuming
+//!   GETs and the pauses between them, a re-initialization) is bounded by the caller's
+//!   deadline, as one overall timeout. At the deadline the caller reports its own
+//!   [`Error::Timeout`]; the transport reports nothing else for a request whose time ran out.
+//!   A call with a progress callback (whose deadline moves with each progress) has
+//!   `exchange_timeout` as its bound instead.
+//! - A call that ends early (timeout, cancel: the client then sends `notifications/cancelled`)
+//!   ends its exchange at once: the worker's blocked read is interrupted (see `abort`).
+//! - A request that fails at the connection level (refused, unreachable: no HTTP status, no
+//!   timeout), or a GET stream whose reconnection fails so [`MAX_DEAD_LISTENS`] times in a row,
+//!   ends the transport ([`Inbound::on_closed`] with the reason).
+//! - Redirects are never followed (see `web`): a 3xx is [`Error::Redirect`].
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,11 +43,12 @@ use ureq::http::header::{ACCEPT, CONTENT_TYPE};
 use ureq::http::{HeaderName, HeaderValue, Response, Uri};
 use ureq::Body;
 
+use super::abort::Abort;
 use super::pool::{Worker, WorkerPool};
 use super::sse_parser::SseDecoder;
 use super::web::{self, HttpOptions, HttpTarget, StreamEnd};
 use super::{Inbound, SendHint, Transport};
-use crate::jsonrpc::{Message, Request, RequestId, Response as RpcResponse};
+use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
 use crate::protocol::{methods, ProtocolVersion};
 use crate::{CancelToken, Error};
 
@@ -52,10 +68,10 @@ const IDEMPOTENT: &[&str] = &[
     "prompts/get",
 ];
 
-/// Consecutive failed GET-stream connections before the listener gives up.
-const MAX_LISTEN_FAILURES: u32 = 10;
-/// A GET stream open this long counts as healthy even if it carried nothing.
-const HEALTHY_STREAM: Duration = Duration::from_secs(30);
+mod ending;
+mod get_stream;
+use ending::{cancelled_id, has_progress_token};
+pub use get_stream::MAX_DEAD_LISTENS;
 
 /// A Streamable HTTP connection. Dropping it closes it.
 pub struct HttpTransport {
@@ -64,7 +80,8 @@ pub struct HttpTransport {
 
 struct Shared {
     name: String,
-    target: HttpTarget,
+    /// The URL as `ureq` sees it and as we show it, and the secrets only the wire gets.
+    wire: web::Wire,
     agents: web::Agents,
     options: HttpOptions,
     inbound: Arc<dyn Inbound>,
@@ -79,6 +96,8 @@ struct Shared {
     reinit_done: Condvar,
     reinit_count: AtomicU64,
     pool: WorkerPool,
+    /// The abort switches of the requests running on workers, by id.
+    exchanges: Mutex<std::collections::HashMap<i64, Arc<Abort>>>,
     closed: AtomicBool,
     stop: CancelToken,
 }
@@ -109,13 +128,13 @@ impl HttpTransport {
         options: &HttpOptions,
         inbound: Arc<dyn Inbound>,
     ) -> Result<HttpTransport, Error> {
-        let uri = super::url::parse(&target.url)?;
+        let wire = web::Wire::new(target)?;
         Ok(HttpTransport {
             shared: Arc::new(Shared {
-                uri,
+                uri: wire.split.public.clone(),
                 name: name.to_owned(),
-                target: target.clone(),
-                agents: web::Agents::new(options),
+                agents: web::Agents::new(options, &wire),
+                wire,
                 options: options.clone(),
                 inbound,
                 session: RwLock::new(None),
@@ -125,6 +144,7 @@ impl HttpTransport {
                 reinit_done: Condvar::new(),
                 reinit_count: AtomicU64::new(0),
                 pool: WorkerPool::new(name),
+                exchanges: Mutex::new(std::collections::HashMap::new()),
                 closed: AtomicBool::new(false),
                 stop: CancelToken::new(),
             }),
@@ -138,6 +158,42 @@ impl HttpTransport {
             .as_ref()
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     }
+
+    /// Runs a request's exchange on a worker, bounded by `deadline` when it has one.
+    fn spawn_request(&self, message: &Message, deadline: Option<Instant>) {
+        let s = &self.shared;
+        let Message::Request(request) = message else {
+            return;
+        };
+        if request.method == methods::INITIALIZE {
+            *s.init_params.lock() = request.params.clone();
+        }
+        // A caller with a progress callback moves its deadline with each progress: its
+        // exchange ends when the caller gives up (the cancellation), or at `exchange_timeout`.
+        let deadline = deadline.filter(|_| !has_progress_token(request));
+        let abort = Arc::new(Abort::default());
+        let key = request.id.as_i64();
+        if let Some(k) = key {
+            s.exchanges.lock().insert(k, Arc::clone(&abort));
+        }
+        let (shared, message) = (Arc::clone(s), message.clone());
+        s.pool.run(move |worker| {
+            abort.scope(|| shared.execute(&message, Some(worker), deadline, Some(&abort)));
+            if let Some(k) = key {
+                shared.exchanges.lock().remove(&k);
+            }
+        });
+    }
+}
+
+impl std::fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("name", &self.shared.name)
+            .field("url", &self.shared.wire.split.shown)
+            .field("closed", &self.shared.closed.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Transport for HttpTransport {
@@ -147,16 +203,18 @@ impl Transport for HttpTransport {
             return Err(Error::closed("the connection was closed"));
         }
         match message {
-            Message::Request(request) => {
-                if request.method == methods::INITIALIZE {
-                    *s.init_params.lock() = request.params.clone();
-                }
-                let (shared, message) = (Arc::clone(s), message.clone());
-                s.pool
-                    .run(move |worker| shared.execute(&message, Some(worker), None));
+            Message::Request(_) => {
+                self.spawn_request(message, None);
                 Ok(())
             }
             cancel if web::is_cancellation(cancel) => {
+                // The caller gave up: its exchange stops now.
+                if let Some(id) = cancelled_id(cancel) {
+                    let running = s.exchanges.lock().get(&id).cloned();
+                    if let Some(abort) = running {
+                        abort.abort();
+                    }
+                }
                 let (shared, message) = (Arc::clone(s), cancel.clone());
                 s.pool.run(move |_| {
                     if let Err(e) = shared.post(&message, None, None) {
@@ -183,7 +241,14 @@ impl Transport for HttpTransport {
                 if s.closed.load(Ordering::SeqCst) {
                     return Err(Error::closed("the connection was closed"));
                 }
-                s.execute(message, None, Some(hint.deadline));
+                s.execute(message, None, Some(hint.deadline), None);
+                Ok(())
+            }
+            Message::Request(_) => {
+                if s.closed.load(Ordering::SeqCst) {
+                    return Err(Error::closed("the connection was closed"));
+                }
+                self.spawn_request(message, Some(hint.deadline));
                 Ok(())
             }
             other => self.send(other),
@@ -202,13 +267,15 @@ impl Transport for HttpTransport {
                 .get()
                 .delete(s.uri.clone())
                 .config()
-                .timeout_send_request(Some(s.options.close_timeout))
-                .timeout_recv_response(Some(s.options.close_timeout))
+                .timeout_global(Some(s.options.close_timeout))
                 .build()
                 .header(SESSION_HEADER, session);
-            let request = s.with_version(web::with_target_headers(request, &s.target));
-            if let Err(e) = request.call() {
-                log::debug!("[{}] DELETE of the session failed: {e}", s.name);
+            if let Err(e) = s.with_version(request).call() {
+                log::debug!(
+                    "[{}] DELETE of the session failed: {}",
+                    s.name,
+                    web::scrub(&e.to_string())
+                );
             }
         }
         s.agents.shutdown();
@@ -275,13 +342,20 @@ impl Shared {
         }
     }
 
-    /// A request's whole exchange, on a worker thread; its outcome goes to the inbound sink.
-    fn execute(&self, message: &Message, worker: Option<&Worker>, deadline: Option<Instant>) {
+    /// A request's whole exchange (on a worker, or on the caller's thread); its outcome goes to
+    /// the inbound sink.
+    fn execute(
+        &self,
+        message: &Message,
+        worker: Option<&Worker>,
+        deadline: Option<Instant>,
+        abort: Option<&Abort>,
+    ) {
         let Message::Request(request) = message else {
             return;
         };
         let id = &request.id;
-        let outcome = self.exchange(message, deadline);
+        let outcome = self.exchange(message, deadline, abort);
         // Handing the outcome over is all that is left: let the next request have this worker.
         if let Some(w) = worker {
             w.done();
@@ -292,12 +366,13 @@ impl Shared {
                 "[{}] request {id} was accepted without an answer; it may come on the GET stream",
                 self.name
             ),
-            // On the caller's own thread, a timeout is the caller's to report (it also tells
-            // the server); anything else ends the request here.
+            // A timeout is the caller's to report (it also tells the server), and so is a
+            // cancellation; anything else ends the request here.
             Err(Error::TransportClosed { reason, .. })
-                if deadline.is_some_and(|d| Instant::now() >= d) =>
+                if deadline.is_some_and(|d| Instant::now() >= d)
+                    || abort.is_some_and(Abort::is_aborted) =>
             {
-                log::debug!("[{}] request {id} ran out of time: {reason}", self.name)
+                log::debug!("[{}] request {id} ended: {reason}", self.name)
             }
             Err(e) => {
                 if !self.closed.load(Ordering::SeqCst) {
@@ -312,19 +387,20 @@ impl Shared {
         &self,
         message: &Message,
         deadline: Option<Instant>,
+        abort: Option<&Abort>,
     ) -> Result<Option<RpcResponse>, Error> {
         let Message::Request(request) = message else {
             return Ok(None);
         };
         let sent_with = self.session.read().clone();
         let method = request.method.as_str();
-        match self.post_and_resume(message, &request.id, deadline) {
+        match self.post_and_resume(message, &request.id, deadline, abort) {
             Err(Error::Http { status: 404, .. })
                 if sent_with.is_some() && method != methods::INITIALIZE =>
             {
-                self.reinitialize(sent_with.as_ref())?;
+                self.reinitialize(sent_with.as_ref(), deadline)?;
                 if IDEMPOTENT.contains(&method) {
-                    self.post_and_resume(message, &request.id, deadline)
+                    self.post_and_resume(message, &request.id, deadline, abort)
                 } else {
                     Err(Error::SessionExpired)
                 }
@@ -339,6 +415,7 @@ impl Shared {
         message: &Message,
         id: &RequestId,
         deadline: Option<Instant>,
+        abort: Option<&Abort>,
     ) -> Result<Option<RpcResponse>, Error> {
         let mut reply = self.post(message, Some(id), deadline)?;
         let mut attempts = 0;
@@ -351,11 +428,18 @@ impl Shared {
                     retry,
                 } if attempts < self.options.resume_attempts => {
                     attempts += 1;
-                    if !self.pause(retry.unwrap_or(self.options.default_retry)) {
+                    let mut delay = retry.unwrap_or(self.options.default_retry);
+                    if let Some(d) = deadline {
+                        delay = delay.min(d.saturating_duration_since(Instant::now()));
+                    }
+                    if !self.pause(delay, abort) {
                         return Err(Error::closed("the connection was closed"));
                     }
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(Error::closed("the request ran out of time before resuming"));
+                    }
                     log::debug!("[{}] resuming the response stream after event {last:?}", self.name);
-                    reply = self.resume(&last, id)?;
+                    reply = self.resume(&last, id, deadline)?;
                 }
                 Reply::Cut { last_event_id, .. } => {
                     return Err(Error::closed(match last_event_id {
@@ -383,25 +467,16 @@ impl Shared {
             message.write_json(&mut b);
             b
         };
-        // A request's exchange is bounded by the agent's phase timeouts; a notification or a
-        // response gets the shorter `post_timeout`.
+        // The caller's deadline bounds every phase of the exchange; a request without one (a
+        // call with progress) has the agent's phase timeouts; a notification or a response
+        // gets `post_timeout` overall.
         let request = self.agents.get().post(self.uri.clone());
         let request = match (expect, deadline) {
-            // On the caller's thread: the caller's deadline bounds the exchange.
-            (Some(_), Some(d)) => {
-                let left = d
-                    .saturating_duration_since(Instant::now())
-                    .max(Duration::from_millis(1));
-                request
-                    .config()
-                    .timeout_recv_response(Some(left))
-                    .timeout_recv_body(Some(left))
-                    .build()
-            }
+            (_, Some(d)) => request.config().timeout_global(Some(web::left(d))).build(),
             (Some(_), None) => request,
-            (None, _) => request
+            (None, None) => request
                 .config()
-                .timeout_recv_response(Some(self.options.post_timeout))
+                .timeout_global(Some(self.options.post_timeout))
                 .build(),
         }
         .header(
@@ -409,42 +484,54 @@ impl Shared {
             HeaderValue::from_static("application/json, text/event-stream"),
         )
         .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let request =
-            self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
-        let response = request
+        let response = self
+            .with_version(self.with_session(request))
             .send(&body[..])
-            .map_err(|e| web::transport_error(e, &self.target.url, "POST"))?;
+            .map_err(|e| self.failure(e, "POST"))?;
+        if web::is_redirect(&response) {
+            return Err(web::redirect_error(&response, &self.uri));
+        }
         self.remember_session(&response);
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(web::status_error(response));
         }
+        let shown = &self.wire.split.shown;
         if status == 202 {
-            let _ = web::read_body(response, 64 * 1024, &self.target.url);
+            let _ = web::read_body(response, 64 * 1024, shown);
             return Ok(Reply::Accepted);
         }
         if web::is_event_stream(&response) {
             return self.read_stream(response, expect, None);
         }
-        let bytes = web::read_body(response, self.options.max_message_bytes, &self.target.url)?;
+        let bytes = web::read_body(response, self.options.max_message_bytes, shown)?;
         Ok(self
             .dispatch(&bytes, expect)
             .map_or(Reply::Accepted, Reply::Answer))
     }
 
-    /// Resumes a cut response stream with a GET carrying `Last-Event-ID`.
-    fn resume(&self, last_event_id: &str, expect: &RequestId) -> Result<Reply, Error> {
-        let request = self
-            .agents
-            .get()
-            .get(self.uri.clone())
-            .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
-            .header("Last-Event-ID", last_event_id);
-        let request =
-            self.with_version(self.with_session(web::with_target_headers(request, &self.target)));
-        let response = request
+    /// Resumes a cut response stream with a GET carrying `Last-Event-ID`, bounded by the
+    /// request's deadline.
+    fn resume(
+        &self,
+        last_event_id: &str,
+        expect: &RequestId,
+        deadline: Option<Instant>,
+    ) -> Result<Reply, Error> {
+        let request = self.agents.get().get(self.uri.clone());
+        let request = match deadline {
+            Some(d) => request.config().timeout_global(Some(web::left(d))).build(),
+            None => request,
+        }
+        .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
+        .header("Last-Event-ID", last_event_id);
+        let response = self
+            .with_version(self.with_session(request))
             .call()
-            .map_err(|e| web::transport_error(e, &self.target.url, "GET"))?;
+            .map_err(|e| self.failure(e, "GET"))?;
+        if web::is_redirect(&response) {
+            return Err(web::redirect_error(&response, &self.uri));
+        }
         if !response.status().is_success() {
             return Err(web::status_error(response));
         }
@@ -515,150 +602,5 @@ impl Shared {
             }
         }
         answer
-    }
-
-    /// Re-establishes a forgotten session: once, however many requests noticed it.
-    fn reinitialize(&self, stale: Option<&HeaderValue>) -> Result<(), Error> {
-        {
-            let mut state = self.reinit.lock();
-            let deadline = Instant::now() + self.options.post_timeout;
-            while state.running {
-                if self
-                    .reinit_done
-                    .wait_until(&mut state, deadline)
-                    .timed_out()
-                {
-                    return Err(Error::SessionExpired);
-                }
-            }
-            if self.session.read().as_ref() != stale {
-                return Ok(()); // another request already re-initialized
-            }
-            state.running = true;
-        }
-        let result = self.run_initialize();
-        self.reinit.lock().running = false;
-        self.reinit_done.notify_all();
-        result
-    }
-
-    fn run_initialize(&self) -> Result<(), Error> {
-        let params = self
-            .init_params
-            .lock()
-            .clone()
-            .ok_or(Error::SessionExpired)?;
-        *self.session.write() = None;
-        let n = self.reinit_count.fetch_add(1, Ordering::SeqCst) + 1;
-        let id = RequestId::String(format!("mcp-runtime-reinitialize-{n}"));
-        let init = Message::Request(Request {
-            id: id.clone(),
-            method: methods::INITIALIZE.to_owned(),
-            params: Some(params),
-        });
-        match self.post(&init, Some(&id), None)? {
-            Reply::Answer(RpcResponse { outcome: Ok(_), .. }) => {}
-            Reply::Answer(RpcResponse {
-                outcome: Err(e), ..
-            }) => return Err(e.into()),
-            _ => return Err(Error::SessionExpired),
-        }
-        self.post(
-            &Message::notification(methods::INITIALIZED, None),
-            None,
-            None,
-        )?;
-        log::info!(
-            "[{}] the server forgot the session; re-initialized",
-            self.name
-        );
-        Ok(())
-    }
-
-    /// Waits `delay`, or less if the transport closes; false when it did.
-    fn pause(&self, delay: Duration) -> bool {
-        // The token's channel never carries a value: it times out, or disconnects on close.
-        let _ = self.stop.receiver().recv_timeout(delay);
-        !self.stop.is_cancelled()
-    }
-
-    /// The GET stream: server requests and notifications, reconnected with a capped backoff.
-    fn listen(&self) {
-        let mut last_event_id: Option<String> = None;
-        let mut retry: Option<Duration> = None;
-        let mut failures: u32 = 0;
-        while !self.closed.load(Ordering::SeqCst) {
-            // The GET stream may stay open, and silent, for as long as it likes.
-            let mut request = self
-                .agents
-                .get()
-                .get(self.uri.clone())
-                .config()
-                .timeout_recv_body(None)
-                .build()
-                .header(ACCEPT, HeaderValue::from_static("text/event-stream"));
-            if let Some(id) = &last_event_id {
-                request = request.header("Last-Event-ID", id.as_str());
-            }
-            let request = self
-                .with_version(self.with_session(web::with_target_headers(request, &self.target)));
-            let mut delivered = false;
-            let opened = Instant::now();
-            match request.call() {
-                Err(e) => log::debug!("[{}] GET stream: {e}", self.name),
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    if (400..500).contains(&status) && ![404, 408, 429].contains(&status) {
-                        log::debug!("[{}] the server offers no GET stream ({status})", self.name);
-                        return;
-                    }
-                    if !response.status().is_success() || !web::is_event_stream(&response) {
-                        log::debug!("[{}] GET stream refused ({status})", self.name);
-                    } else {
-                        self.remember_session(&response);
-                        let mut decoder = SseDecoder::new(self.options.max_message_bytes);
-                        let end = web::read_events(
-                            web::stream_body(response),
-                            &mut decoder,
-                            &mut |event| {
-                                if event.event == "message" {
-                                    delivered = true;
-                                    self.dispatch(event.data.as_bytes(), None);
-                                }
-                                ControlFlow::Continue(())
-                            },
-                        );
-                        if let StreamEnd::Failed(e) = end {
-                            log::debug!("[{}] GET stream: {e}", self.name);
-                        }
-                        if let Some(id) = decoder.last_event_id() {
-                            last_event_id = Some(id.to_owned());
-                        }
-                        if let Some(ms) = decoder.retry_ms() {
-                            retry = Some(Duration::from_millis(ms));
-                        }
-                    }
-                }
-            }
-            // Only a stream that delivered something, or stayed open a good while, resets the
-            // backoff: a server answering with empty streams must not make us reconnect in a
-            // tight loop.
-            let healthy = delivered || opened.elapsed() >= HEALTHY_STREAM;
-            failures = if healthy { 0 } else { failures + 1 };
-            if failures > MAX_LISTEN_FAILURES {
-                log::warn!(
-                    "[{}] giving up on the GET stream after {failures} empty attempts",
-                    self.name
-                );
-                return;
-            }
-            let base = retry.unwrap_or(self.options.default_retry);
-            let delay = base
-                .saturating_mul(1 << failures.min(16))
-                .min(self.options.max_backoff.max(base));
-            if !self.pause(delay) {
-                return;
-            }
-        }
     }
 }

@@ -11,6 +11,7 @@ use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::ProtocolVersion;
 use crate::Error;
 
+mod abort;
 mod cork;
 pub mod http;
 pub(crate) mod lines;
@@ -22,7 +23,7 @@ pub mod sse_parser;
 mod stdin;
 pub mod stdio;
 mod tcp;
-mod url;
+pub(crate) mod url;
 mod web;
 
 pub use http::HttpTransport;

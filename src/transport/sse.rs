@@ -5,12 +5,17 @@
 //! POST there; every reply comes as a `message` event on the stream, read by the thread
 //! `mcp-<server>-sse`. The session lives and dies with the stream: when it ends, every pending
 //! request fails at once.
+//!
+//! The stream is opened on the reader thread, so the whole connect (TCP, headers, the wait for
+//! the endpoint) is bounded by the caller's deadline. Redirects are never followed (see `web`);
+//! configured headers go only to the stream's origin, and URLs are shown redacted.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use parking_lot::Mutex;
 use ureq::http::Uri;
 
 use super::sse_parser::SseDecoder;
@@ -26,16 +31,32 @@ pub struct SseTransport {
 
 struct Shared {
     name: String,
-    target: HttpTarget,
+    /// The stream's URL, redacted.
+    shown: String,
     endpoint: Uri,
+    /// The endpoint, redacted.
+    endpoint_shown: String,
     agent: ureq::Agent,
     options: HttpOptions,
     /// Shared with the reader, so it can tell our close from the server's.
     closed: Arc<AtomicBool>,
 }
 
+/// How far the connection got, as the reader thread and `connect` see it.
+#[derive(PartialEq)]
+enum Phase {
+    /// `connect` is waiting for the endpoint.
+    Connecting,
+    /// `connect` returned the transport: the reader reports the stream's end.
+    Ready,
+    /// `connect` gave up, or the stream ended before it was done.
+    Over,
+}
+
 impl SseTransport {
-    /// Opens the stream and waits (until `deadline`) for the `endpoint` event.
+    /// Opens the stream and waits (until `deadline`) for the `endpoint` event. The stream is
+    /// opened on the reader thread, so that every phase of it (connect, headers, the wait for
+    /// the endpoint) is bounded by `deadline`: past it the agent is shut down.
     pub fn connect(
         name: &str,
         target: &HttpTarget,
@@ -43,47 +64,39 @@ impl SseTransport {
         inbound: Arc<dyn Inbound>,
         deadline: Instant,
     ) -> Result<SseTransport, Error> {
-        let base = super::url::parse(&target.url)?;
-        let agent = web::agent(options);
-        let left = deadline.saturating_duration_since(Instant::now());
-        let request = agent
-            .get(&target.url)
-            .config()
-            .timeout_recv_response(Some(left))
-            // The stream lives as long as the session.
-            .timeout_recv_body(None)
-            .build()
-            .header("Accept", "text/event-stream");
-        let response = web::with_target_headers(request, target)
-            .call()
-            .map_err(|e| web::transport_error(e, &target.url, "GET"))?;
-        if !response.status().is_success() {
-            return Err(web::status_error(response));
-        }
-        if !web::is_event_stream(&response) {
-            return Err(Error::protocol(format!(
-                "{} did not answer with text/event-stream",
-                target.url
-            )));
-        }
-        let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<String>(1);
+        let wire = web::Wire::new(target)?;
+        let base = wire.split.public.clone();
+        let shown = wire.split.shown.clone();
+        let agent = web::agent(options, Some(Arc::clone(&wire.secrets)));
+        let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<Result<String, Error>>(1);
         let closed = Arc::new(AtomicBool::new(false));
-        let body = web::stream_body(response);
-        let (reader_name, reader_closed, limit) = (
+        let phase = Arc::new(Mutex::new(Phase::Connecting));
+        let (reader_name, reader_closed, reader_phase, reader_agent, limit) = (
             name.to_owned(),
             Arc::clone(&closed),
+            Arc::clone(&phase),
+            agent.clone(),
             options.max_message_bytes,
         );
+        let (reader_base, reader_shown) = (base.clone(), shown.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("mcp-{name}-sse"))
             .spawn(move || {
+                let opened = open_stream(&reader_agent, &reader_base, &reader_shown, deadline);
+                let body = match opened {
+                    Ok(body) => body,
+                    Err(e) => {
+                        let _ = endpoint_tx.send(Err(e));
+                        return;
+                    }
+                };
                 let mut decoder = SseDecoder::new(limit);
                 let mut endpoint_tx = Some(endpoint_tx);
                 let end = web::read_events(body, &mut decoder, &mut |event| {
                     match event.event.as_str() {
                         "endpoint" => {
                             if let Some(tx) = endpoint_tx.take() {
-                                let _ = tx.send(event.data);
+                                let _ = tx.send(Ok(event.data));
                             }
                         }
                         "message" => {
@@ -105,52 +118,118 @@ impl SseTransport {
                         _ => Error::closed("the server ended the SSE stream"),
                     }
                 };
-                inbound.on_closed(error);
+                let ready = {
+                    let mut phase = reader_phase.lock();
+                    let ready = *phase == Phase::Ready;
+                    *phase = Phase::Over;
+                    ready
+                };
+                // Before `connect` returned, the stream's end is its error, not ours to report.
+                if ready {
+                    inbound.on_closed(error);
+                }
             });
+        let give_up = |error: Error| {
+            *phase.lock() = Phase::Over;
+            closed.store(true, Ordering::SeqCst);
+            agent.clone().shutdown();
+            error
+        };
         if let Err(e) = spawned {
-            agent.shutdown();
-            return Err(Error::closed(format!("cannot start the SSE reader: {e}")));
+            return Err(give_up(Error::closed(format!(
+                "cannot start the SSE reader: {e}"
+            ))));
         }
         let endpoint = match endpoint_rx.recv_deadline(deadline) {
-            Ok(e) => e,
+            Ok(Ok(e)) => e,
+            Ok(Err(e)) => return Err(give_up(e)),
             Err(_) => {
-                agent.shutdown();
-                return Err(Error::closed(format!(
-                    "{} sent no endpoint event{}",
-                    target.url,
+                return Err(give_up(Error::closed(format!(
+                    "{shown} sent no endpoint event{}",
                     if Instant::now() >= deadline {
                         " in time"
                     } else {
                         " before the stream ended"
                     }
-                )));
+                ))));
             }
         };
         let resolved = match super::url::resolve(&base, &endpoint) {
             Ok(u) if super::url::origin(&u) == super::url::origin(&base) => u,
             Ok(u) => {
-                agent.shutdown();
-                return Err(Error::protocol(format!(
-                    "the SSE endpoint {u} is not on the origin of {}; refused",
-                    target.url
-                )));
+                return Err(give_up(Error::protocol(format!(
+                    "the SSE endpoint {} is not on the origin of {shown}; refused",
+                    super::url::redact(&u.to_string())
+                ))));
             }
-            Err(e) => {
-                agent.shutdown();
-                return Err(e);
-            }
+            Err(e) => return Err(give_up(e)),
         };
-        log::debug!("[{name}] legacy SSE endpoint: {resolved}");
+        {
+            let mut p = phase.lock();
+            if *p != Phase::Connecting {
+                drop(p);
+                return Err(give_up(Error::closed("the server ended the SSE stream")));
+            }
+            *p = Phase::Ready;
+        }
+        let endpoint_shown = super::url::redact(&resolved.to_string());
+        log::debug!("[{name}] legacy SSE endpoint: {endpoint_shown}");
         Ok(SseTransport {
             shared: Arc::new(Shared {
                 name: name.to_owned(),
-                target: target.clone(),
+                shown,
                 endpoint: resolved,
+                endpoint_shown,
                 agent,
                 options: options.clone(),
                 closed,
             }),
         })
+    }
+}
+
+/// Opens the event stream at `base`, everything until its headers bounded by `deadline`.
+fn open_stream(
+    agent: &ureq::Agent,
+    base: &Uri,
+    shown: &str,
+    deadline: Instant,
+) -> Result<ureq::BodyReader<'static>, Error> {
+    let left = web::left(deadline);
+    let request = agent
+        .get(base.clone())
+        .config()
+        .timeout_connect(Some(left))
+        .timeout_send_request(Some(left))
+        .timeout_recv_response(Some(left))
+        // The stream lives as long as the session.
+        .timeout_recv_body(None)
+        .build()
+        .header("Accept", "text/event-stream");
+    let response = request
+        .call()
+        .map_err(|e| web::transport_error(e, shown, "GET"))?;
+    if web::is_redirect(&response) {
+        return Err(web::redirect_error(&response, base));
+    }
+    if !response.status().is_success() {
+        return Err(web::status_error(response));
+    }
+    if !web::is_event_stream(&response) {
+        return Err(Error::protocol(format!(
+            "{shown} did not answer with text/event-stream"
+        )));
+    }
+    Ok(web::stream_body(response))
+}
+
+impl std::fmt::Debug for SseTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseTransport")
+            .field("name", &self.shared.name)
+            .field("url", &self.shared.shown)
+            .field("endpoint", &self.shared.endpoint_shown)
+            .finish_non_exhaustive()
     }
 }
 
@@ -198,21 +277,23 @@ impl Shared {
     fn post(&self, message: &Message) -> Result<(), Error> {
         let mut body = Vec::with_capacity(256);
         message.write_json(&mut body);
-        let url = self.endpoint.to_string();
-        let request = self
+        let shown = &self.endpoint_shown;
+        let response = self
             .agent
-            .post(&url)
+            .post(self.endpoint.clone())
             .config()
-            .timeout_recv_response(Some(self.options.post_timeout))
+            .timeout_global(Some(self.options.post_timeout))
             .build()
-            .header("Content-Type", "application/json");
-        let response = web::with_target_headers(request, &self.target)
+            .header("Content-Type", "application/json")
             .send(&body[..])
-            .map_err(|e| web::transport_error(e, &url, "POST"))?;
+            .map_err(|e| web::transport_error(e, shown, "POST"))?;
+        if web::is_redirect(&response) {
+            return Err(web::redirect_error(&response, &self.endpoint));
+        }
         if !response.status().is_success() {
             return Err(web::status_error(response));
         }
-        let _ = web::read_body(response, 64 * 1024, &url);
+        let _ = web::read_body(response, 64 * 1024, shown);
         Ok(())
     }
 }

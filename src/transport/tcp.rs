@@ -5,9 +5,12 @@
 //! - the check that a pooled connection is still open is one `recv(MSG_PEEK | MSG_DONTWAIT)`
 //!   instead of switching the socket to non-blocking and back around a read;
 //! - socket timeouts are set only when they change noticeably: a remaining time over two
-//!   seconds is rounded down to the whole second (so a request may give up up to a second
-//!   early, never late), which keeps the same value, and so no system call, request after
-//!   request.
+//!   seconds is rounded down to the whole second, which keeps the same value, and so no system
+//!   call, request after request. When such a rounded wait runs out, the rest of the real
+//!   remaining time is waited too: a request never gives up early (nor late).
+//!
+//! Each blocking step is registered with the thread's current exchange (see `abort`), so a
+//! call that ended can stop its exchange's I/O from another thread.
 //!
 //! And the host is resolved when a connection is opened, not for every request: `ureq`
 //! resolves before each request, even one that reuses a pooled connection (for a host name, a
@@ -163,6 +166,28 @@ fn timed_out(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
+/// What is left to wait after a rounded-down socket timeout `limit` ran out, when the real
+/// remaining time was `exact`.
+fn rest(exact: Option<Duration>, limit: Option<Duration>) -> Option<Duration> {
+    match (exact, limit) {
+        (Some(exact), Some(limit)) if exact > limit => {
+            Some((exact - limit).max(Duration::from_millis(1)))
+        }
+        _ => None,
+    }
+}
+
+/// The exact remaining time of this I/O step (None: no bound), or the timeout error.
+fn exact(timeout: NextTimeout) -> Result<Option<Duration>, ureq::Error> {
+    if timeout.after.is_not_happening() {
+        return Ok(None);
+    }
+    if timeout.after.is_zero() {
+        return Err(ureq::Error::Timeout(timeout.reason));
+    }
+    Ok(Some(*timeout.after))
+}
+
 impl Transport for TcpConnection {
     fn buffers(&mut self) -> &mut dyn Buffers {
         &mut self.buffers
@@ -170,32 +195,60 @@ impl Transport for TcpConnection {
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
         let timeout = timeout.for_write();
-        let limit = bound(timeout)?;
+        let exact = exact(timeout)?;
+        let mut limit = bound(timeout)?;
+        let _watched = super::abort::watch(&self.stream)?;
         if limit != self.write_timeout {
             self.stream.set_write_timeout(limit)?;
             self.write_timeout = limit;
         }
-        let output = &self.buffers.output()[..amount];
-        match (&*self.stream).write_all(output) {
-            Ok(()) => Ok(()),
-            Err(e) if timed_out(&e) => Err(ureq::Error::Timeout(timeout.reason)),
-            Err(e) => Err(ureq::Error::Io(e)),
+        let mut output = &self.buffers.output()[..amount];
+        let mut rounded = true;
+        while !output.is_empty() {
+            match (&*self.stream).write(output) {
+                Ok(0) => return Err(ureq::Error::Io(ErrorKind::WriteZero.into())),
+                Ok(n) => output = &output[n..],
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if timed_out(&e) => match rest(exact, limit).filter(|_| rounded) {
+                    Some(rest) => {
+                        rounded = false;
+                        limit = Some(rest);
+                        self.stream.set_write_timeout(limit)?;
+                        self.write_timeout = limit;
+                    }
+                    None => return Err(ureq::Error::Timeout(timeout.reason)),
+                },
+                Err(e) => return Err(ureq::Error::Io(e)),
+            }
         }
+        Ok(())
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         let timeout = timeout.for_read();
-        let limit = bound(timeout)?;
+        let exact = exact(timeout)?;
+        let mut limit = bound(timeout)?;
+        let _watched = super::abort::watch(&self.stream)?;
         if limit != self.read_timeout {
             self.stream.set_read_timeout(limit)?;
             self.read_timeout = limit;
         }
         let input = self.buffers.input_append_buf();
+        let mut rounded = true;
         let amount = loop {
             match (&*self.stream).read(input) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if timed_out(&e) => return Err(ureq::Error::Timeout(timeout.reason)),
+                Err(e) if timed_out(&e) => match rest(exact, limit).filter(|_| rounded) {
+                    // The rounded-down wait ran out: wait out the rest of the real time.
+                    Some(rest) => {
+                        rounded = false;
+                        limit = Some(rest);
+                        self.stream.set_read_timeout(limit)?;
+                        self.read_timeout = limit;
+                    }
+                    None => return Err(ureq::Error::Timeout(timeout.reason)),
+                },
                 Err(e) => return Err(ureq::Error::Io(e)),
             }
         };

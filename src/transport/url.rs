@@ -1,10 +1,118 @@
 //! The little URL handling the HTTP transports need: resolving the legacy SSE `endpoint`
-//! against the stream's URL, and comparing origins. (`ureq`'s `http::Uri` parses; this
-//! resolves references the way a browser would for the shapes servers send.)
+//! against the stream's URL, comparing origins, and keeping a URL's secrets out of sight.
+//! (`ureq`'s `http::Uri` parses; this resolves references the way a browser would for the
+//! shapes servers send.)
+//!
+//! A URL may carry secrets: `https://host/mcp?apiKey=…`, `https://user:pass@host/…`. Every
+//! rendering of a URL in the transport layer (error texts, logs, `Debug`) goes through
+//! [`redact`], which keeps scheme, host, port and path, replaces every query value with
+//! `REDACTED`, and drops userinfo and fragment. `ureq` itself is only ever given the
+//! [`Split::public`] form of the configured URL (redacted the same way); the real query goes
+//! onto the wire in our connector (see `cork`), so `ureq`'s own logs never see it either.
 
 use ureq::http::Uri;
 
 use crate::Error;
+
+/// What replaces each query value in a rendered URL.
+pub(crate) const REDACTED: &str = "REDACTED";
+
+/// `url` with its secrets removed, for error texts, logs and `Debug`: userinfo and fragment
+/// dropped, each query value (or bare query item) replaced by `REDACTED`. Works on any text,
+/// parsable or not.
+pub(crate) fn redact(url: &str) -> String {
+    let url = url.trim();
+    let url = url.split_once('#').map_or(url, |(before, _)| before);
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match scheme {
+        Some(_) => authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host),
+        None => authority,
+    };
+    let mut out = String::with_capacity(url.len());
+    if let Some(scheme) = scheme {
+        out.push_str(scheme);
+        out.push_str("://");
+    }
+    out.push_str(authority);
+    let (path, query) = match tail.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (tail, None),
+    };
+    out.push_str(path);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(&redact_query(query));
+    }
+    out
+}
+
+/// A query with every value replaced by `REDACTED` (a bare item, which may be a token, too).
+fn redact_query(query: &str) -> String {
+    let mut out = String::with_capacity(query.len());
+    for (i, item) in query.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        match item.split_once('=') {
+            Some((key, _)) => {
+                out.push_str(key);
+                out.push('=');
+                out.push_str(REDACTED);
+            }
+            None if item.is_empty() => {}
+            None => out.push_str(REDACTED),
+        }
+    }
+    out
+}
+
+/// A configured URL split in what `ureq` may see and what only goes on the wire.
+#[derive(Clone)]
+pub(crate) struct Split {
+    /// The URL with userinfo dropped and query values replaced by `REDACTED`: what `ureq` is
+    /// given (and so what it may log or put in its errors).
+    pub(crate) public: Uri,
+    /// The same, as text, for our own messages.
+    pub(crate) shown: String,
+    /// The real request-target (`/path?query`) when it differs from the public one.
+    pub(crate) real_target: Option<Box<[u8]>>,
+}
+
+impl Split {
+    /// The request-target `ureq` writes for [`Split::public`].
+    pub(crate) fn public_target(&self) -> &str {
+        self.public.path_and_query().map_or("/", |p| p.as_str())
+    }
+}
+
+impl std::fmt::Debug for Split {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+/// Splits a configured `http`/`https` URL (see [`Split`]).
+pub(crate) fn split(url: &str) -> Result<Split, Error> {
+    let real = parse(url)?;
+    let shown = redact(url);
+    let public = parse(&shown)?;
+    let real_target = real.path_and_query().map_or("/", |p| p.as_str());
+    let public_target = public.path_and_query().map_or("/", |p| p.as_str());
+    let real_target =
+        (real_target != public_target).then(|| real_target.as_bytes().to_vec().into_boxed_slice());
+    Ok(Split {
+        public,
+        shown,
+        real_target,
+    })
+}
 
 /// `scheme://authority` of a URL, with the default port made explicit.
 pub(crate) fn origin(uri: &Uri) -> Option<(String, String, u16)> {
@@ -19,12 +127,15 @@ pub(crate) fn origin(uri: &Uri) -> Option<(String, String, u16)> {
 /// Parses an `http`/`https` URL.
 pub(crate) fn parse(url: &str) -> Result<Uri, Error> {
     let uri: Uri = url.parse().map_err(|e| Error::Config {
-        message: format!("invalid URL {url:?}: {e}"),
+        message: format!("invalid URL {:?}: {e}", redact(url)),
     })?;
     match uri.scheme_str() {
         Some("http") | Some("https") if uri.host().is_some() => Ok(uri),
         _ => Err(Error::Config {
-            message: format!("invalid URL {url:?}: expected http:// or https://"),
+            message: format!(
+                "invalid URL {:?}: expected http:// or https://",
+                redact(url)
+            ),
         }),
     }
 }
@@ -96,6 +207,42 @@ mod tests {
         assert_eq!(origin(&a), origin(&b));
         assert_ne!(origin(&a), origin(&c));
         assert_ne!(origin(&a), origin(&d));
+    }
+
+    #[test]
+    fn redaction_keeps_the_place_and_drops_the_secrets() {
+        assert_eq!(
+            redact("https://user:pa%40ss@h.test:8443/mcp?apiKey=SECRET&x=1#frag"),
+            "https://h.test:8443/mcp?apiKey=REDACTED&x=REDACTED"
+        );
+        assert_eq!(redact("http://h/mcp?TOKEN"), "http://h/mcp?REDACTED");
+        assert_eq!(redact("http://h/mcp"), "http://h/mcp");
+        assert_eq!(redact("http://a@b@h?k=v"), "http://h?k=REDACTED");
+        assert_eq!(
+            redact("/messages?sessionId=abc"),
+            "/messages?sessionId=REDACTED"
+        );
+        assert!(!redact("not a url ?k=SECRET").contains("SECRET"));
+        let e = parse("ftp://u:SECRET@h/x?k=SECRET")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("SECRET"), "{e}");
+    }
+
+    #[test]
+    fn the_public_form_hides_the_query_and_the_real_target_keeps_it() {
+        let s = split("http://u:SECRET@127.0.0.1:9/mcp?apiKey=SECRET").unwrap();
+        assert_eq!(
+            s.public.to_string(),
+            "http://127.0.0.1:9/mcp?apiKey=REDACTED"
+        );
+        assert_eq!(s.public_target(), "/mcp?apiKey=REDACTED");
+        assert_eq!(s.real_target.as_deref(), Some(&b"/mcp?apiKey=SECRET"[..]));
+        assert!(!format!("{s:?}").contains("SECRET"));
+        assert!(split("http://127.0.0.1:9/mcp")
+            .unwrap()
+            .real_target
+            .is_none());
     }
 
     #[test]

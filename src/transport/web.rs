@@ -1,5 +1,14 @@
 //! HTTP plumbing shared by the Streamable HTTP and legacy SSE transports: the target and its
 //! headers, the `ureq` agent, status and error mapping, and reading an event stream.
+//!
+//! - Redirects are never followed, on any origin: an MCP endpoint has no business redirecting
+//!   its client, and following one would hand the configured headers, the session id and the
+//!   token to wherever it points (`ureq` strips only `Authorization` and cookies, and turns a
+//!   POST into a GET). A 3xx is [`Error::Redirect`], naming the (redacted) target.
+//! - Secrets never reach `ureq`: it is given the redacted URL and none of the configured
+//!   headers, which our connector (`cork`) writes on the wire, so no log level of any crate
+//!   shows them. Every URL we render goes through `url::redact`, and `ureq`'s error texts are
+//!   scrubbed of URLs too.
 
 use std::fmt;
 use std::io::Read;
@@ -51,10 +60,10 @@ impl HttpTarget {
 
 impl fmt::Debug for HttpTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Header values may be credentials: show the names only.
+        // Header values may be credentials: show the names only; the URL redacted.
         let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("HttpTarget")
-            .field("url", &self.url)
+            .field("url", &super::url::redact(&self.url))
             .field("headers", &names)
             .field("auth", &self.auth.is_some())
             .finish()
@@ -77,14 +86,17 @@ impl PartialEq for HttpTarget {
 pub struct HttpOptions {
     /// The largest JSON body or SSE event accepted.
     pub max_message_bytes: usize,
-    /// Bound on opening a TCP (and TLS) connection.
+    /// Bound on opening a TCP (and TLS) connection (a request's own deadline bounds it too).
     pub connect_timeout: Duration,
-    /// Bound on one whole HTTP exchange (a POST and the stream answering it). Callers have
-    /// their own, usually shorter, deadlines; this one ends the work behind an abandoned call.
+    /// Bound on one whole HTTP exchange (a POST and the stream answering it) that has no
+    /// deadline of its own (a call with a progress callback, whose deadline moves). Every other
+    /// request is bounded by its caller's deadline, and a call that ends (timeout, cancel)
+    /// ends its exchange at once.
     pub exchange_timeout: Duration,
     /// Bound on a notification or response POST.
     pub post_timeout: Duration,
-    /// Bound on the DELETE that ends a session at close.
+    /// Bound on the DELETE that ends a session at close (1 s by default): `close` never takes
+    /// longer than this.
     pub close_timeout: Duration,
     /// How many times a cut response stream is resumed with `Last-Event-ID`.
     pub resume_attempts: u32,
@@ -101,7 +113,7 @@ impl Default for HttpOptions {
             connect_timeout: Duration::from_secs(10),
             exchange_timeout: Duration::from_secs(15 * 60),
             post_timeout: Duration::from_secs(30),
-            close_timeout: Duration::from_secs(2),
+            close_timeout: Duration::from_secs(1),
             resume_attempts: 3,
             default_retry: Duration::from_secs(1),
             max_backoff: Duration::from_secs(30),
@@ -130,15 +142,33 @@ pub(crate) struct Agents {
     agents: Vec<ureq::Agent>,
 }
 
+/// A connection's agents and what they hide from `ureq`.
+pub(crate) struct Wire {
+    /// The URL as `ureq` sees it and as we show it.
+    pub(crate) split: super::url::Split,
+    pub(crate) secrets: Arc<super::cork::Secrets>,
+}
+
+impl Wire {
+    /// The wire form of `target`.
+    pub(crate) fn new(target: &HttpTarget) -> Result<Wire, Error> {
+        let split = super::url::split(&target.url)?;
+        let secrets = Arc::new(super::cork::Secrets::new(&split, target)?);
+        Ok(Wire { split, secrets })
+    }
+}
+
 /// How many agents a connection spreads its callers over: up to eight threads calling at once
 /// each get their own (with four, pairs of threads still queued on a pool lock). An agent
 /// costs a few hundred bytes until it holds a connection.
 const AGENT_SHARDS: usize = 8;
 
 impl Agents {
-    pub(crate) fn new(options: &HttpOptions) -> Agents {
+    pub(crate) fn new(options: &HttpOptions, wire: &Wire) -> Agents {
         Agents {
-            agents: (0..AGENT_SHARDS).map(|_| agent(options)).collect(),
+            agents: (0..AGENT_SHARDS)
+                .map(|_| agent(options, Some(Arc::clone(&wire.secrets))))
+                .collect(),
         }
     }
 
@@ -161,16 +191,21 @@ impl Agents {
     }
 }
 
-/// One agent with the connection's settings.
+/// One agent with the connection's settings; `secrets` go on the wire in the connector.
 ///
-/// Its timeouts bound each phase of an exchange (`exchange_timeout` for the response and its
-/// body, `post_timeout` for sending). No overall ("global") timeout is set: with one, `ureq`'s
-/// own resolver looks the host up on a new thread. Requests that need other bounds set them per
-/// request, phase by phase too. The host is resolved when a connection is opened, not per
-/// request (see `tcp`).
-pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
+/// Its timeouts bound each phase of an exchange that has no deadline (`exchange_timeout` for
+/// the response and its body, `post_timeout` for sending). A request with a deadline sets it as
+/// the request's overall ("global") timeout, which bounds every phase, connecting included (our
+/// resolver does no lookup, so the overall timeout costs no resolver thread). The host is
+/// resolved when a connection is opened, not per request (see `tcp`). Redirects are never
+/// followed (see the module docs).
+pub(crate) fn agent(
+    options: &HttpOptions,
+    secrets: Option<Arc<super::cork::Secrets>>,
+) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
+        .max_redirects(0)
         .timeout_connect(Some(options.connect_timeout))
         .timeout_send_request(Some(options.post_timeout))
         .timeout_send_body(Some(options.post_timeout))
@@ -197,22 +232,80 @@ pub(crate) fn agent(options: &HttpOptions) -> ureq::Agent {
     let connector =
         ().chain(super::tcp::Tcp)
             .chain(RustlsConnector::default())
-            .chain(super::cork::Cork);
+            .chain(super::cork::Cork::with_secrets(secrets));
     ureq::Agent::with_parts(config, connector, super::tcp::ResolveOnConnect)
 }
 
-/// Adds the target's configured headers and `Authorization` to a request.
-pub(crate) fn with_target_headers<B>(
-    mut request: ureq::RequestBuilder<B>,
-    target: &HttpTarget,
-) -> ureq::RequestBuilder<B> {
-    for (k, v) in &target.headers {
-        request = request.header(k.as_str(), v.as_str());
+/// The remaining time until `deadline` (at least a millisecond: zero means "no timeout" to
+/// some of `ureq`'s checks).
+pub(crate) fn left(deadline: std::time::Instant) -> Duration {
+    deadline
+        .saturating_duration_since(std::time::Instant::now())
+        .max(Duration::from_millis(1))
+}
+
+/// Whether a response is a redirect (which is never followed).
+pub(crate) fn is_redirect(response: &Response<Body>) -> bool {
+    let status = response.status();
+    status.is_redirection() && status != ureq::http::StatusCode::NOT_MODIFIED
+}
+
+/// The [`Error::Redirect`] for a 3xx response to a request for `base`.
+pub(crate) fn redirect_error(response: &Response<Body>, base: &ureq::http::Uri) -> Error {
+    let location = match header(response, "location") {
+        Some(l) => match super::url::resolve(base, &l) {
+            Ok(u) => {
+                let shown = super::url::redact(&u.to_string());
+                if super::url::origin(&u) == super::url::origin(base) {
+                    shown
+                } else {
+                    format!("{shown} (another origin)")
+                }
+            }
+            Err(_) => super::url::redact(&l),
+        },
+        None => "(no Location)".to_owned(),
+    };
+    Error::Redirect {
+        status: response.status().as_u16(),
+        location,
     }
-    if let Some(value) = target.auth.as_ref().and_then(|a| a.authorization()) {
-        request = request.header("Authorization", value);
+}
+
+/// Whether a failure means the server is not there at all (refused, unreachable): not an HTTP
+/// status, not a timeout. The transport ends on it.
+pub(crate) fn is_connection_failure(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind;
+    match e {
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            ErrorKind::ConnectionRefused
+                | ErrorKind::HostUnreachable
+                | ErrorKind::NetworkUnreachable
+                | ErrorKind::AddrNotAvailable
+        ),
+        ureq::Error::ConnectionFailed => true,
+        _ => false,
     }
-    request
+}
+
+/// `text` with every URL in it redacted (for texts from `ureq`, which may embed one).
+pub(crate) fn scrub(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if word.contains("://") {
+            out.push_str(&super::url::redact(word));
+        } else {
+            out.push_str(word);
+        }
+    }
+    out
 }
 
 /// A response header as text.
@@ -253,7 +346,7 @@ pub(crate) fn status_error(response: Response<Body>) -> Error {
     }
 }
 
-/// Maps a `ureq` failure (no HTTP status) to our error.
+/// Maps a `ureq` failure (no HTTP status) to our error; `url` is shown as is (pass it redacted).
 pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
     match e {
         ureq::Error::BodyExceedsLimit(limit) => Error::MessageTooLarge {
@@ -263,7 +356,10 @@ pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
             reason: format!("{what} to {url} timed out ({which})"),
             stderr_tail: Vec::new(),
         },
-        other => Error::closed(format!("{what} to {url} failed: {other}")),
+        other => Error::closed(format!(
+            "{what} to {url} failed: {}",
+            scrub(&other.to_string())
+        )),
     }
 }
 
@@ -331,7 +427,10 @@ pub(crate) fn read_events(
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                return StreamEnd::Failed(Error::closed(format!("the event stream broke: {e}")))
+                return StreamEnd::Failed(Error::closed(format!(
+                    "the event stream broke: {}",
+                    scrub(&e.to_string())
+                )))
             }
         };
         let mut stop = false;

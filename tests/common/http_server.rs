@@ -12,6 +12,9 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 
+mod faults;
+use faults::hold_silent;
+
 /// A canned answer: status, headers, body.
 pub type Canned = (u16, Vec<(String, String)>, String);
 
@@ -46,6 +49,22 @@ pub struct Behaviour {
     /// Close the connection after answering each `tools/call`, with no `Connection: close`
     /// (as a server does with an idle kept-alive connection).
     pub close_after_calls: bool,
+    /// Answer `tools/call` POSTs with this redirect status and `Location`.
+    pub redirect_calls: Option<(u16, String)>,
+    /// Answer the GET stream (not a resumption) with this redirect status and `Location`.
+    pub redirect_get: Option<(u16, String)>,
+    /// Answer `tools/call` with an event stream that sends one event with an id (`e1`, an event
+    /// store) and then nothing, held open until the client goes; resuming it is as silent.
+    pub silent_calls: bool,
+    /// Answer `tools/call` with JSON whose headers come after this delay and whose body then
+    /// trickles (a space every 100 ms, the reply after a minute).
+    pub slow_head: Option<Duration>,
+    /// Cut every `tools/call` stream after a priming event (not only the first); the response
+    /// comes on the GET that resumes it.
+    pub cut_every_call: bool,
+    /// Before answering `tools/call` (on an event stream), ask the client `roots/list` on that
+    /// stream and wait for its answer.
+    pub ask_roots_in_calls: bool,
 }
 
 /// One request the server received.
@@ -88,17 +107,29 @@ struct State {
     end_legacy: AtomicBool,
     /// Connections closed by `close_after_calls`.
     closed: (Mutex<usize>, std::sync::Condvar),
+    /// Every connection accepted (for `kill`).
+    conns: Mutex<Vec<TcpStream>>,
+    /// `tools/call` streams held open right now (`silent_calls`, `slow_head`).
+    open_streams: AtomicUsize,
+    /// While set, no connection is accepted (see `stop_accepting`).
+    paused: (Mutex<bool>, std::sync::Condvar),
+    /// Connections that fill the accept queue while paused.
+    fillers: Mutex<Vec<TcpStream>>,
+    listen_fd: i32,
+    server_requests: AtomicUsize,
 }
 
 /// The running server. Dropping it stops it.
 pub struct TestHttp {
     state: Arc<State>,
+    acceptor: Option<std::thread::JoinHandle<()>>,
 }
 
 impl TestHttp {
     pub fn start(behaviour: Behaviour) -> TestHttp {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
+        let listen_fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
         let state = Arc::new(State {
             behaviour,
             port,
@@ -114,19 +145,43 @@ impl TestHttp {
             stop: AtomicBool::new(false),
             end_legacy: AtomicBool::new(false),
             closed: (Mutex::new(0), std::sync::Condvar::new()),
+            conns: Mutex::new(Vec::new()),
+            open_streams: AtomicUsize::new(0),
+            paused: (Mutex::new(false), std::sync::Condvar::new()),
+            fillers: Mutex::new(Vec::new()),
+            listen_fd,
+            server_requests: AtomicUsize::new(0),
         });
         let s = Arc::clone(&state);
-        std::thread::spawn(move || {
+        let acceptor = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if s.stop.load(Ordering::SeqCst) {
                     return;
                 }
                 let Ok(conn) = conn else { continue };
+                if *s.paused.0.lock().unwrap() {
+                    // The wake-up connection of `stop_accepting`: accept nothing more.
+                    drop(conn);
+                    let mut paused = s.paused.0.lock().unwrap();
+                    while *paused && !s.stop.load(Ordering::SeqCst) {
+                        paused = s.paused.1.wait(paused).unwrap();
+                    }
+                    if s.stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    continue;
+                }
+                if let Ok(clone) = conn.try_clone() {
+                    s.conns.lock().unwrap().push(clone);
+                }
                 let s = Arc::clone(&s);
                 std::thread::spawn(move || serve(&s, conn));
             }
         });
-        TestHttp { state }
+        TestHttp {
+            state,
+            acceptor: Some(acceptor),
+        }
     }
 
     /// The Streamable HTTP URL.
@@ -195,11 +250,21 @@ impl Drop for TestHttp {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::SeqCst);
         self.state.end_legacy.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.state.port));
+        self.state.paused.1.notify_all();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.state.port));
+        let _ = TcpStream::connect_timeout(&addr, Duration::from_millis(200));
     }
 }
 
 fn serve(s: &Arc<State>, conn: TcpStream) {
+    // `kill` holds a clone of every connection: the end of serving must close it for real.
+    struct Close(TcpStream);
+    impl Drop for Close {
+        fn drop(&mut self) {
+            let _ = self.0.shutdown(std::net::Shutdown::Both);
+        }
+    }
+    let _close = Close(conn.try_clone().unwrap());
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
     loop {
@@ -312,11 +377,18 @@ fn handle(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
             if let Some(last) = resuming {
                 // Resuming a cut response stream: replay what was held back after `last`.
                 start_stream(out, &[]);
+                if b.silent_calls {
+                    hold_silent(s, out);
+                    return false;
+                }
                 let held: Vec<Value> = s.resumed.lock().unwrap().drain(..).collect();
                 for (i, m) in held.iter().enumerate() {
                     event(out, Some(&format!("{last}-r{i}")), None, &m.to_string());
                 }
                 return false;
+            }
+            if let Some((status, location)) = &b.redirect_get {
+                return respond(out, *status, &[("Location", location.clone())], "");
             }
             if !known_session(s, req) {
                 return respond(out, 404, &[], "unknown session");
@@ -392,6 +464,9 @@ fn post_mcp(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
         return respond(out, 202, &headers, "");
     };
     if rpc == "tools/call" {
+        if let Some(kept) = faults::call(s, out, &headers, &reply) {
+            return kept;
+        }
         if b.hang_calls {
             // Hold the call unanswered until the server stops (at most a minute).
             for _ in 0..600 {

@@ -1,0 +1,207 @@
+//! The Streamable HTTP transport's session upkeep: the GET stream that carries server-initiated
+//! messages, and re-initializing a session the server forgot.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ureq::http::header::ACCEPT;
+use ureq::http::HeaderValue;
+
+use super::{Reply, Shared};
+use crate::jsonrpc::{Message, Request, RequestId, Response as RpcResponse};
+use crate::protocol::methods;
+use crate::transport::abort::Abort;
+use crate::transport::sse_parser::SseDecoder;
+use crate::transport::web::{self, StreamEnd};
+use crate::Error;
+
+/// Consecutive failed GET-stream connections before the listener gives up.
+const MAX_LISTEN_FAILURES: u32 = 10;
+/// Consecutive connection-level failures (refused, unreachable) of the GET stream's
+/// reconnection after which the server counts as gone and the transport ends.
+pub const MAX_DEAD_LISTENS: u32 = 3;
+/// A GET stream open this long counts as healthy even if it carried nothing.
+const HEALTHY_STREAM: Duration = Duration::from_secs(30);
+
+impl Shared {
+    /// Re-establishes a forgotten session: once, however many requests noticed it. Bounded by
+    /// the request's `deadline` (or `post_timeout`).
+    pub(super) fn reinitialize(
+        &self,
+        stale: Option<&HeaderValue>,
+        deadline: Option<Instant>,
+    ) -> Result<(), Error> {
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + self.options.post_timeout);
+        {
+            let mut state = self.reinit.lock();
+            while state.running {
+                if self
+                    .reinit_done
+                    .wait_until(&mut state, deadline)
+                    .timed_out()
+                {
+                    return Err(Error::SessionExpired);
+                }
+            }
+            if self.session.read().as_ref() != stale {
+                return Ok(()); // another request already re-initialized
+            }
+            state.running = true;
+        }
+        let result = self.run_initialize(deadline);
+        self.reinit.lock().running = false;
+        self.reinit_done.notify_all();
+        result
+    }
+
+    fn run_initialize(&self, deadline: Instant) -> Result<(), Error> {
+        let params = self
+            .init_params
+            .lock()
+            .clone()
+            .ok_or(Error::SessionExpired)?;
+        *self.session.write() = None;
+        let n = self.reinit_count.fetch_add(1, Ordering::SeqCst) + 1;
+        let id = RequestId::String(format!("mcp-runtime-reinitialize-{n}"));
+        let init = Message::Request(Request {
+            id: id.clone(),
+            method: methods::INITIALIZE.to_owned(),
+            params: Some(params),
+        });
+        match self.post(&init, Some(&id), Some(deadline))? {
+            Reply::Answer(RpcResponse { outcome: Ok(_), .. }) => {}
+            Reply::Answer(RpcResponse {
+                outcome: Err(e), ..
+            }) => return Err(e.into()),
+            _ => return Err(Error::SessionExpired),
+        }
+        self.post(
+            &Message::notification(methods::INITIALIZED, None),
+            None,
+            Some(deadline),
+        )?;
+        log::info!(
+            "[{}] the server forgot the session; re-initialized",
+            self.name
+        );
+        Ok(())
+    }
+
+    /// Waits `delay`, or less if the transport closes or the exchange is aborted; false when
+    /// either happened.
+    pub(super) fn pause(&self, delay: Duration, abort: Option<&Abort>) -> bool {
+        // The tokens' channels never carry a value: they time out, or disconnect on cancel.
+        match abort {
+            Some(a) => {
+                crossbeam_channel::select! {
+                    recv(self.stop.receiver()) -> _ => {}
+                    recv(a.token().receiver()) -> _ => {}
+                    default(delay) => {}
+                }
+            }
+            None => {
+                let _ = self.stop.receiver().recv_timeout(delay);
+            }
+        }
+        !self.stop.is_cancelled() && !abort.is_some_and(Abort::is_aborted)
+    }
+
+    /// The GET stream: server requests and notifications, reconnected with a capped backoff.
+    pub(super) fn listen(&self) {
+        let mut last_event_id: Option<String> = None;
+        let mut retry: Option<Duration> = None;
+        let mut failures: u32 = 0;
+        let mut dead: u32 = 0;
+        while !self.closed.load(Ordering::SeqCst) {
+            // The GET stream may stay open, and silent, for as long as it likes.
+            let mut request = self
+                .agents
+                .get()
+                .get(self.uri.clone())
+                .config()
+                .timeout_recv_body(None)
+                .build()
+                .header(ACCEPT, HeaderValue::from_static("text/event-stream"));
+            if let Some(id) = &last_event_id {
+                request = request.header("Last-Event-ID", id.as_str());
+            }
+            let request = self.with_version(self.with_session(request));
+            let mut delivered = false;
+            let opened = Instant::now();
+            match request.call() {
+                Err(e) => {
+                    let unreachable = web::is_connection_failure(&e);
+                    let error = web::transport_error(e, &self.wire.split.shown, "GET");
+                    log::debug!("[{}] GET stream: {error}", self.name);
+                    dead = if unreachable { dead + 1 } else { 0 };
+                    if dead >= MAX_DEAD_LISTENS {
+                        self.die(error);
+                        return;
+                    }
+                }
+                Ok(response) => {
+                    dead = 0;
+                    let status = response.status().as_u16();
+                    if web::is_redirect(&response) {
+                        log::warn!(
+                            "[{}] no GET stream: {}",
+                            self.name,
+                            web::redirect_error(&response, &self.uri)
+                        );
+                        return;
+                    }
+                    if (400..500).contains(&status) && ![404, 408, 429].contains(&status) {
+                        log::debug!("[{}] the server offers no GET stream ({status})", self.name);
+                        return;
+                    }
+                    if !response.status().is_success() || !web::is_event_stream(&response) {
+                        log::debug!("[{}] GET stream refused ({status})", self.name);
+                    } else {
+                        self.remember_session(&response);
+                        let mut decoder = SseDecoder::new(self.options.max_message_bytes);
+                        let end = web::read_events(
+                            web::stream_body(response),
+                            &mut decoder,
+                            &mut |event| {
+                                if event.event == "message" {
+                                    delivered = true;
+                                    self.dispatch(event.data.as_bytes(), None);
+                                }
+                                ControlFlow::Continue(())
+                            },
+                        );
+                        if let StreamEnd::Failed(e) = end {
+                            log::debug!("[{}] GET stream: {e}", self.name);
+                        }
+                        if let Some(id) = decoder.last_event_id() {
+                            last_event_id = Some(id.to_owned());
+                        }
+                        if let Some(ms) = decoder.retry_ms() {
+                            retry = Some(Duration::from_millis(ms));
+                        }
+                    }
+                }
+            }
+            // Only a stream that delivered something, or stayed open a good while, resets the
+            // backoff: a server answering with empty streams must not make us reconnect in a
+            // tight loop.
+            let healthy = delivered || opened.elapsed() >= HEALTHY_STREAM;
+            failures = if healthy { 0 } else { failures + 1 };
+            if failures > MAX_LISTEN_FAILURES {
+                log::warn!(
+                    "[{}] giving up on the GET stream after {failures} empty attempts",
+                    self.name
+                );
+                return;
+            }
+            let base = retry.unwrap_or(self.options.default_retry);
+            let delay = base
+                .saturating_mul(1 << failures.min(16))
+                .min(self.options.max_backoff.max(base));
+            if !self.pause(delay, None) {
+                return;
+            }
+        }
+    }
+}
