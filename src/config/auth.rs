@@ -64,6 +64,16 @@ impl FileAuthStorage {
         }
     }
 
+    /// Storage in the user's own file, `~/.mcp-runtime/auth.json`: where OAuth logins are
+    /// kept unless a host gives its own storage.
+    pub fn user_default() -> FileAuthStorage {
+        FileAuthStorage::new(
+            crate::config::home_dir()
+                .join(".mcp-runtime")
+                .join("auth.json"),
+        )
+    }
+
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -161,6 +161,12 @@ fn resolve_map(
         .collect()
 }
 
+/// A secret value resolved as header values are (`!command`, an environment variable's
+/// name, else the literal); `None` when it cannot be.
+pub(crate) fn resolve_secret(value: &str) -> Option<String> {
+    resolve_value(value, None)
+}
+
 fn resolve_value(value: &str, cancel: Option<&CancelToken>) -> Option<String> {
     if let Some(command) = value.strip_prefix('!') {
         if cancel.is_some_and(CancelToken::is_cancelled) {

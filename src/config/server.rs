@@ -104,6 +104,14 @@ pub struct ServerConfig {
     /// Authentication settings, as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Value>,
+    /// http/sse: the OAuth client of this server (`clientId`, `clientSecret`,
+    /// `clientMetadataUrl`, `scopes`, `callbackPort`, `grant`, `privateKeyFile`,
+    /// `signingAlgorithm`, `enterprise`; see [`crate::config::oauth::OAuthConfig`]); `{}` lets
+    /// the library register itself where the server allows it. Secret values (`clientSecret`,
+    /// the enterprise `idToken` and `idpClientSecret`) are resolved at connect time like header
+    /// values (`!command`, an environment variable's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<Value>,
     /// Only these tools are exposed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled_tools: Option<Vec<String>>,
@@ -124,12 +132,16 @@ impl std::fmt::Debug for ServerConfig {
             .field("args", &self.args)
             .field("env", &names(&self.env))
             .field("cwd", &self.cwd)
-            .field("url", &self.url)
+            .field(
+                "url",
+                &self.url.as_deref().map(crate::transport::url::redact),
+            )
             .field("headers", &names(&self.headers))
             .field("enabled", &self.enabled)
             .field("disabled", &self.disabled)
             .field("timeout", &self.timeout)
             .field("tool_timeout", &self.tool_timeout)
+            .field("oauth", &self.oauth.is_some())
             .finish_non_exhaustive()
     }
 }

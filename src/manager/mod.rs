@@ -33,6 +33,7 @@ use crate::config::{ServerConfig, SourceMeta};
 use crate::error::Error;
 use crate::protocol::{CallToolResult, Tool};
 
+mod auth;
 mod close;
 mod features;
 mod handler;

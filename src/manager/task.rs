@@ -135,10 +135,13 @@ impl Task {
             Ok(r) => r,
             Err(e) => return (Err(e), Teardown::Nothing),
         };
-        let endpoint = match resolved.endpoint(&shared.options.project_dir) {
+        let mut endpoint = match resolved.endpoint(&shared.options.project_dir) {
             Ok(e) => e,
             Err(e) => return (Err(e), Teardown::Nothing),
         };
+        if let Err(e) = shared.attach_oauth(&self.config, &mut endpoint) {
+            return (Err(e), Teardown::Nothing);
+        }
         let mut options = shared.options.connect.clone();
         // A server's `timeout` bounds its connect and every request (its `toolTimeout`, if any,
         // bounds its tool calls instead; see `McpManager::call_tool`).

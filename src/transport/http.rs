@@ -68,6 +68,7 @@ const IDEMPOTENT: &[&str] = &[
     "prompts/get",
 ];
 
+mod auth;
 mod ending;
 mod get_stream;
 use ending::{cancelled_id, has_progress_token};
@@ -82,6 +83,8 @@ struct Shared {
     name: String,
     /// The URL as `ureq` sees it and as we show it, and the secrets only the wire gets.
     wire: web::Wire,
+    /// Asked what to do when a request is answered `401` or `403`.
+    target_auth: Option<Arc<dyn web::AuthProvider>>,
     agents: web::Agents,
     options: HttpOptions,
     inbound: Arc<dyn Inbound>,
@@ -135,6 +138,7 @@ impl HttpTransport {
                 name: name.to_owned(),
                 agents: web::Agents::new(options, &wire),
                 wire,
+                target_auth: target.auth.clone(),
                 options: options.clone(),
                 inbound,
                 session: RwLock::new(None),
@@ -394,13 +398,13 @@ impl Shared {
         };
         let sent_with = self.session.read().clone();
         let method = request.method.as_str();
-        match self.post_and_resume(message, &request.id, deadline, abort) {
+        match self.post_authorized(message, &request.id, deadline, abort) {
             Err(Error::Http { status: 404, .. })
                 if sent_with.is_some() && method != methods::INITIALIZE =>
             {
                 self.reinitialize(sent_with.as_ref(), deadline)?;
                 if IDEMPOTENT.contains(&method) {
-                    self.post_and_resume(message, &request.id, deadline, abort)
+                    self.post_authorized(message, &request.id, deadline, abort)
                 } else {
                     Err(Error::SessionExpired)
                 }
@@ -410,7 +414,7 @@ impl Shared {
     }
 
     /// Posts the request `message` (whose id is `id`), resuming a cut response stream.
-    fn post_and_resume(
+    pub(super) fn post_and_resume(
         &self,
         message: &Message,
         id: &RequestId,

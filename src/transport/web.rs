@@ -25,10 +25,32 @@ use crate::Error;
 
 /// Supplies the `Authorization` header value before each request (so a token can refresh).
 /// OAuth flows plug in here.
+///
+/// When the server answers a request `401`, or `403` with an `insufficient_scope` challenge,
+/// the transport asks the provider whether to re-send it (after a refresh, a login or a
+/// step-up the provider ran); `retries` counts the re-sends this request has had already. The
+/// transport never re-sends more than [`MAX_AUTH_RETRIES`] times. These run on the calling
+/// thread, never under a lock of the manager's.
 pub trait AuthProvider: Send + Sync {
     /// The header value, e.g. `Bearer abc`; `None` sends no `Authorization` header.
     fn authorization(&self) -> Option<String>;
+
+    /// The server answered `401` (with its `WWW-Authenticate`, if any): true to re-send.
+    fn on_unauthorized(&self, www_authenticate: Option<&str>, retries: u32) -> bool {
+        let _ = (www_authenticate, retries);
+        false
+    }
+
+    /// The server answered `403` with this `WWW-Authenticate`: true to re-send (after a
+    /// step-up to the scopes it asks for).
+    fn on_forbidden(&self, www_authenticate: &str, retries: u32) -> bool {
+        let _ = (www_authenticate, retries);
+        false
+    }
 }
+
+/// The most times one request is re-sent after `401` / `403` answers.
+pub const MAX_AUTH_RETRIES: u32 = 3;
 
 /// A remote server: its URL, the headers to send, and an optional auth provider.
 #[derive(Clone, Default)]

@@ -511,8 +511,22 @@ fn resource(state: &State, script: &Script, req: &Seen, origin: &str) -> Answer 
             return (403, vec![("WWW-Authenticate".into(), c)], String::new());
         }
     }
-    let id = req.json.get("id").cloned().unwrap_or(json!(1));
-    json_answer(200, json!({"jsonrpc": "2.0", "id": id, "result": {}}))
+    // Enough MCP for a client to connect, list and call.
+    let Some(id) = req.json.get("id").cloned() else {
+        return (202, Vec::new(), String::new());
+    };
+    let result = match req.json["method"].as_str() {
+        Some("initialize") => json!({"protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "protected", "version": "1"}}),
+        Some("tools/list") => {
+            json!({"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]})
+        }
+        Some("tools/call") => {
+            json!({"content": [{"type": "text", "text": format!("scope {}", issued.scope)}]})
+        }
+        _ => json!({}),
+    };
+    json_answer(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
 }
 
 fn redirect(to: String) -> Answer {

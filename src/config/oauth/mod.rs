@@ -49,6 +49,7 @@
 //! error) again. Secrets from the config (client secrets, private keys, ID tokens) are never
 //! stored. No token, code, verifier, secret or key reaches a log, an error text or `Debug`.
 
+mod attach;
 mod authorizer;
 mod challenge;
 mod config;
@@ -63,6 +64,7 @@ mod token;
 mod url;
 mod wire;
 
+pub use attach::{provider_for, uses_oauth};
 pub use authorizer::{
     AuthorizationSession, Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer,
 };

@@ -584,4 +584,37 @@ impl crate::transport::AuthProvider for OAuthProvider {
         }
         Some(format!("Bearer {}", tokens.credential.access_token))
     }
+
+    /// The transport's view of [`OAuthProvider::on_unauthorized`]: the first `401` of a request
+    /// refreshes (or, without a refresh token, logs in), the second logs in, a third fails.
+    fn on_unauthorized(&self, www_authenticate: Option<&str>, retries: u32) -> bool {
+        let mut operation = Operation {
+            refreshed: retries >= 1,
+            logins: retries.saturating_sub(1),
+            step_ups: 0,
+        };
+        match OAuthProvider::on_unauthorized(self, &mut operation, www_authenticate) {
+            Ok(()) => true,
+            Err(e) => {
+                log::info!("oauth: {e}");
+                false
+            }
+        }
+    }
+
+    /// The transport's view of [`OAuthProvider::on_insufficient_scope`].
+    fn on_forbidden(&self, www_authenticate: &str, retries: u32) -> bool {
+        let mut operation = Operation {
+            refreshed: true,
+            logins: 0,
+            step_ups: retries,
+        };
+        match self.on_insufficient_scope(&mut operation, www_authenticate) {
+            Ok(()) => true,
+            Err(e) => {
+                log::info!("oauth: {e}");
+                false
+            }
+        }
+    }
 }

@@ -128,6 +128,7 @@ fn convert(entry: &Value) -> Result<ServerConfig, String> {
         tool_timeout: seconds_to_ms(obj.get("tool_timeout_sec")),
         bearer_token_env_var: text("bearer_token_env_var"),
         auth: None,
+        oauth: None,
         enabled_tools: strings(obj.get("enabled_tools")),
         disabled_tools: strings(obj.get("disabled_tools")),
         extra: Map::new(),

@@ -1,0 +1,82 @@
+//! Which servers get an [`OAuthProvider`], and how it is built from a server's config.
+//!
+//! Every HTTP or SSE server does, unless its config already sends an `Authorization` header
+//! (a static token, Codex's `bearer_token_env_var`): most hosted servers answer `401` until the
+//! client runs the MCP authorization flow, and users do not write an `oauth` object for them.
+//! The server's `oauth` object, when there is one, gives pre-registered credentials, scopes, a
+//! callback port or a grant; without one the client registers itself where the server allows
+//! it. Nothing happens on the network until the server answers `401`; then the provider
+//! refreshes a stored token, or (with an interactive [`Authorizer`]) logs in.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Authorizer, OAuthConfig, OAuthOptions, OAuthProvider};
+use crate::config::auth::AuthStorage;
+use crate::config::resolve::resolve_secret;
+use crate::config::server::{ServerConfig, TransportType};
+use crate::error::Error;
+
+/// The keys of an `oauth` object whose values are secrets, resolved at connect time.
+const SECRET_KEYS: [&str; 1] = ["clientSecret"];
+/// The same, inside its `enterprise` object.
+const ENTERPRISE_SECRET_KEYS: [&str; 2] = ["idToken", "idpClientSecret"];
+
+/// Whether `config` is a server OAuth applies to: HTTP or SSE, with no `Authorization` of its
+/// own.
+pub fn uses_oauth(config: &ServerConfig) -> bool {
+    let remote = matches!(
+        config.transport_type(),
+        Ok(TransportType::Http | TransportType::Sse)
+    );
+    let own_authorization = config
+        .headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+        || config.bearer_token_env_var.is_some()
+        || config.auth.is_some();
+    remote && !own_authorization && config.url.is_some()
+}
+
+/// The provider of `config`'s server, or `None` where OAuth does not apply (see
+/// [`uses_oauth`]). Secret values of its `oauth` object are resolved here.
+pub fn provider_for(
+    config: &ServerConfig,
+    storage: Arc<dyn AuthStorage>,
+    authorizer: Arc<dyn Authorizer>,
+    options: OAuthOptions,
+) -> Result<Option<OAuthProvider>, Error> {
+    if !uses_oauth(config) {
+        return Ok(None);
+    }
+    let Some(url) = config.url.as_deref() else {
+        return Ok(None);
+    };
+    let mut oauth = config
+        .oauth
+        .clone()
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    resolve_keys(&mut oauth, &SECRET_KEYS);
+    if let Some(enterprise) = oauth.get_mut("enterprise") {
+        resolve_keys(enterprise, &ENTERPRISE_SECRET_KEYS);
+    }
+    let oauth = OAuthConfig::from_value(&oauth)?;
+    OAuthProvider::new(url, oauth, storage, authorizer, options).map(Some)
+}
+
+fn resolve_keys(object: &mut Value, keys: &[&str]) {
+    for key in keys {
+        if let Some(Value::String(raw)) = object.get(*key) {
+            match resolve_secret(raw) {
+                Some(value) => object[*key] = Value::String(value),
+                None => {
+                    log::warn!("oauth {key}: its value could not be resolved; left out");
+                    if let Some(map) = object.as_object_mut() {
+                        map.remove(*key);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! OAuth for the manager's HTTP servers: each connection gets its server's
+//! [`OAuthProvider`](crate::config::oauth::OAuthProvider), which refreshes stored tokens by
+//! itself but never asks the user (a background connect that needs a login fails, and its
+//! status says `needs login`); [`McpManager::login`] runs the interactive step with the host's
+//! [`Authorizer`] and reconnects the server; [`McpManager::logout`] forgets its tokens.
+//!
+//! The flow runs on the calling thread (or the connect task's), never under the state lock.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{McpManager, Shared};
+use crate::client::Endpoint;
+use crate::config::oauth::{
+    provider_for, AuthStatus, Authorizer, NoLoginAuthorizer, OAuthErrorKind, OAuthOptions,
+    OAuthProvider,
+};
+use crate::config::{AuthStorage, FileAuthStorage, ServerConfig};
+use crate::error::Error;
+
+impl Shared {
+    /// Where OAuth tokens are kept: the host's storage, else the user's own auth file.
+    fn auth_storage(&self) -> Arc<dyn AuthStorage> {
+        self.options
+            .auth
+            .clone()
+            .unwrap_or_else(|| Arc::new(FileAuthStorage::user_default()))
+    }
+
+    /// The provider of a server, with `authorizer` for its interactive step.
+    fn oauth_provider(
+        &self,
+        config: &ServerConfig,
+        authorizer: Arc<dyn Authorizer>,
+    ) -> Result<Option<OAuthProvider>, Error> {
+        provider_for(
+            config,
+            self.auth_storage(),
+            authorizer,
+            OAuthOptions::default(),
+        )
+    }
+
+    /// Gives `endpoint` its server's OAuth provider (one that never asks the user), where
+    /// OAuth applies.
+    pub(crate) fn attach_oauth(
+        &self,
+        config: &ServerConfig,
+        endpoint: &mut Endpoint,
+    ) -> Result<(), Error> {
+        let provider = match self.oauth_provider(config, Arc::new(NoLoginAuthorizer)) {
+            Ok(Some(provider)) => provider,
+            Ok(None) => return Ok(()),
+            // An `oauth` object the user wrote must be right; without one, a server OAuth
+            // cannot serve (plain http to another machine, say) is connected without it.
+            Err(e) if config.oauth.is_some() => return Err(e),
+            Err(e) => {
+                log::debug!("no OAuth for this server: {e}");
+                return Ok(());
+            }
+        };
+        if let Endpoint::Http(target) | Endpoint::Sse(target) | Endpoint::Url(target) = endpoint {
+            target.auth = Some(Arc::new(provider));
+        }
+        Ok(())
+    }
+}
+
+impl McpManager {
+    /// Logs in to `name`'s server with `authorizer` (the browser and a loopback listener, a
+    /// headless one, or the host's own), stores the tokens, and reconnects the server.
+    pub fn login(&self, name: &str, authorizer: Arc<dyn Authorizer>) -> Result<(), Error> {
+        let config = self
+            .shared
+            .config_of(name)
+            .ok_or_else(|| Error::not_connected(name))?;
+        let provider = self
+            .shared
+            .oauth_provider(&config, authorizer)?
+            .ok_or_else(|| Error::Config {
+                message: format!("server {name:?} does not use OAuth (not HTTP, or it sends its own Authorization)"),
+            })?;
+        // The server's own challenge, if its last attempt was refused, says where to log in.
+        let challenge = match self.connection_status(name).error {
+            Some(Error::Http {
+                www_authenticate, ..
+            }) => www_authenticate,
+            _ => None,
+        };
+        provider.login(challenge.as_deref())?;
+        let source = self.source(name);
+        self.disconnect_server(name);
+        let configs = BTreeMap::from([(name.to_owned(), config)]);
+        let sources: BTreeMap<_, _> = source.map(|s| (name.to_owned(), s)).into_iter().collect();
+        let report = self.connect_servers(&configs, &sources);
+        match report.errors.get(name) {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Forgets the OAuth tokens of `name`'s server.
+    pub fn logout(&self, name: &str) -> Result<(), Error> {
+        let config = self
+            .shared
+            .config_of(name)
+            .ok_or_else(|| Error::not_connected(name))?;
+        match self
+            .shared
+            .oauth_provider(&config, Arc::new(NoLoginAuthorizer))?
+        {
+            Some(provider) => provider.logout(),
+            None => Ok(()),
+        }
+    }
+
+    /// What is stored for `name`'s server, where OAuth applies to it.
+    pub fn auth_status(&self, name: &str) -> Option<AuthStatus> {
+        let config = self.shared.config_of(name)?;
+        let provider = self
+            .shared
+            .oauth_provider(&config, Arc::new(NoLoginAuthorizer))
+            .ok()??;
+        Some(provider.status())
+    }
+}
+
+impl super::ServerStatus {
+    /// Whether the server is waiting for a login: its last attempt was refused for want of
+    /// authorization (`401`, or an OAuth flow that needs the user).
+    pub fn needs_login(&self) -> bool {
+        matches!(
+            &self.error,
+            Some(Error::Http { status: 401, .. })
+                | Some(Error::OAuth {
+                    kind: OAuthErrorKind::LoginRequired,
+                    ..
+                })
+        )
+    }
+}
