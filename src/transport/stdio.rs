@@ -31,9 +31,11 @@
 //! how reading ended; `reader` (Unix) decides who reads, the io thread or a leading caller,
 //! by the state machine in `lead`; `salvage` finds the id in a reply that cannot be parsed.
 //!
-//! Locks (each held briefly, none across a wait on the server): the reader's `pipes`, then its
-//! `lead` (see `reader`); the stdin writer's, the stderr tail's, the process's and `phase` are
-//! each taken alone, never while `lead` is held.
+//! Locks: the reader's `pipes` is held by whoever reads, across its wait on the server; under
+//! it the sink's locks, the stderr tail's, the process's and the reader's `lead` are taken
+//! (`pipes` before `lead`, never the other way: see `reader`). Nothing is locked under `lead`,
+//! the stdin writer's lock or the stderr tail's. `phase` (the teardown) is taken with `pipes`
+//! released.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -27,8 +27,9 @@
 //! neither held), and only then takes `pipes`. A leader takes `lead` again only to leave; a
 //! response it reads for someone else takes `lead` (under `pipes`) to strike them off.
 //!
-//! Per leading call this costs what it did before the state machine: `lead` twice (elect,
-//! leave), `pipes` once, one clock read (when it leaves), no allocation.
+//! Per leading call the leading costs `lead` twice (to be elected, to leave), `pipes` once and
+//! one clock read (when it leaves); the transitions allocate nothing (the list of waiting
+//! callers grows only for callers that do not lead).
 
 use std::sync::Arc;
 use std::time::Instant;
