@@ -36,6 +36,24 @@ pub(crate) fn own_process_group(command: &mut Command) {
     let _ = command;
 }
 
+/// Turns `O_NONBLOCK` on or off for one of the server's pipes (stdin, stdout, stderr).
+#[cfg(unix)]
+pub(crate) fn set_nonblocking(pipe: &impl std::os::fd::AsRawFd, on: bool) {
+    let fd = pipe.as_raw_fd();
+    // SAFETY: fcntl on a descriptor the caller owns, changing only O_NONBLOCK.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            let flags = if on {
+                flags | libc::O_NONBLOCK
+            } else {
+                flags & !libc::O_NONBLOCK
+            };
+            libc::fcntl(fd, libc::F_SETFL, flags);
+        }
+    }
+}
+
 impl ServerProcess {
     /// Takes ownership of `child`.
     pub(crate) fn new(child: Child) -> ServerProcess {

@@ -45,7 +45,8 @@ struct State {
 
 impl StdinWriter {
     pub(crate) fn new(name: &str, pipe: ChildStdin, on_lost: OnLost) -> Arc<StdinWriter> {
-        set_nonblocking(&pipe);
+        #[cfg(unix)]
+        super::process::set_nonblocking(&pipe, true);
         Arc::new(StdinWriter {
             name: name.to_owned(),
             on_lost,
@@ -199,21 +200,6 @@ fn raw_fd(pipe: &ChildStdin) -> RawFd {
 
 #[cfg(not(unix))]
 fn raw_fd(_: &ChildStdin) -> RawFd {}
-
-#[cfg(unix)]
-fn set_nonblocking(pipe: &ChildStdin) {
-    let fd = raw_fd(pipe);
-    // SAFETY: fcntl on a descriptor we own, adding O_NONBLOCK to its flags.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn set_nonblocking(_: &ChildStdin) {}
 
 #[cfg(unix)]
 fn wait_writable(fd: RawFd, at_most: Duration) {

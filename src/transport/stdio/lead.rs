@@ -1,0 +1,491 @@
+//! Who reads a stdio server's output, as a plain value: the io thread, or a caller reading its
+//! own answer (the *leader*). No I/O and no locking here: [`Lead`] lives in the reader's `lead`
+//! mutex, each transition is a method that returns what the thread must do next (read, wait
+//! until, wake the io thread, tear down), and the reader does it.
+//!
+//! | state | event | next state | what to do |
+//! |---|---|---|---|
+//! | `Parked` | a call that may lead ([`Lead::call`]) | `Leader` | [`Call::Lead`]: the caller reads |
+//! | `Parked` | a call that may not lead | `Parked`, resume | listed; [`Call::Wait`] wakes the io thread |
+//! | `Parked` | [`Lead::io_turn`], resume asked or [`LINGER`] over | `Io` | [`IoTurn::Read`] |
+//! | `Parked` | [`Lead::io_turn`] otherwise | `Parked` | [`IoTurn::Wait`] until [`LINGER`] after `since` |
+//! | `Leader` | any call | `Leader` | listed: the leader reads its answer, or hands over when it leaves |
+//! | `Leader` | [`Lead::io_turn`] | `Leader` | [`IoTurn::Wait`] one [`LINGER`] (a leader that leaves wakes nobody unless needed) |
+//! | `Leader` | [`Lead::leader_leaves`], stdout goes on | `Parked` since now | resume (and wake) if anyone listed still waits |
+//! | `Leader` | [`Lead::leader_leaves`], stdout ended | `Ending` | wake: the io thread tears down |
+//! | `Io` | any call | `Io` | listed; one that may lead asks to lead |
+//! | `Io` | [`Lead::io_read`], lead asked, nobody waiting | `Parked` since now | the io thread parks |
+//! | `Ending` | [`Lead::io_turn`] | `Io` | [`IoTurn::End`] with how reading ended |
+//! | `Ending`, `Ended` | any call | unchanged | [`Call::Ending`]: not listed, the end fails it |
+//! | any | [`Lead::wake`] (close) | unchanged, resume | the io thread reads as soon as nobody leads |
+//! | any | [`Lead::ended`] | `Ended` | |
+//! | `Ended` | [`Lead::io_turn`] | `Ended` | [`IoTurn::Stop`] |
+//!
+//! "Listed" callers wait for their answer without reading: while any of them waits (until its
+//! deadline), the io thread does not park, and a leader that leaves hands over to it. A
+//! response read for one of them takes it off the list ([`Lead::answered`]).
+//!
+//! The io thread parks only after a caller asked to lead while it was reading: a caller that
+//! finds it reading does not wait for it to park, it is listed and answered by it.
+
+use std::time::{Duration, Instant};
+
+use super::reading::ReadEnd;
+
+/// How long the io thread stays parked after the last leader left.
+pub(super) const LINGER: Duration = Duration::from_millis(20);
+
+/// How many callers may be listed before those past their deadline are dropped (at the next
+/// call that is listed; otherwise when the list is consulted).
+const PRUNE_AT: usize = 64;
+
+/// Who reads.
+#[derive(Debug)]
+enum Who {
+    /// The io thread reads. `lead_wanted`: a caller that could have led found it reading, so
+    /// it parks at its next chance (when nobody listed waits).
+    Io { lead_wanted: bool },
+    /// The io thread is parked and nobody reads, since the last leader left (or the start).
+    Parked { since: Instant },
+    /// A caller reads for itself; the io thread is parked.
+    Leader,
+    /// A leader saw stdout end: the io thread tears down (which may take the close's grace
+    /// periods, not the caller's time).
+    Ending(ReadEnd),
+    /// Reading is over.
+    Ended,
+}
+
+/// The leading state of one stdio server.
+#[derive(Debug)]
+pub(super) struct Lead {
+    who: Who,
+    /// The io thread must read again as soon as nobody leads (a listed caller waits, or close).
+    resume: bool,
+    /// The listed callers: (request id, until when its caller waits).
+    waiting: Vec<(i64, Instant)>,
+}
+
+/// What the io thread does next ([`Lead::io_turn`]).
+#[derive(Debug)]
+pub(super) enum IoTurn {
+    /// Read (wait on the pipes without a timeout).
+    Read,
+    /// Wait on the condition variable until then (or a wake-up), and ask again.
+    Wait(Instant),
+    /// A leader saw stdout end this way: tear down.
+    End(ReadEnd),
+    /// Reading is over: the thread returns.
+    Stop,
+}
+
+/// How a caller's request is read ([`Lead::call`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Call {
+    /// The caller leads: it reads its own answer.
+    Lead,
+    /// The caller is listed and waits for the io thread (or the current leader) to read its
+    /// answer; `wake_io`: wake the parked io thread.
+    Wait {
+        /// Notify the io thread now.
+        wake_io: bool,
+    },
+    /// Reading is ending: the caller is not listed (the end fails its request).
+    Ending,
+}
+
+impl Lead {
+    /// The start: parked, as if a leader had just left. The handshake's first request (on the
+    /// connecting thread) reads its own answer too; if nobody leads, the io thread reads
+    /// [`LINGER`] after `now`.
+    pub(super) fn new(now: Instant) -> Lead {
+        Lead {
+            who: Who::Parked { since: now },
+            resume: false,
+            waiting: Vec::new(),
+        }
+    }
+
+    /// Leader election: a caller sends request `id` and waits until `deadline`; `inline` when
+    /// it needs neither cancellation nor progress. It leads when the io thread is parked and
+    /// nobody leads. `now` is read only to drop expired entries from a long list.
+    pub(super) fn call(
+        &mut self,
+        id: i64,
+        deadline: Instant,
+        inline: bool,
+        now: impl FnOnce() -> Instant,
+    ) -> Call {
+        match &mut self.who {
+            Who::Ending(_) | Who::Ended => return Call::Ending,
+            Who::Parked { .. } if inline => {
+                self.who = Who::Leader;
+                return Call::Lead;
+            }
+            _ => {}
+        }
+        if self.waiting.len() >= PRUNE_AT {
+            // Answers that never came (their callers gave up) leave with their deadline.
+            self.prune(now());
+        }
+        self.waiting.push((id, deadline));
+        match &mut self.who {
+            Who::Io { lead_wanted } => {
+                *lead_wanted |= inline;
+                Call::Wait { wake_io: false }
+            }
+            Who::Parked { .. } => {
+                self.resume = true;
+                Call::Wait { wake_io: true }
+            }
+            // The leader reads this answer, or wakes the io thread when it leaves first.
+            _ => Call::Wait { wake_io: false },
+        }
+    }
+
+    /// Handing over: the leader is done at `now`. `end`: it saw stdout end. `unsent`: its
+    /// request is still queued for stdin (so it did not read), and its answer is the io
+    /// thread's to read. True when the io thread must be woken.
+    pub(super) fn leader_leaves(
+        &mut self,
+        now: Instant,
+        end: Option<ReadEnd>,
+        unsent: Option<(i64, Instant)>,
+    ) -> bool {
+        debug_assert!(matches!(self.who, Who::Leader), "{:?}", self.who);
+        let ending = end.is_some();
+        self.who = match end {
+            Some(end) => Who::Ending(end),
+            None => Who::Parked { since: now },
+        };
+        if let Some(entry) = unsent {
+            self.waiting.push(entry);
+        }
+        if self.anyone_waiting(now) {
+            self.resume = true;
+        }
+        self.resume || ending
+    }
+
+    /// The io thread asks what to do (at its start, and after each wait). Linger: parked, it
+    /// reads again once resume is asked or [`LINGER`] has passed since the last leader left.
+    /// `now` is read only when parked or led.
+    pub(super) fn io_turn(&mut self, now: impl FnOnce() -> Instant) -> IoTurn {
+        match &self.who {
+            Who::Ended => IoTurn::Stop,
+            Who::Io { .. } => IoTurn::Read,
+            // Never while a caller leads: its answer is its own to read. A leader that leaves
+            // does not wake us unless someone waits (that would cost every call a wake-up),
+            // so while one leads we look again every `LINGER`.
+            Who::Leader => IoTurn::Wait(now() + LINGER),
+            Who::Ending(_) => {
+                self.resume = false;
+                let Who::Ending(end) =
+                    std::mem::replace(&mut self.who, Who::Io { lead_wanted: false })
+                else {
+                    unreachable!("matched above")
+                };
+                IoTurn::End(end)
+            }
+            Who::Parked { since } => {
+                let since = *since;
+                if self.resume || now().saturating_duration_since(since) >= LINGER {
+                    self.resume = false;
+                    self.who = Who::Io { lead_wanted: false };
+                    IoTurn::Read
+                } else {
+                    IoTurn::Wait(since + LINGER)
+                }
+            }
+        }
+    }
+
+    /// Parking: the io thread handled what one wait brought. It parks when a caller asked to
+    /// lead meanwhile and nobody listed still waits. `now` is read only then.
+    pub(super) fn io_read(&mut self, now: impl FnOnce() -> Instant) {
+        if let Who::Io { lead_wanted: true } = self.who {
+            let now = now();
+            if !self.anyone_waiting(now) {
+                self.who = Who::Parked { since: now };
+            }
+        }
+    }
+
+    /// A response to `id` was read: its caller (if listed) is off the list.
+    pub(super) fn answered(&mut self, id: i64) {
+        if let Some(i) = self.waiting.iter().position(|(w, _)| *w == id) {
+            self.waiting.swap_remove(i);
+        }
+    }
+
+    /// Close: the io thread must read again (it sees the end) as soon as nobody leads.
+    pub(super) fn wake(&mut self) {
+        self.resume = true;
+    }
+
+    /// Shutdown: reading is over (the io thread took the pipes to tear down).
+    pub(super) fn ended(&mut self) {
+        self.who = Who::Ended;
+    }
+
+    /// Whether a listed caller still waits at `now` (dropping those past their deadline).
+    fn anyone_waiting(&mut self, now: Instant) -> bool {
+        if self.waiting.is_empty() {
+            return false;
+        }
+        self.prune(now);
+        !self.waiting.is_empty()
+    }
+
+    fn prune(&mut self, now: Instant) {
+        self.waiting.retain(|(_, until)| *until > now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clock that must not be read.
+    fn no_clock() -> Instant {
+        panic!("the clock was read")
+    }
+
+    fn ms(t0: Instant, ms: u64) -> Instant {
+        t0 + Duration::from_millis(ms)
+    }
+
+    /// A lead whose io thread reads (the start, after the linger).
+    fn reading(t0: Instant) -> Lead {
+        let mut lead = Lead::new(t0);
+        assert!(matches!(lead.io_turn(|| t0 + LINGER), IoTurn::Read));
+        lead
+    }
+
+    /// A lead with a leader (elected at the start).
+    fn led(t0: Instant) -> Lead {
+        let mut lead = Lead::new(t0);
+        assert_eq!(lead.call(1, ms(t0, 5000), true, no_clock), Call::Lead);
+        lead
+    }
+
+    #[test]
+    fn at_the_start_the_io_thread_is_parked_and_a_call_that_may_lead_leads() {
+        let t0 = Instant::now();
+        let mut lead = Lead::new(t0);
+        assert!(matches!(lead.who, Who::Parked { since } if since == t0));
+        // Electing a leader reads no clock and lists nobody.
+        assert_eq!(lead.call(1, ms(t0, 5000), true, no_clock), Call::Lead);
+        assert!(matches!(lead.who, Who::Leader));
+        assert!(lead.waiting.is_empty());
+    }
+
+    #[test]
+    fn linger_the_parked_io_thread_reads_once_linger_has_passed_since_the_start() {
+        let t0 = Instant::now();
+        let mut lead = Lead::new(t0);
+        match lead.io_turn(|| ms(t0, 5)) {
+            IoTurn::Wait(until) => assert_eq!(until, t0 + LINGER),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(lead.who, Who::Parked { .. }));
+        assert!(matches!(lead.io_turn(|| t0 + LINGER), IoTurn::Read));
+        assert!(matches!(lead.who, Who::Io { lead_wanted: false }));
+        // Reading, it reads on without asking the clock.
+        assert!(matches!(lead.io_turn(no_clock), IoTurn::Read));
+    }
+
+    #[test]
+    fn a_call_that_may_not_lead_wakes_the_parked_io_thread() {
+        let t0 = Instant::now();
+        let mut lead = Lead::new(t0);
+        assert_eq!(
+            lead.call(1, ms(t0, 5000), false, no_clock),
+            Call::Wait { wake_io: true }
+        );
+        assert_eq!(lead.waiting, vec![(1, ms(t0, 5000))]);
+        // It reads at once, before the linger is over.
+        assert!(matches!(lead.io_turn(|| ms(t0, 1)), IoTurn::Read));
+        assert!(!lead.resume);
+    }
+
+    #[test]
+    fn under_a_leader_calls_are_listed_and_the_io_thread_looks_again_each_linger() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        assert_eq!(
+            lead.call(2, ms(t0, 5000), true, no_clock),
+            Call::Wait { wake_io: false }
+        );
+        assert_eq!(
+            lead.call(3, ms(t0, 5000), false, no_clock),
+            Call::Wait { wake_io: false }
+        );
+        assert_eq!(lead.waiting.len(), 2);
+        assert!(matches!(lead.who, Who::Leader));
+        // Never while a caller leads, even when asked to read (close).
+        lead.wake();
+        match lead.io_turn(|| ms(t0, 100)) {
+            IoTurn::Wait(until) => assert_eq!(until, ms(t0, 100) + LINGER),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_leader_that_leaves_with_nobody_waiting_parks_and_wakes_nobody() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        let left = ms(t0, 3);
+        assert!(!lead.leader_leaves(left, None, None));
+        assert!(matches!(lead.who, Who::Parked { since } if since == left));
+        match lead.io_turn(|| ms(t0, 4)) {
+            IoTurn::Wait(until) => assert_eq!(until, left + LINGER),
+            other => panic!("{other:?}"),
+        }
+        // The next call leads again.
+        assert_eq!(lead.call(2, ms(t0, 5000), true, no_clock), Call::Lead);
+    }
+
+    #[test]
+    fn a_leader_hands_over_to_a_caller_still_waiting() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        lead.call(2, ms(t0, 5000), false, no_clock);
+        assert!(lead.leader_leaves(ms(t0, 3), None, None));
+        assert!(lead.resume);
+        assert!(matches!(lead.io_turn(|| ms(t0, 4)), IoTurn::Read));
+        assert_eq!(lead.waiting, vec![(2, ms(t0, 5000))]);
+    }
+
+    #[test]
+    fn a_caller_the_leader_answered_needs_no_hand_over() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        lead.call(2, ms(t0, 5000), false, no_clock);
+        lead.answered(2);
+        assert!(lead.waiting.is_empty());
+        assert!(!lead.leader_leaves(ms(t0, 3), None, None));
+        assert!(!lead.resume);
+    }
+
+    #[test]
+    fn a_caller_past_its_deadline_is_not_handed_over() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        lead.call(2, ms(t0, 10), false, no_clock);
+        assert!(!lead.leader_leaves(ms(t0, 10), None, None));
+        assert!(lead.waiting.is_empty());
+    }
+
+    #[test]
+    fn a_leader_whose_request_is_still_queued_hands_its_answer_over() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        assert!(lead.leader_leaves(ms(t0, 3), None, Some((1, ms(t0, 5000)))));
+        assert_eq!(lead.waiting, vec![(1, ms(t0, 5000))]);
+        assert!(matches!(lead.io_turn(|| ms(t0, 4)), IoTurn::Read));
+    }
+
+    #[test]
+    fn a_leader_that_saw_stdout_end_hands_the_teardown_to_the_io_thread() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        assert!(lead.leader_leaves(ms(t0, 3), Some(ReadEnd::Eof), None));
+        // Meanwhile calls are not listed: the end fails them.
+        assert_eq!(lead.call(2, ms(t0, 5000), true, no_clock), Call::Ending);
+        assert_eq!(lead.call(3, ms(t0, 5000), false, no_clock), Call::Ending);
+        assert!(lead.waiting.is_empty());
+        assert!(matches!(lead.io_turn(no_clock), IoTurn::End(ReadEnd::Eof)));
+        assert!(matches!(lead.who, Who::Io { lead_wanted: false }));
+        lead.ended();
+        assert!(matches!(lead.io_turn(no_clock), IoTurn::Stop));
+    }
+
+    #[test]
+    fn parking_the_reading_io_thread_parks_once_a_caller_asked_to_lead_and_was_answered() {
+        let t0 = Instant::now();
+        let mut lead = reading(t0);
+        assert_eq!(
+            lead.call(1, ms(t0, 5000), true, no_clock),
+            Call::Wait { wake_io: false }
+        );
+        assert!(matches!(lead.who, Who::Io { lead_wanted: true }));
+        // Its caller still waits: no parking yet.
+        lead.io_read(|| ms(t0, 30));
+        assert!(matches!(lead.who, Who::Io { lead_wanted: true }));
+        lead.answered(1);
+        lead.io_read(|| ms(t0, 31));
+        assert!(matches!(lead.who, Who::Parked { since } if since == ms(t0, 31)));
+        assert_eq!(lead.call(2, ms(t0, 5000), true, no_clock), Call::Lead);
+    }
+
+    #[test]
+    fn the_reading_io_thread_does_not_park_unless_a_caller_asked_to_lead() {
+        let t0 = Instant::now();
+        let mut lead = reading(t0);
+        assert_eq!(
+            lead.call(1, ms(t0, 5000), false, no_clock),
+            Call::Wait { wake_io: false }
+        );
+        lead.answered(1);
+        // Nobody asked to lead: the clock is not even read.
+        lead.io_read(no_clock);
+        assert!(matches!(lead.who, Who::Io { lead_wanted: false }));
+    }
+
+    #[test]
+    fn a_close_while_reading_makes_a_parking_io_thread_read_again_at_once() {
+        let t0 = Instant::now();
+        let mut lead = reading(t0);
+        lead.call(1, ms(t0, 5000), true, no_clock);
+        lead.answered(1);
+        lead.wake();
+        lead.io_read(|| ms(t0, 30));
+        assert!(matches!(lead.who, Who::Parked { .. }));
+        assert!(matches!(lead.io_turn(|| ms(t0, 30)), IoTurn::Read));
+    }
+
+    #[test]
+    fn a_close_under_a_leader_wakes_the_io_thread_when_it_leaves() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        lead.wake();
+        assert!(lead.leader_leaves(ms(t0, 3), None, None));
+        assert!(matches!(lead.io_turn(|| ms(t0, 3)), IoTurn::Read));
+    }
+
+    #[test]
+    fn shutdown_once_ended_the_io_thread_stops_and_calls_are_not_listed() {
+        let t0 = Instant::now();
+        let mut lead = reading(t0);
+        lead.call(1, ms(t0, 5000), false, no_clock);
+        lead.ended();
+        assert!(matches!(lead.io_turn(no_clock), IoTurn::Stop));
+        assert_eq!(lead.call(2, ms(t0, 5000), true, no_clock), Call::Ending);
+        assert_eq!(lead.call(3, ms(t0, 5000), false, no_clock), Call::Ending);
+        assert_eq!(lead.waiting.len(), 1);
+        lead.wake();
+        assert!(matches!(lead.io_turn(no_clock), IoTurn::Stop));
+    }
+
+    #[test]
+    fn a_long_list_drops_the_callers_past_their_deadline() {
+        let t0 = Instant::now();
+        let mut lead = reading(t0);
+        for id in 0..PRUNE_AT as i64 {
+            // Up to the limit, a listed call reads no clock.
+            lead.call(id, ms(t0, 10), false, no_clock);
+        }
+        lead.call(100, ms(t0, 5000), false, || ms(t0, 10));
+        assert_eq!(lead.waiting, vec![(100, ms(t0, 5000))]);
+    }
+
+    #[test]
+    fn an_answer_to_nobody_listed_changes_nothing() {
+        let t0 = Instant::now();
+        let mut lead = reading(t0);
+        lead.call(1, ms(t0, 5000), false, no_clock);
+        lead.answered(7);
+        assert_eq!(lead.waiting, vec![(1, ms(t0, 5000))]);
+    }
+}
