@@ -93,13 +93,23 @@ pub const SHORT_USAGE: &str = "usage: mcp [OPTIONS] [COMMAND] (see mcp --help)";
 pub enum Command {
     Demo,
     Tools,
-    Call { tool: String, args: Vec<String> },
+    Call {
+        tool: String,
+        args: Vec<String>,
+    },
     Resources,
     Read(String),
     Templates,
     Prompts,
-    Prompt { name: String, args: Vec<String> },
-    Complete { reference: String, argument: String, value: String },
+    Prompt {
+        name: String,
+        args: Vec<String>,
+    },
+    Complete {
+        reference: String,
+        argument: String,
+        value: String,
+    },
     Logs,
     Info(String),
     Version,

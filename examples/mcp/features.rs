@@ -18,18 +18,23 @@ use crate::servers::{start_with_handler, wait_for_outcomes, Session};
 /// Runs one of the features commands; the exit status.
 pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     let handler = Arc::new(CliHandler::new(project.to_path_buf()));
-    let only = match &args.command {
-        Command::Info(name) => Some(vec![name.clone()]),
-        _ => None,
+    let level = parse_level(args.level.as_deref())?;
+    // `info NAME` starts NAME only (and says so when there is no such server).
+    let mut only_named;
+    let args = match &args.command {
+        Command::Info(name) if args.servers.is_empty() => {
+            only_named = args.clone();
+            only_named.servers = vec![name.clone()];
+            &only_named
+        }
+        _ => args,
     };
     let (logs, log_rx) = crossbeam_channel::unbounded();
     if args.command == Command::Logs {
         // Before anything starts: a server's first messages are not missed.
         handler.follow_logs(logs);
     }
-    let session = start_with_handler(args, project, handler, |configs, _| {
-        only.filter(|names| names.iter().all(|n| configs.contains_key(n)))
-    })?;
+    let session = start_with_handler(args, project, handler, |_, _| None)?;
     wait_for_outcomes(&session.manager);
     list_features(&session.manager);
     for e in &session.errors {
@@ -47,7 +52,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
             value,
         } => complete(&session, reference, argument, value, args.json),
         Command::Info(name) => info(&session, name, args.json),
-        Command::Logs => follow(&session, args, &log_rx),
+        Command::Logs => follow(&session, level, args.json, &log_rx),
         _ => Err("not a features command".to_owned()),
     };
     session.manager.disconnect_all();
@@ -354,19 +359,27 @@ fn rank(level: LoggingLevel) -> usize {
     LEVELS.iter().position(|l| *l == level).unwrap_or(0)
 }
 
+/// `--level L` as a level.
+fn parse_level(level: Option<&str>) -> Result<Option<LoggingLevel>, String> {
+    level
+        .map(|l| {
+            serde_json::from_value::<LoggingLevel>(json!(l.to_lowercase())).map_err(|_| {
+                format!(
+                    "--level takes debug, info, notice, warning, error, critical, alert or \
+                     emergency, not {l:?}"
+                )
+            })
+        })
+        .transpose()
+}
+
 /// Prints every log message until every server has ended (or a signal ends the CLI).
 fn follow(
     session: &Session,
-    args: &Args,
+    level: Option<LoggingLevel>,
+    as_json: bool,
     messages: &crossbeam_channel::Receiver<(String, LoggingMessageParams)>,
 ) -> Result<u8, String> {
-    let level = match &args.level {
-        None => None,
-        Some(l) => Some(
-            serde_json::from_value::<LoggingLevel>(json!(l.to_lowercase()))
-                .map_err(|_| format!("--level takes debug, info, notice, warning, error, critical, alert or emergency, not {l:?}"))?,
-        ),
-    };
     let m = &session.manager;
     let names = m.server_names();
     let mut following = 0;
@@ -397,7 +410,7 @@ fn follow(
                 if level.is_some_and(|l| rank(message.level) < rank(l)) {
                     continue;
                 }
-                let line = if args.json {
+                let line = if as_json {
                     json!({"server": server, "level": message.level, "logger": message.logger,
                            "data": message.data})
                     .to_string()

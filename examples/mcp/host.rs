@@ -59,7 +59,10 @@ impl ClientHandler for CliHandler {
     }
 
     fn elicit(&self, server: &str, params: Value) -> Result<Value, RpcError> {
-        let schema = params.get("requestedSchema").cloned().unwrap_or(Value::Null);
+        let schema = params
+            .get("requestedSchema")
+            .cloned()
+            .unwrap_or(Value::Null);
         let message = params["message"].as_str().unwrap_or("");
         if !interactive() {
             return Ok(match defaults(&schema) {
@@ -218,7 +221,10 @@ pub fn arguments(words: &[String], schema: Option<&Value>) -> Result<Value, Stri
         };
         let value = match schema {
             Some(schema) => {
-                let prop = schema.pointer(&format!("/properties/{}", key.replace('~', "~0").replace('/', "~1")));
+                let prop = schema.pointer(&format!(
+                    "/properties/{}",
+                    key.replace('~', "~0").replace('/', "~1")
+                ));
                 typed(prop.unwrap_or(&Value::Null), value).map_err(|e| format!("{key}: {e}"))?
             }
             None => Value::String(value.to_owned()),

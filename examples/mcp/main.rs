@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use args::{Args, Command};
-use servers::{from_config_file, start, wait_for_outcomes, Session};
 use mcp_runtime::cache::FileToolCache;
 use mcp_runtime::config::{
     DiscoveredServer, LoadOptions, LoadedConfigs, ProjectTrust, ServerConfig,
@@ -27,6 +26,7 @@ use mcp_runtime::loader::{trust_servers, untrust_server};
 use mcp_runtime::manager::{ConnectionState, ManagerOptions};
 use mcp_runtime::ConnectOptions;
 use serde_json::{json, Value};
+use servers::{from_config_file, start, wait_for_outcomes, Session};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();

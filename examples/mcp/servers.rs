@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use mcp_runtime::cache::{config_hash, ToolCache};
 use mcp_runtime::config::{
-    read_mcp_json, DiscoveredServer, Level, ServerConfig, SourceMeta,
-    TrustState,
+    read_mcp_json, DiscoveredServer, Level, ServerConfig, SourceMeta, TrustState,
 };
 use mcp_runtime::loader::{
     approval_errors, display_path, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool,
@@ -163,7 +162,9 @@ pub fn start_with_handler(
         }
     }
     if !args.servers.is_empty() {
-        session.configs.retain(|name, _| args.servers.contains(name));
+        session
+            .configs
+            .retain(|name, _| args.servers.contains(name));
     }
     let cache = session.manager.options().cache.clone();
     let names = choose(&session.configs, cache.as_ref())
