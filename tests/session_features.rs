@@ -20,8 +20,10 @@ fn session_with_features(name: &str) -> (mcp_runtime::session::AgentSession, std
     let servers =
         json!({"mcpServers": {"docs": {"command": common::server_path(), "args": ["--features"]}}});
     std::fs::write(project.join(".mcp.json"), servers.to_string()).unwrap();
-    let mut manager = ManagerOptions::default();
-    manager.connect = common::options();
+    let manager = ManagerOptions {
+        connect: common::options(),
+        ..ManagerOptions::default()
+    };
     let session = create_agent_session(SessionOptions {
         cwd: project,
         config: LoadOptions {
