@@ -241,3 +241,40 @@ fn status_names_the_transport_actually_used() {
     assert_eq!(rows[0]["transport"], "sse");
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn call_shows_progress_on_a_terminal_only() {
+    let (root, cfg) = setup("progress", json!({"t": test_server()}));
+    let args = ["call", "mcp_t_progress", "steps=3"];
+    // Piped: the result, and no progress drawing on stderr.
+    let o = run(&root, &cfg, &args);
+    assert_eq!(out(&o), "3 steps\n", "{}", err(&o));
+    assert!(!err(&o).contains('\r'), "{:?}", err(&o));
+    // On a terminal (script(1) gives the CLI one): a bar with the server's message, then the
+    // line is cleared before the result.
+    if !Path::new("/usr/bin/script").exists() {
+        eprintln!("skipped the terminal half: no /usr/bin/script");
+        let _ = std::fs::remove_dir_all(root);
+        return;
+    }
+    let exe = mcp(&root).get_program().to_owned();
+    let line = format!(
+        "'{}' --config '{cfg}' {}",
+        Path::new(&exe).display(),
+        args.join(" ")
+    );
+    let o = Command::new("/usr/bin/script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("HOME", root.join("home"))
+        .env("XDG_CACHE_HOME", root.join("home/.cache"))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let text = out(&o);
+    assert!(
+        text.contains("mcp_t_progress [########################] 100% step 3"),
+        "{text:?}"
+    );
+    assert!(text.contains("\r\x1b[K3 steps"), "{text:?}");
+    let _ = std::fs::remove_dir_all(root);
+}
