@@ -7,6 +7,11 @@
 //! the session does that by itself whenever the manager's tool set changes (a late server, a
 //! `tools/list_changed`, a disconnect). Hosts that keep their own registry mirror it through
 //! [`AgentSession::on_refresh`].
+//!
+//! Beside tools, the session keeps what the servers offer a host: resources, resource
+//! templates and prompts (each prompt with its command name, `mcp_<server>_<prompt>`), as a
+//! [`McpFeatures`] snapshot that follows the manager's `on_features_changed` the way the tool
+//! registry follows `on_tools_changed`; [`AgentSession::on_features_refresh`] mirrors it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -14,13 +19,18 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use serde_json::Value;
 
 use crate::cache::ToolCache;
 use crate::config::{AuthStorage, DiscoveredServer, LoadOptions, ProjectTrust};
 use crate::loader::{
     load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
-use crate::manager::{ConnectReport, ConnectionState, ManagerOptions, McpManager};
+use crate::manager::{
+    ConnectReport, ConnectionState, ManagedPrompt, ManagedResource, ManagedTemplate,
+    ManagerOptions, McpManager, ServerInfo,
+};
+use crate::protocol::{CompleteResult, CompletionRef, GetPromptResult, ReadResourceResult};
 use crate::tool::Tool;
 use crate::Error;
 
@@ -136,7 +146,35 @@ impl ToolRegistry {
     }
 }
 
+/// What the connected servers offer beside tools, as of the last refresh.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpFeatures {
+    /// Every connected server's resources.
+    pub resources: Vec<ManagedResource>,
+    /// Every connected server's resource templates.
+    pub templates: Vec<ManagedTemplate>,
+    /// Every connected server's prompts, with their command names.
+    pub prompts: Vec<ManagedPrompt>,
+}
+
+impl McpFeatures {
+    /// The manager's current resources, templates and prompts.
+    pub fn of(manager: &McpManager) -> McpFeatures {
+        McpFeatures {
+            resources: manager.resources(),
+            templates: manager.resource_templates(),
+            prompts: manager.prompts(),
+        }
+    }
+
+    /// The prompt offered under `command` (`mcp_<server>_<prompt>`).
+    pub fn prompt(&self, command: &str) -> Option<&ManagedPrompt> {
+        self.prompts.iter().find(|p| p.command == command)
+    }
+}
+
 type RefreshListener = Arc<dyn Fn(&ToolRegistry) + Send + Sync>;
+type FeaturesListener = Arc<dyn Fn(&McpFeatures) + Send + Sync>;
 type ManagerHook = Arc<dyn Fn(&McpManager) + Send + Sync>;
 
 /// How to create a session.
@@ -166,7 +204,8 @@ pub struct SessionOptions {
     pub auth_storage: Option<Arc<dyn AuthStorage>>,
     /// The host's own tools.
     pub host_tools: Vec<Arc<dyn Tool>>,
-    /// Refresh the MCP tools by itself when the manager's tool set changes (default true).
+    /// Refresh the MCP tools by itself when the manager's tool set changes, and the
+    /// resources, templates and prompts when those change (default true).
     pub auto_refresh: bool,
     /// The policy for project servers nobody approved yet (overrides
     /// `config.project_trust` when set). Without one, such servers are reported
@@ -219,6 +258,8 @@ struct Inner {
     manager: Option<McpManager>,
     registry: Mutex<ToolRegistry>,
     listeners: Mutex<Vec<RefreshListener>>,
+    features: Mutex<McpFeatures>,
+    features_listeners: Mutex<Vec<FeaturesListener>>,
     startup_errors: Vec<LoadError>,
     exa_api_keys: Vec<String>,
     needs_approval: Mutex<Vec<DiscoveredServer>>,
@@ -244,6 +285,8 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
                 manager: None,
                 registry: Mutex::new(registry),
                 listeners: Mutex::new(Vec::new()),
+                features: Mutex::new(McpFeatures::default()),
+                features_listeners: Mutex::new(Vec::new()),
                 startup_errors: Vec::new(),
                 exa_api_keys: Vec::new(),
                 needs_approval: Mutex::new(Vec::new()),
@@ -278,6 +321,8 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             manager: Some(loaded.manager.clone()),
             registry: Mutex::new(registry),
             listeners: Mutex::new(Vec::new()),
+            features: Mutex::new(McpFeatures::default()),
+            features_listeners: Mutex::new(Vec::new()),
             startup_errors: loaded.errors,
             exa_api_keys: loaded.exa_api_keys,
             needs_approval: Mutex::new(loaded.needs_approval),
@@ -290,7 +335,15 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
                 AgentSession { inner }.refresh_from_manager();
             }
         });
+        let weak: Weak<Inner> = Arc::downgrade(&session.inner);
+        loaded.manager.on_features_changed(move |_| {
+            if let Some(inner) = weak.upgrade() {
+                AgentSession { inner }.refresh_features();
+            }
+        });
     }
+    // After the listener is in place: nothing listed during startup is missed.
+    *session.inner.features.lock() = McpFeatures::of(&loaded.manager);
     session
 }
 
@@ -363,10 +416,108 @@ impl AgentSession {
         }
     }
 
-    /// Refreshes from the manager's current tool set.
+    /// Refreshes from the manager's current tool set (and its resources, templates and
+    /// prompts).
     pub fn refresh_from_manager(&self) {
         if let Some(m) = &self.inner.manager {
             self.refresh_mcp_tools(loaded_tools(m));
+            self.refresh_features();
+        }
+    }
+
+    /// The resources, templates and prompts as of the last refresh.
+    pub fn features(&self) -> McpFeatures {
+        self.inner.features.lock().clone()
+    }
+
+    /// Every connected server's resources.
+    pub fn resources(&self) -> Vec<ManagedResource> {
+        self.inner.features.lock().resources.clone()
+    }
+
+    /// Every connected server's resource templates.
+    pub fn resource_templates(&self) -> Vec<ManagedTemplate> {
+        self.inner.features.lock().templates.clone()
+    }
+
+    /// Every connected server's prompts, with their command names.
+    pub fn prompts(&self) -> Vec<ManagedPrompt> {
+        self.inner.features.lock().prompts.clone()
+    }
+
+    /// The prompt offered under `command` (`mcp_<server>_<prompt>`).
+    pub fn prompt(&self, command: &str) -> Option<ManagedPrompt> {
+        self.inner.features.lock().prompt(command).cloned()
+    }
+
+    /// Who a connected server is, what it declared, and its (capped) instructions.
+    pub fn server_info(&self, name: &str) -> Option<ServerInfo> {
+        self.inner.manager.as_ref()?.server_info(name)
+    }
+
+    /// Reads a resource of `server`.
+    pub fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, Error> {
+        self.connected_manager(server)?.read_resource(server, uri)
+    }
+
+    /// Gets the prompt offered under `command` with its arguments filled in.
+    pub fn get_prompt(&self, command: &str, arguments: Value) -> Result<GetPromptResult, Error> {
+        let prompt = self.prompt(command).ok_or_else(|| Error::Config {
+            message: format!("no prompt is offered as {command:?}"),
+        })?;
+        self.connected_manager(&prompt.server)?.get_prompt(
+            &prompt.server,
+            &prompt.prompt.name,
+            arguments,
+        )
+    }
+
+    /// Completion values for a prompt argument or a template variable of `server`.
+    pub fn complete(
+        &self,
+        server: &str,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: Option<Value>,
+    ) -> Result<CompleteResult, Error> {
+        self.connected_manager(server)?
+            .complete(server, reference, argument, value, context)
+    }
+
+    fn connected_manager(&self, server: &str) -> Result<&McpManager, Error> {
+        self.inner
+            .manager
+            .as_ref()
+            .ok_or_else(|| Error::not_connected(server))
+    }
+
+    /// Called after every features refresh with the new resources, templates and prompts.
+    pub fn on_features_refresh(&self, listener: impl Fn(&McpFeatures) + Send + Sync + 'static) {
+        self.inner
+            .features_listeners
+            .lock()
+            .push(Arc::new(listener));
+    }
+
+    /// Takes the manager's current resources, templates and prompts, and tells the listeners
+    /// when they changed.
+    pub fn refresh_features(&self) {
+        let Some(manager) = &self.inner.manager else {
+            return;
+        };
+        // Listed outside the session's lock (the manager takes its own).
+        let fresh = McpFeatures::of(manager);
+        {
+            let mut features = self.inner.features.lock();
+            if *features == fresh {
+                return;
+            }
+            *features = fresh.clone();
+        }
+        let listeners: Vec<FeaturesListener> = self.inner.features_listeners.lock().clone();
+        for l in listeners {
+            l(&fresh);
         }
     }
 
@@ -429,6 +580,7 @@ impl AgentSession {
             m.disconnect_all();
         }
         self.refresh_mcp_tools(Vec::new());
+        self.refresh_features();
     }
 }
 

@@ -128,13 +128,14 @@ fn call_prints_the_result_and_sets_the_exit_status() {
         json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
     );
 
-    // A tool error (isError) is exit status 1, and so is a missing tool.
+    // A tool error (isError) is exit status 1, and so is a missing tool. (The CLI answers
+    // roots/list and elicitation, never sampling.)
     let out = run(&[
         "--config",
         cfg,
         "call",
         "mcp_t_ask",
-        r#"{"method":"roots/list"}"#,
+        r#"{"method":"sampling/createMessage"}"#,
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).starts_with("Error: "));

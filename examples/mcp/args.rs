@@ -5,16 +5,36 @@ use std::path::PathBuf;
 pub const USAGE: &str = "\
 mcp: use MCP servers from the command line
 
-usage: mcp [--config FILE] [--cwd DIR] [--json] [--timeout MS] [--cache-dir DIR] [--no-cache]
-           [--no-wait] [--trust-project] [--no-project-config] [-v]... [COMMAND]
+usage: mcp [--config FILE] [--cwd DIR] [--server NAME]... [--json] [--timeout MS]
+           [--cache-dir DIR] [--no-cache] [--no-wait] [--trust-project] [--no-project-config]
+           [-v]... [COMMAND]
 
 commands:
   (none)                 demo: starts two embedded demo servers (one fast, one slow) and shows
                          discovery, the 250 ms gate, deferred tools from the cache, a call, a
                          reload and a clean shutdown
-  tools                  list every exposed tool
-  call TOOL [ARGS_JSON]  call a tool by its exposed name (mcp_<server>_<tool>)
-  status                 every server: status, error, source
+  tools                  list every exposed tool (--json: with input and output schemas and
+                         annotations)
+  call TOOL [ARGS_JSON | KEY=VALUE...]
+                         call a tool by its exposed name (mcp_<server>_<tool>); KEY=VALUE
+                         arguments are typed by the tool's schema (a=2 is a number where the
+                         schema says number, a string where it says string). Only the server
+                         that owns the tool is started (known from the tool cache, else from
+                         the name's mcp_<server>_ prefix); progress shows on a terminal
+  resources              every server's resources
+  read URI               read a resource (from the server that lists it, or --server NAME)
+  templates              every server's resource templates
+  prompts                every server's prompts, by command name (mcp_<server>_<prompt>)
+  prompt NAME [ARGS_JSON | KEY=VALUE...]
+                         get a prompt by its command name, with its arguments filled in
+  complete REF ARG [VALUE]
+                         completion values for a prompt's argument (REF: the prompt's command
+                         name) or a resource template's variable (REF: the template)
+  logs [--level L]       follow the servers' log messages until interrupted (L: debug, info,
+                         notice, warning, error, critical, alert, emergency; asks each server
+                         for that level and shows nothing below it)
+  info NAME              a server's identity, protocol, transport, capabilities, instructions
+  status                 every server: status, error, source, the transport actually used
   servers                discovered server configs with their sources, trust state and why
                          each one is skipped (connects nothing, resolves nothing)
   trust NAME... | --all  approve project servers that wait for approval (remembered for their
@@ -40,6 +60,7 @@ options:
                  .mcp-runtime/mcp.json, Claude Code, Claude Desktop, Codex, Gemini CLI,
                  Cursor, Windsurf, VS Code, Zed, opencode, Goose, Cline, Roo Code,
                  Continue, Amazon Q, Junie, mcp.json); project-level servers need approval
+  --server NAME  only this server (repeatable): every command starts only the named ones
   --json         machine-readable output
   --timeout MS   connect timeout and request timeout per server (default: 30000 to connect,
                  60000 per request; probe's calls 30000)
@@ -53,18 +74,45 @@ options:
   --no-project-config  ignore project-level config files entirely
   -v             more logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too
   -h, --help     this text
+  --version      the version
+
+server requests: roots/list is answered with the project directory; elicitation asks on the
+terminal (or, without one, accepts the schema's defaults when they cover every required
+field, and declines otherwise); sampling is not offered (the CLI has no model)
 
 exit status: 0 done; 1 a call failed or returned isError, probe found a protocol failure, or
 every server failed (tools); 2 bad usage; 130, 143, 129 on SIGINT, SIGTERM, SIGHUP (every
 server is closed first)
 ";
 
+/// The line shown with a usage error (the whole text is `--help`).
+pub const SHORT_USAGE: &str = "usage: mcp [OPTIONS] [COMMAND] (see mcp --help)";
+
 /// What to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Demo,
     Tools,
-    Call { tool: String, args: String },
+    Call {
+        tool: String,
+        args: Vec<String>,
+    },
+    Resources,
+    Read(String),
+    Templates,
+    Prompts,
+    Prompt {
+        name: String,
+        args: Vec<String>,
+    },
+    Complete {
+        reference: String,
+        argument: String,
+        value: String,
+    },
+    Logs,
+    Info(String),
+    Version,
     Status,
     Servers,
     Trust(Vec<String>),
@@ -88,6 +136,10 @@ pub struct Args {
     pub call_all: bool,
     pub trust_project: bool,
     pub no_project_config: bool,
+    /// `--server NAME`...: only these servers.
+    pub servers: Vec<String>,
+    /// `logs --level L`.
+    pub level: Option<String>,
     pub command: Command,
 }
 
@@ -105,6 +157,8 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         call_all: false,
         trust_project: false,
         no_project_config: false,
+        servers: Vec::new(),
+        level: None,
         command: Command::Demo,
     };
     let mut rest: Vec<String> = Vec::new();
@@ -140,6 +194,9 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 );
             }
             "-h" | "--help" => args.command = Command::Help,
+            "--version" => args.command = Command::Version,
+            "--server" => args.servers.push(value("--server")?),
+            "--level" => args.level = Some(value("--level")?),
             "--header" => {
                 let v = value("--header")?;
                 let (k, v) = v
@@ -156,7 +213,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             _ => rest.push(a.clone()),
         }
     }
-    if args.command == Command::Help {
+    if matches!(args.command, Command::Help | Command::Version) {
         return Ok(args);
     }
     let mut words = rest.into_iter();
@@ -191,9 +248,33 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         }
         Some("call") => {
             let tool = words.next().ok_or("call needs a TOOL")?;
-            let json = words.next().unwrap_or_else(|| "{}".into());
-            Command::Call { tool, args: json }
+            Command::Call {
+                tool,
+                args: words.by_ref().collect(),
+            }
         }
+        Some("resources") => Command::Resources,
+        Some("read") => Command::Read(words.next().ok_or("read needs a URI")?),
+        Some("templates") => Command::Templates,
+        Some("prompts") => Command::Prompts,
+        Some("prompt") => {
+            let name = words.next().ok_or("prompt needs a NAME")?;
+            Command::Prompt {
+                name,
+                args: words.by_ref().collect(),
+            }
+        }
+        Some("complete") => {
+            let reference = words.next().ok_or("complete needs REF ARG [VALUE]")?;
+            let argument = words.next().ok_or("complete needs REF ARG [VALUE]")?;
+            Command::Complete {
+                reference,
+                argument,
+                value: words.next().unwrap_or_default(),
+            }
+        }
+        Some("logs") => Command::Logs,
+        Some("info") => Command::Info(words.next().ok_or("info needs a server NAME")?),
         Some(other) => return Err(format!("unknown command {other:?}")),
     };
     if let Some(extra) = words.next() {
@@ -204,6 +285,17 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     }
     if !headers.is_empty() {
         return Err("--header goes with probe URL".into());
+    }
+    if args.level.is_some() && args.command != Command::Logs {
+        return Err("--level goes with logs".into());
+    }
+    if !args.servers.is_empty()
+        && matches!(
+            args.command,
+            Command::Probe(_) | Command::Demo | Command::Trust(_) | Command::Untrust(_)
+        )
+    {
+        return Err("--server goes with the commands that start servers".into());
     }
     if args.call_all && !matches!(args.command, Command::Probe(_)) {
         return Err("--call-all goes with probe".into());

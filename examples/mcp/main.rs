@@ -2,13 +2,16 @@
 //! See `mcp --help` and the README.
 
 mod args;
+mod call;
 mod demo;
 mod demo_server;
+mod features;
+mod host;
 mod probe;
 mod repl;
+mod servers;
 mod signals;
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,16 +20,13 @@ use std::time::Duration;
 use args::{Args, Command};
 use mcp_runtime::cache::FileToolCache;
 use mcp_runtime::config::{
-    read_mcp_json, DiscoveredServer, Level, LoadOptions, LoadedConfigs, ProjectTrust, ServerConfig,
-    SourceMeta, TrustState,
+    DiscoveredServer, LoadOptions, LoadedConfigs, ProjectTrust, ServerConfig,
 };
-use mcp_runtime::loader::{
-    load_with_manager, loaded_tools, trust_servers, untrust_server, LoadError, LoadedTool,
-    LoaderOptions,
-};
-use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
-use mcp_runtime::{ConnectOptions, ToolContext};
+use mcp_runtime::loader::{trust_servers, untrust_server};
+use mcp_runtime::manager::{ConnectionState, ManagerOptions};
+use mcp_runtime::ConnectOptions;
 use serde_json::{json, Value};
+use servers::{from_config_file, start, wait_for_outcomes, Session};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -39,11 +39,13 @@ fn main() -> ExitCode {
     let args = match args::parse(&argv) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("mcp: {e}\n\n{}", args::USAGE);
+            eprintln!("mcp: {e}\n{}", args::SHORT_USAGE);
             return ExitCode::from(2);
         }
     };
-    init_logging(args.verbosity);
+    // `mcp logs` shows the servers' messages on stdout; the log crate's copy of them (target
+    // `mcp::<server>`) would repeat each on stderr.
+    init_logging(args.verbosity, args.command == Command::Logs);
     let code = match run(&args) {
         Ok(code) => code,
         Err(e) => {
@@ -54,8 +56,13 @@ fn main() -> ExitCode {
     ExitCode::from(signals::finish(code))
 }
 
-fn init_logging(verbosity: usize) {
+fn init_logging(verbosity: usize, following_logs: bool) {
     let level = ["warn", "info", "debug", "trace"][verbosity.min(3)];
+    let level = if following_logs {
+        format!("{level},mcp=off")
+    } else {
+        level.to_owned()
+    };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp(None)
         .init();
@@ -72,6 +79,18 @@ fn run(args: &Args) -> Result<u8, String> {
             print!("{}", args::USAGE);
             Ok(0)
         }
+        Command::Version => {
+            println!("mcp {}", env!("CARGO_PKG_VERSION"));
+            Ok(0)
+        }
+        Command::Resources
+        | Command::Read(_)
+        | Command::Templates
+        | Command::Prompts
+        | Command::Prompt { .. }
+        | Command::Complete { .. }
+        | Command::Logs
+        | Command::Info(_) => features::run(args, &project),
         Command::Demo => demo::run(args),
         Command::Servers => {
             print_servers(&discovered(args, &project)?, args.json);
@@ -140,17 +159,7 @@ fn run(args: &Args) -> Result<u8, String> {
             session.manager.disconnect_all();
             Ok(0)
         }
-        Command::Call {
-            tool,
-            args: json_args,
-        } => {
-            let arguments: Value = serde_json::from_str(json_args)
-                .map_err(|e| format!("ARGS_JSON is not JSON: {e}"))?;
-            let session = start(args, &project)?;
-            let code = call(&session, tool, arguments, args);
-            session.manager.disconnect_all();
-            Ok(code)
-        }
+        Command::Call { tool, args: words } => call::run(args, &project, tool, words),
     }
 }
 
@@ -198,111 +207,6 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
         connect,
         ..ManagerOptions::default()
     }
-}
-
-/// Waits until each server has connected or failed, each bounded by its connect timeout.
-fn wait_for_outcomes(manager: &McpManager) {
-    let default = manager.options().connect.timeout;
-    let names = manager.server_names();
-    log::debug!("waiting for the outcome of {} servers", names.len());
-    std::thread::scope(|s| {
-        for name in names {
-            let timeout = manager
-                .config(&name)
-                .and_then(|c| c.timeout())
-                .unwrap_or(default);
-            s.spawn(move || {
-                // The connect itself ends at `timeout`; the margin lets its outcome land.
-                let _ = manager.wait_for_connection(&name, timeout + Duration::from_secs(2), None);
-            });
-        }
-    });
-}
-
-/// A running set of servers and their tools.
-pub struct Session {
-    pub manager: McpManager,
-    pub tools: Vec<LoadedTool>,
-    pub errors: Vec<LoadError>,
-    /// Project servers not started because they wait for approval.
-    pub needs_approval: Vec<DiscoveredServer>,
-}
-
-/// `--config FILE` as discovery results. The user named the file, so its servers need no
-/// approval.
-fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
-    let file = read_mcp_json(path).map_err(|e| e.to_string())?;
-    for (name, e) in &file.errors {
-        log::warn!("skipping server {name}: {e}");
-    }
-    let source = SourceMeta {
-        provider: "mcp-json".into(),
-        provider_name: "MCP Config".into(),
-        path: path.to_path_buf(),
-        level: Level::Project,
-    };
-    Ok(file
-        .servers
-        .into_iter()
-        .map(|(name, config)| DiscoveredServer {
-            enabled: config.is_enabled(),
-            skipped: (!config.is_enabled()).then(|| "enabled: false".to_owned()),
-            name,
-            config,
-            source: source.clone(),
-            shadowed: false,
-            trust: TrustState::User,
-        })
-        .collect())
-}
-
-/// Starts the servers: from `--config`, or discovered (the loader).
-pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
-    let options = manager_options(args, project);
-    let Some(path) = &args.config else {
-        let loader = LoaderOptions {
-            config: load_options(args),
-            manager: options,
-            // The cache is chosen above (--cache-dir, --no-cache).
-            default_cache: false,
-        };
-        let manager = McpManager::new(loader.manager_options(project));
-        signals::close_on_signal(&manager);
-        let loaded = load_with_manager(manager, project, &loader.config);
-        return Ok(Session {
-            manager: loaded.manager,
-            tools: loaded.tools,
-            errors: loaded.errors,
-            needs_approval: loaded.needs_approval,
-        });
-    };
-    let servers = from_config_file(path)?;
-    let configs = servers
-        .iter()
-        .filter(|d| d.enabled)
-        .map(|d| (d.name.clone(), d.config.clone()))
-        .collect();
-    let sources = servers
-        .iter()
-        .map(|d| (d.name.clone(), d.source.clone()))
-        .collect();
-    let manager = McpManager::new(options);
-    signals::close_on_signal(&manager);
-    let report = manager.connect_servers(&configs, &sources);
-    let errors = report
-        .errors
-        .iter()
-        .map(|(name, e)| LoadError {
-            path: mcp_runtime::loader::display_path(name, Some("MCP Config")),
-            error: e.to_string(),
-        })
-        .collect();
-    Ok(Session {
-        tools: loaded_tools(&manager),
-        manager,
-        errors,
-        needs_approval: Vec::new(),
-    })
 }
 
 fn discovered(args: &Args, project: &Path) -> Result<LoadedConfigs, String> {
@@ -392,12 +296,19 @@ fn first_line(s: &str) -> &str {
 
 fn print_tools(session: &Session, as_json: bool) {
     if as_json {
+        let definitions = session.manager.get_tools();
         let rows: Vec<Value> = session
             .tools
             .iter()
             .map(|t| {
                 let (server, tool) = t.tool.mcp_identity().unwrap_or(("", ""));
-                json!({"name": t.tool.name(), "server": server, "tool": tool, "description": t.tool.description()})
+                let definition = definitions
+                    .iter()
+                    .find(|d| d.server == server && d.tool.name == tool);
+                json!({"name": t.tool.name(), "server": server, "tool": tool, "description": t.tool.description(),
+                       "inputSchema": definition.map(|d| &d.tool.input_schema),
+                       "outputSchema": definition.and_then(|d| d.tool.output_schema.as_ref()),
+                       "annotations": definition.and_then(|d| d.tool.annotations.as_ref())})
             })
             .collect();
         println!("{}", Value::Array(rows));
@@ -429,10 +340,16 @@ fn print_status(session: &Session, as_json: bool) {
         .map(|name| {
             let status = m.connection_status(name);
             let source = m.source(name);
+            // The transport actually used (a URL that fell back to legacy SSE says `sse`);
+            // before a connection, the configured one.
             let transport = m
-                .config(name)
-                .and_then(|c| c.transport_type().ok())
-                .map(|t| t.as_str())
+                .client(name)
+                .map(|c| c.transport_kind())
+                .or_else(|| {
+                    m.config(name)
+                        .and_then(|c| c.transport_type().ok())
+                        .map(|t| t.as_str())
+                })
                 .unwrap_or("unknown");
             json!({
                 "name": name,
@@ -475,37 +392,5 @@ fn print_status(session: &Session, as_json: bool) {
             print!("\n    error: {}", e.replace('\n', "\n    "));
         }
         println!();
-    }
-}
-
-fn call(session: &Session, name: &str, arguments: Value, args: &Args) -> u8 {
-    let Some(loaded) = session.tools.iter().find(|t| t.tool.name() == name) else {
-        eprintln!("mcp: no tool named {name} (see `mcp tools`)");
-        for e in &session.errors {
-            eprintln!("{}: {}", e.path, e.error);
-        }
-        return 1;
-    };
-    let ctx = ToolContext {
-        timeout: args.timeout_ms.map(Duration::from_millis),
-        ..ToolContext::default()
-    };
-    match loaded.tool.execute(arguments, &ctx) {
-        Ok(output) => {
-            if args.json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&output.result).unwrap_or_default()
-                );
-            } else {
-                println!("{}", output.text());
-            }
-            let _ = std::io::stdout().flush();
-            u8::from(output.is_error)
-        }
-        Err(aborted) => {
-            eprintln!("mcp: {aborted}");
-            1
-        }
     }
 }

@@ -199,7 +199,9 @@ fn probe(
         println!(
             "{}",
             json!({"server": info.name, "protocolVersion": client.protocol_version().as_str(),
-                              "transport": client.transport_kind(), "tools": names, "calls": calls})
+                   "transport": client.transport_kind(), "tools": names, "calls": calls,
+                   "serverInfo": info, "capabilities": client.server_capabilities(),
+                   "instructions": client.initialize_result().instructions})
         );
     } else {
         for c in &calls {

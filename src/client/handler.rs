@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::jsonrpc::{Notification, RpcError};
-use crate::protocol::{ClientCapabilities, ListRootsResult};
+use crate::protocol::{ClientCapabilities, ListRootsResult, LoggingMessageParams};
 use crate::Error;
 
 /// The host's side of server → client traffic.
@@ -49,6 +49,13 @@ pub trait ClientHandler: Send + Sync + 'static {
     /// `notifications/tools/list_changed`: the server's tool list changed.
     fn on_tools_list_changed(&self, server: &str) {
         let _ = server;
+    }
+
+    /// `notifications/message`: a log message of the server (also logged through the `log`
+    /// crate, target `mcp::<server>`), so a host can show it. Called in order with the other
+    /// notifications, on the connection's event thread.
+    fn on_log_message(&self, server: &str, message: &LoggingMessageParams) {
+        let _ = (server, message);
     }
 
     /// Any other notification (progress, log messages and cancellations are handled by the

@@ -33,6 +33,12 @@ pub(crate) struct Slot {
     pub progress: Option<Sender<Progress>>,
 }
 
+/// What the event thread hands to the handler, in arrival order.
+enum Event {
+    Notification(Notification),
+    Log(LoggingMessageParams),
+}
+
 /// The pending map is split in shards by id, so concurrent callers rarely meet on one lock.
 const SHARDS: usize = 8;
 
@@ -47,7 +53,7 @@ pub(crate) struct Router {
     transport: OnceLock<Weak<dyn Transport>>,
     /// The event thread's queue, started with the first notification that needs it (many
     /// servers never send one).
-    events: OnceLock<Option<Sender<Notification>>>,
+    events: OnceLock<Option<Sender<Event>>>,
     server_requests: Arc<AtomicUsize>,
     /// Error responses received that no request waited for.
     unsolicited: AtomicU64,
@@ -75,20 +81,24 @@ impl Router {
 
     /// The queue of the event thread, which this starts on first use. It ends when the router
     /// (the only sender) is dropped.
-    fn events(&self) -> Option<&Sender<Notification>> {
+    fn events(&self) -> Option<&Sender<Event>> {
         self.events
             .get_or_init(|| {
-                let (events, rx) = crossbeam_channel::unbounded::<Notification>();
+                let (events, rx) = crossbeam_channel::unbounded::<Event>();
                 let name = self.server.clone();
                 let h = Arc::clone(&self.handler);
                 std::thread::Builder::new()
                     .name(format!("mcp-{name}-events"))
                     .spawn(move || {
-                        for n in rx.iter() {
-                            if n.method == methods::TOOLS_LIST_CHANGED {
-                                h.on_tools_list_changed(&name);
-                            } else {
-                                h.on_notification(&name, &n);
+                        for event in rx.iter() {
+                            match event {
+                                Event::Log(m) => h.on_log_message(&name, &m),
+                                Event::Notification(n)
+                                    if n.method == methods::TOOLS_LIST_CHANGED =>
+                                {
+                                    h.on_tools_list_changed(&name)
+                                }
+                                Event::Notification(n) => h.on_notification(&name, &n),
                             }
                         }
                     })
@@ -321,6 +331,9 @@ impl Router {
                             log::log!(target: &target, m.level.to_log_level(), "[{}] {data}", self.server)
                         }
                     }
+                    if let Some(events) = self.events() {
+                        let _ = events.send(Event::Log(m));
+                    }
                 }
             }
             methods::CANCELLED => {
@@ -329,7 +342,7 @@ impl Router {
             }
             _ => {
                 if let Some(events) = self.events() {
-                    let _ = events.send(n);
+                    let _ = events.send(Event::Notification(n));
                 }
             }
         }

@@ -11,7 +11,7 @@ use super::Shared;
 use crate::client::ClientHandler;
 use crate::error::Error;
 use crate::jsonrpc::{Notification, RpcError};
-use crate::protocol::{methods, ClientCapabilities, ListRootsResult};
+use crate::protocol::{methods, ClientCapabilities, ListRootsResult, LoggingMessageParams};
 
 pub(crate) struct ManagedHandler {
     manager: Weak<Shared>,
@@ -71,6 +71,10 @@ impl ClientHandler for ManagedHandler {
             }
         }
         self.host.on_notification(server, notification);
+    }
+
+    fn on_log_message(&self, server: &str, message: &LoggingMessageParams) {
+        self.host.on_log_message(server, message);
     }
 
     fn on_connection_closed(&self, server: &str, reason: &Error) {

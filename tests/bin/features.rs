@@ -45,7 +45,16 @@ pub fn answer(server: &Server, method: &str, id: &Value, params: &Value) -> bool
             );
             json!({})
         }
-        "resources/unsubscribe" | "logging/setLevel" => json!({}),
+        "resources/unsubscribe" => json!({}),
+        "logging/setLevel" => {
+            // A message at the new level, so a client following the log sees one at once.
+            server.notify(
+                "notifications/message",
+                json!({"level": params["level"], "logger": "features",
+                       "data": format!("log level set to {}", params["level"].as_str().unwrap_or("?"))}),
+            );
+            json!({})
+        }
         "prompts/list" => {
             let mut prompts = vec![json!({"name": "greet", "description": "Greets someone",
                                           "arguments": [{"name": "who", "required": true}]})];

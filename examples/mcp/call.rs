@@ -1,0 +1,139 @@
+//! `mcp call TOOL [ARGS_JSON | KEY=VALUE...]`: starts only the server that owns the tool (when
+//! that can be known without starting them all), types `KEY=VALUE` arguments by the tool's
+//! schema, and shows progress on stderr when it is a terminal.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_runtime::protocol::Progress;
+use mcp_runtime::ToolContext;
+use parking_lot::Mutex;
+
+use crate::args::Args;
+use crate::servers::{owners_of, start_with, Session};
+
+/// Runs the command; the exit status.
+pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<u8, String> {
+    // A JSON argument is checked before anything starts.
+    if let [one] = words {
+        if one.trim_start().starts_with('{') {
+            crate::host::arguments(words, None)?;
+        }
+    }
+    let mut session = start_with(args, project, |configs, cache| {
+        owners_of(name, configs, cache)
+    })?;
+    if !session.tools.iter().any(|t| t.tool.name() == name) {
+        // The guess was wrong (or the cache is stale): every server, then.
+        log::debug!("{name} is not among the started servers' tools; starting them all");
+        session.connect_all();
+    }
+    let code = call(&session, name, words, args);
+    session.manager.disconnect_all();
+    code
+}
+
+fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<u8, String> {
+    let Some(loaded) = session.tools.iter().find(|t| t.tool.name() == name) else {
+        eprintln!("mcp: no tool named {name} (see `mcp tools`)");
+        for e in &session.errors {
+            eprintln!("{}: {}", e.path, e.error);
+        }
+        return Ok(1);
+    };
+    let arguments = crate::host::arguments(words, Some(loaded.tool.parameters()))?;
+    let bar = std::io::stderr()
+        .is_terminal()
+        .then(|| Arc::new(ProgressLine::new(name)));
+    let ctx = ToolContext {
+        timeout: args.timeout_ms.map(Duration::from_millis),
+        on_progress: bar.clone().map(|bar| {
+            Arc::new(move |p: &Progress| bar.show(p)) as mcp_runtime::tool::ProgressCallback
+        }),
+        ..ToolContext::default()
+    };
+    let result = loaded.tool.execute(arguments, &ctx);
+    if let Some(bar) = &bar {
+        bar.clear();
+    }
+    match result {
+        Ok(output) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&output.result).unwrap_or_default()
+                );
+            } else {
+                println!("{}", output.text());
+            }
+            let _ = std::io::stdout().flush();
+            Ok(u8::from(output.is_error))
+        }
+        Err(aborted) => {
+            eprintln!("mcp: {aborted}");
+            Ok(1)
+        }
+    }
+}
+
+/// One line on stderr, redrawn for each progress report: a bar when the total is known, a
+/// spinner otherwise, and the server's message.
+struct ProgressLine {
+    tool: String,
+    ticks: Mutex<usize>,
+}
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+const BAR_WIDTH: usize = 24;
+
+impl ProgressLine {
+    fn new(tool: &str) -> ProgressLine {
+        ProgressLine {
+            tool: tool.to_owned(),
+            ticks: Mutex::new(0),
+        }
+    }
+
+    fn show(&self, p: &Progress) {
+        let tick = {
+            let mut ticks = self.ticks.lock();
+            *ticks += 1;
+            *ticks
+        };
+        let gauge = match p.total.filter(|t| *t > 0.0) {
+            Some(total) => {
+                let done = (p.progress / total).clamp(0.0, 1.0);
+                let filled = (done * BAR_WIDTH as f64).round() as usize;
+                format!(
+                    "[{}{}] {:3.0}%",
+                    "#".repeat(filled),
+                    "-".repeat(BAR_WIDTH - filled),
+                    done * 100.0
+                )
+            }
+            None => format!("{} {}", SPINNER[tick % SPINNER.len()], p.progress),
+        };
+        // The server's message is its text: control characters are not passed to the terminal.
+        let message: String = p
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(80)
+            .collect();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K{} {gauge} {message}", self.tool);
+        let _ = err.flush();
+    }
+
+    fn clear(&self) {
+        if *self.ticks.lock() > 0 {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! What the CLI answers when a server asks something of it, and where server log messages go.
+//!
+//! Declared: `roots` (the project directory) and `elicitation` (form mode: asked field by field
+//! on the terminal; without a terminal, accepted with the schema's defaults when they cover
+//! every required field, declined otherwise). Sampling is not declared: the CLI has no model,
+//! so servers do not offer the tools that need one.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+use crossbeam_channel::Sender;
+use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, LoggingMessageParams, Root};
+use mcp_runtime::ClientHandler;
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+
+/// The CLI's handler, shared by every server of a run.
+pub struct CliHandler {
+    project: PathBuf,
+    /// Where `mcp logs` wants log messages (none: they go to the `log` crate only).
+    logs: Mutex<Option<Sender<(String, LoggingMessageParams)>>>,
+    /// One terminal prompt at a time (servers may ask at once).
+    asking: Mutex<()>,
+}
+
+impl CliHandler {
+    pub fn new(project: PathBuf) -> CliHandler {
+        CliHandler {
+            project,
+            logs: Mutex::new(None),
+            asking: Mutex::new(()),
+        }
+    }
+
+    /// Sends every log message from now on to `sink`.
+    pub fn follow_logs(&self, sink: Sender<(String, LoggingMessageParams)>) {
+        *self.logs.lock() = Some(sink);
+    }
+}
+
+fn interactive() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+impl ClientHandler for CliHandler {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            roots: Some(json!({"listChanged": false})),
+            elicitation: Some(json!({})),
+            ..Default::default()
+        }
+    }
+
+    fn list_roots(&self, _: &str) -> Result<ListRootsResult, RpcError> {
+        Ok(ListRootsResult {
+            roots: vec![Root::from_path(&self.project)],
+        })
+    }
+
+    fn elicit(&self, server: &str, params: Value) -> Result<Value, RpcError> {
+        let schema = params
+            .get("requestedSchema")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let message = params["message"].as_str().unwrap_or("");
+        if !interactive() {
+            return Ok(match defaults(&schema) {
+                Some(content) => json!({"action": "accept", "content": content}),
+                None => json!({"action": "decline"}),
+            });
+        }
+        // The terminal is one; a second question waits for the first (bounded by the user).
+        let _turn = self.asking.lock();
+        Ok(ask(server, message, &schema))
+    }
+
+    fn on_log_message(&self, server: &str, message: &LoggingMessageParams) {
+        // Cloned out of the lock: the send never happens under it.
+        let sink = self.logs.lock().clone();
+        if let Some(sink) = sink {
+            let _ = sink.send((server.to_owned(), message.clone()));
+        }
+    }
+}
+
+/// The schema's defaults, when they cover every required field.
+pub fn defaults(schema: &Value) -> Option<Value> {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let mut content = Map::new();
+    for (name, prop) in props.into_iter().flatten() {
+        if let Some(d) = prop.get("default") {
+            content.insert(name.clone(), d.clone());
+        }
+    }
+    let required = schema.get("required").and_then(Value::as_array);
+    let covered = required
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .all(|r| content.contains_key(r));
+    covered.then_some(Value::Object(content))
+}
+
+/// Asks on the terminal, field by field; an empty answer takes the default (or leaves an
+/// optional field out), `!decline` / `!cancel` end the request so.
+fn ask(server: &str, message: &str, schema: &Value) -> Value {
+    let mut err = std::io::stderr();
+    let _ = writeln!(err, "\n[{server}] asks: {message}");
+    let _ = writeln!(
+        err,
+        "  (Enter takes the default; !decline or !cancel to refuse)"
+    );
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut content = Map::new();
+    let props = schema.get("properties").and_then(Value::as_object);
+    let stdin = std::io::stdin();
+    for (name, prop) in props.into_iter().flatten() {
+        loop {
+            let default = prop.get("default");
+            let hint = prop
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let _ = write!(
+                err,
+                "  {name}{}{}: ",
+                if hint.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({hint})")
+                },
+                default.map(|d| format!(" [{d}]")).unwrap_or_default()
+            );
+            let _ = err.flush();
+            let mut line = String::new();
+            if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
+                return json!({"action": "cancel"});
+            }
+            let line = line.trim();
+            match line {
+                "!decline" => return json!({"action": "decline"}),
+                "!cancel" => return json!({"action": "cancel"}),
+                "" => {
+                    if let Some(d) = default {
+                        content.insert(name.clone(), d.clone());
+                    } else if required.contains(&name.as_str()) {
+                        let _ = writeln!(err, "  {name} is required");
+                        continue;
+                    }
+                }
+                text => match typed(prop, text) {
+                    Ok(v) => {
+                        content.insert(name.clone(), v);
+                    }
+                    Err(e) => {
+                        let _ = writeln!(err, "  {e}");
+                        continue;
+                    }
+                },
+            }
+            break;
+        }
+    }
+    json!({"action": "accept", "content": content})
+}
+
+/// `text` as the JSON value a property's schema asks for: a number where it says number or
+/// integer, a boolean where it says boolean, JSON where it says array or object, a string where
+/// it says string; without a type, JSON if it parses, else the string.
+pub fn typed(prop: &Value, text: &str) -> Result<Value, String> {
+    let kind = prop.get("type").and_then(Value::as_str);
+    match kind {
+        Some("string") => Ok(Value::String(text.to_owned())),
+        Some("integer") => text
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| format!("{text:?} is not an integer")),
+        Some("number") => match text.parse::<i64>() {
+            Ok(n) => Ok(Value::from(n)),
+            Err(_) => text
+                .parse::<f64>()
+                .ok()
+                .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+                .ok_or_else(|| format!("{text:?} is not a number")),
+        },
+        Some("boolean") => match text {
+            "true" | "yes" | "y" => Ok(Value::Bool(true)),
+            "false" | "no" | "n" => Ok(Value::Bool(false)),
+            _ => Err(format!("{text:?} is not true or false")),
+        },
+        Some("array") | Some("object") => {
+            serde_json::from_str(text).map_err(|e| format!("{text:?} is not JSON: {e}"))
+        }
+        _ => Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))),
+    }
+}
+
+/// Tool or prompt arguments from the command line: one JSON object, or `KEY=VALUE` words typed
+/// by `schema` (a tool's input schema; `None` takes every value as a string).
+pub fn arguments(words: &[String], schema: Option<&Value>) -> Result<Value, String> {
+    match words {
+        [] => return Ok(json!({})),
+        [one] if one.trim_start().starts_with('{') => {
+            return serde_json::from_str(one).map_err(|e| format!("ARGS_JSON is not JSON: {e}"))
+        }
+        _ => {}
+    }
+    let mut args = Map::new();
+    for word in words {
+        let Some((key, value)) = word.split_once('=') else {
+            return Err(format!(
+                "arguments are one JSON object or KEY=VALUE words, not {word:?}"
+            ));
+        };
+        let value = match schema {
+            Some(schema) => {
+                let prop = schema.pointer(&format!(
+                    "/properties/{}",
+                    key.replace('~', "~0").replace('/', "~1")
+                ));
+                typed(prop.unwrap_or(&Value::Null), value).map_err(|e| format!("{key}: {e}"))?
+            }
+            None => Value::String(value.to_owned()),
+        };
+        args.insert(key.to_owned(), value);
+    }
+    Ok(Value::Object(args))
+}

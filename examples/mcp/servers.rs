@@ -1,0 +1,253 @@
+//! Which servers a run has (from `--config FILE` or discovery), and starting some or all of
+//! them: `--server NAME` limits every command to the named ones, and `call` starts only the
+//! server that owns its tool.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_runtime::cache::{config_hash, ToolCache};
+use mcp_runtime::config::{
+    read_mcp_json, DiscoveredServer, Level, ServerConfig, SourceMeta, TrustState,
+};
+use mcp_runtime::loader::{
+    approval_errors, display_path, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool,
+    LoaderOptions,
+};
+use mcp_runtime::manager::McpManager;
+use mcp_runtime::tool::exposed_names;
+use mcp_runtime::tool::naming::sanitize_part;
+
+use crate::args::Args;
+use crate::host::CliHandler;
+
+/// A running set of servers and their tools.
+pub struct Session {
+    pub manager: McpManager,
+    pub tools: Vec<LoadedTool>,
+    pub errors: Vec<LoadError>,
+    /// Project servers not started because they wait for approval.
+    pub needs_approval: Vec<DiscoveredServer>,
+    /// Every server that could be started (enabled, approved).
+    configs: BTreeMap<String, ServerConfig>,
+    sources: BTreeMap<String, SourceMeta>,
+}
+
+/// `--config FILE` as discovery results. The user named the file, so its servers need no
+/// approval.
+pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
+    let file = read_mcp_json(path).map_err(|e| e.to_string())?;
+    for (name, e) in &file.errors {
+        log::warn!("skipping server {name}: {e}");
+    }
+    let source = SourceMeta {
+        provider: "mcp-json".into(),
+        provider_name: "MCP Config".into(),
+        path: path.to_path_buf(),
+        level: Level::Project,
+    };
+    Ok(file
+        .servers
+        .into_iter()
+        .map(|(name, config)| DiscoveredServer {
+            enabled: config.is_enabled(),
+            skipped: (!config.is_enabled()).then(|| "enabled: false".to_owned()),
+            name,
+            config,
+            source: source.clone(),
+            shadowed: false,
+            trust: TrustState::User,
+        })
+        .collect())
+}
+
+/// Starts the servers (all of them, or the `--server` ones).
+pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
+    start_with(args, project, |_, _| None)
+}
+
+/// Picks the servers to start among the startable ones, given their configs and the tool
+/// cache; `None` (or none): all of them.
+pub trait Choose:
+    FnOnce(&BTreeMap<String, ServerConfig>, Option<&Arc<dyn ToolCache>>) -> Option<Vec<String>>
+{
+}
+
+impl<F> Choose for F where
+    F: FnOnce(&BTreeMap<String, ServerConfig>, Option<&Arc<dyn ToolCache>>) -> Option<Vec<String>>
+{
+}
+
+/// Starts the servers `choose` picks among the startable ones (all of them, or the `--server`
+/// ones).
+pub fn start_with(args: &Args, project: &Path, choose: impl Choose) -> Result<Session, String> {
+    let handler = Arc::new(CliHandler::new(project.to_path_buf()));
+    start_with_handler(args, project, handler, choose)
+}
+
+/// [`start_with`], every server answered by `handler`.
+pub fn start_with_handler(
+    args: &Args,
+    project: &Path,
+    handler: Arc<CliHandler>,
+    choose: impl Choose,
+) -> Result<Session, String> {
+    let mut options = crate::manager_options(args, project);
+    options.connect.handler = Arc::clone(&handler) as Arc<dyn mcp_runtime::ClientHandler>;
+    let loader = LoaderOptions {
+        config: crate::load_options(args),
+        manager: options,
+        // The cache is chosen by manager_options (--cache-dir, --no-cache).
+        default_cache: false,
+    };
+    let manager = McpManager::new(loader.manager_options(project));
+    crate::signals::close_on_signal(&manager);
+    let mut session = Session {
+        manager,
+        tools: Vec::new(),
+        errors: Vec::new(),
+        needs_approval: Vec::new(),
+        configs: BTreeMap::new(),
+        sources: BTreeMap::new(),
+    };
+    match &args.config {
+        Some(path) => {
+            for d in from_config_file(path)? {
+                session.sources.insert(d.name.clone(), d.source.clone());
+                if d.enabled {
+                    session.configs.insert(d.name, d.config);
+                }
+            }
+        }
+        None => match try_load_all_mcp_configs(project, &loader.config) {
+            Err(e) => session.errors.push(e),
+            Ok(loaded) => {
+                session
+                    .errors
+                    .extend(loaded.problems.iter().map(|p| LoadError {
+                        path: p.path.display().to_string(),
+                        error: p.message.clone(),
+                    }));
+                let waiting = |d: &&DiscoveredServer| {
+                    args.servers.is_empty() || args.servers.contains(&d.name)
+                };
+                let loaded_waiting: Vec<DiscoveredServer> = loaded
+                    .needs_approval()
+                    .into_iter()
+                    .filter(waiting)
+                    .cloned()
+                    .collect();
+                session.errors.extend(
+                    approval_errors(&loaded)
+                        .into_iter()
+                        .zip(loaded.needs_approval())
+                        .filter(|(_, d)| waiting(d))
+                        .map(|(e, _)| e),
+                );
+                session.needs_approval = loaded_waiting;
+                session.configs = loaded.configs;
+                session.sources = loaded.sources;
+            }
+        },
+    }
+    for name in &args.servers {
+        let known = session.configs.contains_key(name)
+            || session.needs_approval.iter().any(|d| &d.name == name);
+        if !known {
+            return Err(match session.sources.get(name) {
+                Some(_) => format!("server {name:?} is turned off (enabled: false)"),
+                None => format!("no configured server is named {name:?} (see `mcp servers`)"),
+            });
+        }
+    }
+    if !args.servers.is_empty() {
+        session
+            .configs
+            .retain(|name, _| args.servers.contains(name));
+    }
+    let cache = session.manager.options().cache.clone();
+    let names = choose(&session.configs, cache.as_ref())
+        .filter(|names| !names.is_empty())
+        .unwrap_or_else(|| session.configs.keys().cloned().collect());
+    session.connect(&names);
+    Ok(session)
+}
+
+impl Session {
+    /// Starts the named servers (those not started yet) and refreshes the tools.
+    pub fn connect(&mut self, names: &[String]) {
+        let started = self.manager.server_names();
+        let configs: BTreeMap<String, ServerConfig> = self
+            .configs
+            .iter()
+            .filter(|(n, _)| names.contains(n) && !started.contains(n))
+            .map(|(n, c)| (n.clone(), c.clone()))
+            .collect();
+        if configs.is_empty() {
+            return;
+        }
+        let report = self.manager.connect_servers(&configs, &self.sources);
+        for (name, e) in &report.errors {
+            let provider = self.sources.get(name).map(|s| s.provider_name.as_str());
+            self.errors.push(LoadError {
+                path: display_path(name, provider),
+                error: e.to_string(),
+            });
+        }
+        self.tools = loaded_tools(&self.manager);
+    }
+
+    /// Starts every server not started yet.
+    pub fn connect_all(&mut self) {
+        let names: Vec<String> = self.configs.keys().cloned().collect();
+        self.connect(&names);
+    }
+}
+
+/// The servers that may own the exposed tool name `tool`: the one the tool cache knows it of
+/// (the names the cached tools of every server get), else those whose sanitised name is the
+/// name's `mcp_<server>_` prefix. `None`: no idea (start them all).
+pub fn owners_of(
+    tool: &str,
+    configs: &BTreeMap<String, ServerConfig>,
+    cache: Option<&Arc<dyn ToolCache>>,
+) -> Option<Vec<String>> {
+    if let Some(cache) = cache {
+        let mut identities: Vec<(String, String)> = Vec::new();
+        for (name, config) in configs {
+            for t in cache.get(name, &config_hash(config)).unwrap_or_default() {
+                identities.push((name.clone(), t.name.clone()));
+            }
+        }
+        let names = exposed_names(&identities);
+        if let Some(i) = names.iter().position(|n| n == tool) {
+            return Some(vec![identities[i].0.clone()]);
+        }
+    }
+    let by_prefix: Vec<String> = configs
+        .keys()
+        .filter(|name| tool.starts_with(&format!("mcp_{}_", sanitize_part(name, "server"))))
+        .cloned()
+        .collect();
+    (!by_prefix.is_empty()).then_some(by_prefix)
+}
+
+/// Waits until each server has connected or failed, each bounded by its connect timeout.
+pub fn wait_for_outcomes(manager: &McpManager) {
+    let default = manager.options().connect.timeout;
+    let names = manager.server_names();
+    log::debug!("waiting for the outcome of {} servers", names.len());
+    std::thread::scope(|s| {
+        for name in names {
+            let timeout = manager
+                .config(&name)
+                .and_then(|c| c.timeout())
+                .unwrap_or(default);
+            s.spawn(move || {
+                // The connect itself ends at `timeout`; the margin lets its outcome land.
+                let _ = manager.wait_for_connection(&name, timeout + Duration::from_secs(2), None);
+            });
+        }
+    });
+}

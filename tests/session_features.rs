@@ -1,0 +1,131 @@
+//! The session's resources, templates and prompts: listed at startup, mirrored on
+//! `list_changed`, and the calls that use them.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_runtime::config::{LoadOptions, ProjectTrust};
+use mcp_runtime::protocol::CompletionRef;
+use mcp_runtime::session::{create_agent_session, McpFeatures, SessionOptions};
+use mcp_runtime::{CallOptions, ManagerOptions};
+use serde_json::json;
+
+fn session_with_features(name: &str) -> (mcp_runtime::session::AgentSession, std::path::PathBuf) {
+    let root = common::temp_dir(&format!("session-features-{name}"));
+    let project = root.join("project");
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let servers =
+        json!({"mcpServers": {"docs": {"command": common::server_path(), "args": ["--features"]}}});
+    std::fs::write(project.join(".mcp.json"), servers.to_string()).unwrap();
+    let manager = ManagerOptions {
+        connect: common::options(),
+        ..ManagerOptions::default()
+    };
+    let session = create_agent_session(SessionOptions {
+        cwd: project,
+        config: LoadOptions {
+            home: Some(root.join("home")),
+            project_trust: ProjectTrust::TrustAll,
+            ..LoadOptions::default()
+        },
+        manager,
+        default_cache: false,
+        ..SessionOptions::default()
+    });
+    (session, root)
+}
+
+/// Waits (bounded) until `check` holds for the session's features.
+fn wait_for(
+    session: &mcp_runtime::session::AgentSession,
+    check: impl Fn(&McpFeatures) -> bool,
+) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if check(&session.features()) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+#[test]
+fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes() {
+    let (session, root) = session_with_features("refresh");
+    assert!(
+        wait_for(&session, |f| f.prompts.len() == 1),
+        "{:?}",
+        session.features()
+    );
+    let features = session.features();
+    let uris: Vec<&str> = features
+        .resources
+        .iter()
+        .map(|r| r.resource.uri.as_str())
+        .collect();
+    assert_eq!(uris, ["test://a", "test://b"]);
+    assert_eq!(
+        features.templates[0].template.uri_template,
+        "test://item/{id}"
+    );
+    assert_eq!(features.prompts[0].command, "mcp_docs_greet");
+    let info = session.server_info("docs").unwrap();
+    assert_eq!(info.implementation.name, "mcp-test-server");
+    assert_eq!(info.instructions.as_deref(), Some("Use echo to test."));
+
+    let mirrored: Arc<Mutex<Vec<String>>> = Arc::default();
+    let m = Arc::clone(&mirrored);
+    session.on_features_refresh(move |f| {
+        *m.lock().unwrap() = f.prompts.iter().map(|p| p.command.clone()).collect();
+    });
+    // The server adds a prompt and says so (prompts/list_changed).
+    let out = session
+        .manager()
+        .unwrap()
+        .call_tool(
+            "docs",
+            "features_changed",
+            json!({}),
+            CallOptions::default(),
+        )
+        .unwrap();
+    assert!(!out.is_error());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while mirrored.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        *mirrored.lock().unwrap(),
+        ["mcp_docs_greet", "mcp_docs_late_prompt"]
+    );
+    assert!(session.prompt("mcp_docs_late_prompt").is_some());
+
+    let prompt = session
+        .get_prompt("mcp_docs_greet", json!({"who": "Ada"}))
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&prompt.messages[0].content).unwrap()["text"],
+        "Hello, Ada!"
+    );
+    let read = session.read_resource("docs", "test://a").unwrap();
+    assert_eq!(read.contents.len(), 1);
+    let done = session
+        .complete(
+            "docs",
+            &CompletionRef::Prompt("greet".into()),
+            "who",
+            "al",
+            None,
+        )
+        .unwrap();
+    assert_eq!(done.completion.values, ["alice", "alan"]);
+    assert!(session.get_prompt("mcp_docs_nothing", json!({})).is_err());
+
+    session.close();
+    assert!(session.features().prompts.is_empty());
+    let _ = std::fs::remove_dir_all(root);
+}
