@@ -41,6 +41,13 @@ commands:
                          current config in ~/.mcp-runtime/trusted.json; a changed config
                          asks again)
   untrust NAME           forget a project server's approval
+  login NAME [--headless]
+                         log in to a remote server (OAuth): opens the browser at its
+                         authorization page and receives the answer on 127.0.0.1; --headless
+                         follows the authorization URL itself (servers that approve without a
+                         user, CI). Tokens are kept in ~/.mcp-runtime/auth.json (0600)
+  logout NAME            forget a server's OAuth tokens
+  auth status            what is stored for every server that uses OAuth
   probe [--header K:V]... [--call-all] TARGET
                          headless check of one server; TARGET is a URL (the last argument) or
                          `-- command args...` for stdio: connect, answer server requests
@@ -117,6 +124,12 @@ pub enum Command {
     Servers,
     Trust(Vec<String>),
     Untrust(String),
+    Login {
+        name: String,
+        headless: bool,
+    },
+    Logout(String),
+    AuthStatus,
     Repl,
     Probe(crate::probe::Target),
     Help,
@@ -234,6 +247,22 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             }
         }
         Some("untrust") => Command::Untrust(words.next().ok_or("untrust needs a NAME")?),
+        Some("login") => {
+            let name = words.next().ok_or("login needs a NAME")?;
+            let rest: Vec<String> = words.by_ref().collect();
+            if let Some(other) = rest.iter().find(|w| *w != "--headless") {
+                return Err(format!("login takes NAME [--headless], not {other:?}"));
+            }
+            Command::Login {
+                name,
+                headless: !rest.is_empty(),
+            }
+        }
+        Some("logout") => Command::Logout(words.next().ok_or("logout needs a NAME")?),
+        Some("auth") => match words.next().as_deref() {
+            Some("status") => Command::AuthStatus,
+            _ => return Err("usage: mcp auth status".into()),
+        },
         Some("repl") => Command::Repl,
         Some("probe") => {
             let target = match (command.take(), words.next()) {

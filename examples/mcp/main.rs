@@ -2,6 +2,7 @@
 //! See `mcp --help` and the README.
 
 mod args;
+mod auth;
 mod call;
 mod demo;
 mod demo_server;
@@ -138,6 +139,9 @@ fn run(args: &Args) -> Result<u8, String> {
             ))
         }
         Command::Repl => repl::run(args, &project),
+        Command::Login { name, headless } => auth::login(args, &project, name, *headless),
+        Command::Logout(name) => auth::logout(args, &project, name),
+        Command::AuthStatus => auth::status(args, &project),
         Command::Tools => {
             let session = start(args, &project)?;
             print_tools(&session, args.json);
@@ -209,7 +213,7 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
     }
 }
 
-fn discovered(args: &Args, project: &Path) -> Result<LoadedConfigs, String> {
+pub fn discovered(args: &Args, project: &Path) -> Result<LoadedConfigs, String> {
     match &args.config {
         Some(path) => Ok(LoadedConfigs {
             discovered: from_config_file(path)?,
@@ -353,7 +357,7 @@ fn print_status(session: &Session, as_json: bool) {
                 .unwrap_or("unknown");
             json!({
                 "name": name,
-                "status": status.state.as_str(),
+                "status": if status.needs_login() { "needs login" } else { status.state.as_str() },
                 "error": status.error.map(|e| e.to_string()),
                 "provider": source.as_ref().map(|s| s.provider.clone()),
                 "providerName": source.as_ref().map(|s| s.provider_name.clone()),

@@ -1,0 +1,95 @@
+//! `mcp login`, `mcp logout`, `mcp auth status` and `needs login` in `mcp status`, against a
+//! protected MCP server and authorization server of our own (loopback).
+
+#[path = "common/oauth_server.rs"]
+mod oauth_server;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use oauth_server::*;
+use serde_json::json;
+
+fn mcp(home: &Path) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let path: PathBuf = dir
+        .join("examples")
+        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
+    let mut cmd = Command::new(path);
+    cmd.env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+fn run(home: &Path, config: &Path, words: &[&str]) -> Output {
+    let mut cmd = mcp(home);
+    cmd.arg("--config").arg(config).args(words);
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn login_status_call_and_logout() {
+    let server = OAuthServer::start(Script::default());
+    let home = std::env::temp_dir().join(format!("mcp-cli-auth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    let config = home.join(".mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"remote": {"type": "http", "url": server.url(),
+                                          "oauth": {"clientId": "pre-registered"}}}})
+        .to_string(),
+    )
+    .unwrap();
+
+    let o = run(&home, &config, &["--json", "status"]);
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["status"], "needs login", "{}", text(&o));
+
+    let o = run(&home, &config, &["auth", "status"]);
+    assert!(text(&o).contains("remote: not logged in"), "{}", text(&o));
+
+    let o = run(&home, &config, &["login", "remote", "--headless"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("logged in to remote (1 tools)"),
+        "{}",
+        text(&o)
+    );
+    let stored = std::fs::read_to_string(home.join(".mcp-runtime/auth.json")).unwrap();
+    assert!(!stored.is_empty());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(home.join(".mcp-runtime/auth.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "the auth file is private");
+    }
+
+    let o = run(&home, &config, &["auth", "status"]);
+    assert!(text(&o).contains("remote: logged in"), "{}", text(&o));
+    let o = run(&home, &config, &["call", "mcp_remote_whoami"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("scope"), "{}", text(&o));
+
+    let o = run(&home, &config, &["logout", "remote"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&home, &config, &["auth", "status"]);
+    assert!(text(&o).contains("remote: not logged in"), "{}", text(&o));
+    // No token, code or secret in anything the CLI printed.
+    for secret in server.secrets() {
+        assert!(!text(&o).contains(&secret));
+    }
+}
