@@ -18,6 +18,7 @@ mod authorization;
 mod client;
 
 use authorization::{authorize, token};
+#[allow(unused_imports)]
 pub use client::*;
 
 /// Where the server publishes its Protected Resource Metadata.
