@@ -93,3 +93,33 @@ fn login_status_call_and_logout() {
         assert!(!text(&o).contains(&secret));
     }
 }
+
+#[test]
+fn probe_logs_in_headlessly_with_an_inline_oauth_object() {
+    let server = OAuthServer::start(Script::default());
+    let home = std::env::temp_dir().join(format!("mcp-cli-probe-auth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    let o = mcp(&home)
+        .args([
+            "--json",
+            "probe",
+            "--oauth",
+            r#"{"clientId": "pre-registered"}"#,
+        ])
+        .arg(server.url())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["tools"], json!(["whoami"]), "{report}");
+    assert!(!server.seen_at("/token").is_empty(), "it logged in");
+    // Without --oauth the same probe is refused at the door.
+    let o = mcp(&home)
+        .args(["--json", "probe"])
+        .arg(server.url())
+        .env("HOME", home.join("elsewhere"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+}

@@ -48,13 +48,14 @@ commands:
                          user, CI). Tokens are kept in ~/.mcp-runtime/auth.json (0600)
   logout NAME            forget a server's OAuth tokens
   auth status            what is stored for every server that uses OAuth
-  probe [--header K:V]... [--call-all] TARGET
+  probe [--header K:V]... [--oauth JSON] [--call-all] TARGET
                          headless check of one server; TARGET is a URL (the last argument) or
                          `-- command args...` for stdio: connect, answer server requests
                          unattended, call every tool with arguments from its schema, except
                          tools annotated destructiveHint: true (reported as skipped) unless
                          --call-all; roots/list is answered with an empty temporary directory
-                         (removed afterwards), never the current one
+                         (removed afterwards), never the current one; --oauth JSON (an
+                         `oauth` object, `{}` to register) logs in headlessly on a 401
   repl                   read lines from stdin: `/mcp <sub> ...`, `tools`, `call TOOL JSON`,
                          `status`, `quit`; prints each answer. With --config, the /mcp
                          commands that edit config files (add, remove, enable, disable) are
@@ -176,6 +177,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     };
     let mut rest: Vec<String> = Vec::new();
     let mut headers: Vec<(String, String)> = Vec::new();
+    let mut oauth: Option<String> = None;
     let mut command: Option<Vec<String>> = None;
     let mut it = argv.iter();
     while let Some(a) = it.next() {
@@ -210,6 +212,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--version" => args.command = Command::Version,
             "--server" => args.servers.push(value("--server")?),
             "--level" => args.level = Some(value("--level")?),
+            "--oauth" => oauth = Some(value("--oauth")?),
             "--header" => {
                 let v = value("--header")?;
                 let (k, v) = v
@@ -270,6 +273,13 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 (None, Some(url)) => crate::probe::Target::Url {
                     url,
                     headers: std::mem::take(&mut headers),
+                    oauth: match oauth.take() {
+                        Some(text) => Some(
+                            serde_json::from_str(&text)
+                                .map_err(|e| format!("--oauth takes a JSON object: {e}"))?,
+                        ),
+                        None => None,
+                    },
                 },
                 _ => return Err("probe needs a URL or `-- command args...`".into()),
             };

@@ -23,6 +23,8 @@ pub enum Target {
     Url {
         url: String,
         headers: Vec<(String, String)>,
+        /// `--oauth JSON`: log in headlessly with this `oauth` object on a 401.
+        oauth: Option<serde_json::Value>,
     },
     Command(Vec<String>),
 }
@@ -132,6 +134,33 @@ pub fn run(
     probe(target, options, call_timeout, as_json, call_all, &root.0)
 }
 
+/// With `--oauth`, an OAuth provider that logs in headlessly (following the authorization URL
+/// itself: servers that approve without a user) and keeps its tokens in the user's auth file.
+fn headless_oauth(
+    url: &str,
+    headers: &[(String, String)],
+    oauth: Option<&serde_json::Value>,
+) -> Result<Option<Arc<dyn mcp_runtime::transport::AuthProvider>>, mcp_runtime::Error> {
+    use mcp_runtime::config::oauth::{provider_for, HeadlessAuthorizer, OAuthOptions};
+    let Some(oauth) = oauth else {
+        return Ok(None);
+    };
+    let config = mcp_runtime::config::ServerConfig {
+        transport: Some("http".into()),
+        url: Some(url.to_owned()),
+        headers: headers.iter().cloned().collect(),
+        oauth: Some(oauth.clone()),
+        ..Default::default()
+    };
+    let provider = provider_for(
+        &config,
+        Arc::new(mcp_runtime::config::FileAuthStorage::user_default()),
+        Arc::new(HeadlessAuthorizer::new(OAuthOptions::default())),
+        OAuthOptions::default(),
+    )?;
+    Ok(provider.map(|p| Arc::new(p) as Arc<dyn mcp_runtime::transport::AuthProvider>))
+}
+
 fn probe(
     target: &Target,
     options: &ConnectOptions,
@@ -141,10 +170,20 @@ fn probe(
     root: &std::path::Path,
 ) -> u8 {
     let endpoint = match target {
-        Target::Url { url, headers } => Endpoint::Url(HttpTarget {
+        Target::Url {
+            url,
+            headers,
+            oauth,
+        } => Endpoint::Url(HttpTarget {
             url: url.clone(),
             headers: headers.clone(),
-            auth: None,
+            auth: match headless_oauth(url, headers, oauth.as_ref()) {
+                Ok(auth) => auth,
+                Err(e) => {
+                    eprintln!("mcp: --oauth: {e}");
+                    return 2;
+                }
+            },
         }),
         Target::Command(argv) => Endpoint::Stdio(StdioCommand::new(
             argv[0].clone(),
