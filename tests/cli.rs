@@ -7,25 +7,8 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-/// The example binary, which `cargo test` builds next to the test binaries, with a home and a
-/// cache directory of its own (the user's real ones stay untouched).
 fn mcp() -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let path: PathBuf = dir
-        .join("examples")
-        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo test` (it builds the examples)",
-        path.display()
-    );
-    let home = std::env::temp_dir().join(format!("mcp-cli-test-{}-home", std::process::id()));
-    std::fs::create_dir_all(&home).unwrap();
-    let mut cmd = Command::new(path);
-    cmd.env("HOME", &home)
-        .env("XDG_CACHE_HOME", home.join(".cache"));
-    cmd
+    common::cli(&std::env::temp_dir().join(format!("mcp-cli-test-{}-home", std::process::id())))
 }
 
 fn config_file(name: &str, servers: Value) -> PathBuf {

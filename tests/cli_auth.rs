@@ -1,26 +1,18 @@
 //! `mcp login`, `mcp logout`, `mcp auth status` and `needs login` in `mcp status`, against a
 //! protected MCP server and authorization server of our own (loopback).
 
+mod common;
 #[path = "common/oauth_server.rs"]
 mod oauth_server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use oauth_server::*;
 use serde_json::json;
 
 fn mcp(home: &Path) -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let path: PathBuf = dir
-        .join("examples")
-        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-    let mut cmd = Command::new(path);
-    cmd.env("HOME", home)
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env_remove("RUST_LOG");
-    cmd
+    common::cli(home)
 }
 
 fn run(home: &Path, config: &Path, words: &[&str]) -> Output {

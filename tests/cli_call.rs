@@ -10,22 +10,8 @@ use common::http_server::{Behaviour, TestHttp};
 use serde_json::{json, Value};
 
 fn mcp(root: &Path) -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let path: PathBuf = dir
-        .join("examples")
-        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo test`",
-        path.display()
-    );
-    let home = root.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let mut cmd = Command::new(path);
-    cmd.env("HOME", &home)
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .current_dir(root);
+    let mut cmd = common::cli(&root.join("home"));
+    cmd.current_dir(root);
     cmd
 }
 

@@ -14,26 +14,7 @@ use serde_json::{json, Value};
 
 /// The example binary, with its own home and cache directory under `root`.
 fn mcp(root: &Path) -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("mcp");
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo test`",
-        path.display()
-    );
-    let home = root.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let mut cmd = Command::new(path);
-    cmd.env("HOME", &home)
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env_remove("RUST_LOG");
-    cmd
+    common::cli(&root.join("home"))
 }
 
 fn config(root: &Path, servers: Value) -> PathBuf {

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use serde_json::Value;
 
 #[test]
@@ -19,16 +17,7 @@ fn codex_home_is_where_codex_keeps_its_config() {
         "[mcp_servers.docs]\nurl = \"http://127.0.0.1:9/mcp\"\nenv_http_headers = { \"X-Key\" = \"MCP_CLI_UNSET_VAR\" }\n",
     )
     .unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-    let out = Command::new(path)
-        .env("HOME", &home)
+    let out = common::cli(&home)
         .env("CODEX_HOME", &codex)
         .env_remove("MCP_CLI_UNSET_VAR")
         .args(["--cwd", project.to_str().unwrap(), "--json", "servers"])

@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 
@@ -39,20 +39,7 @@ impl Repo {
         path
     }
     fn mcp(&self, args: &[&str]) -> Output {
-        let exe = std::env::current_exe().unwrap();
-        let dir = exe.parent().unwrap().parent().unwrap();
-        let path = dir
-            .join("examples")
-            .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-        assert!(
-            path.exists(),
-            "{} is missing: run `cargo test`",
-            path.display()
-        );
-        let home = self.root.join("home");
-        Command::new(path)
-            .env("HOME", &home)
-            .env("XDG_CACHE_HOME", home.join(".cache"))
+        common::cli(&self.root.join("home"))
             .arg("--cwd")
             .arg(self.project())
             .args(args)

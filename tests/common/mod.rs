@@ -198,3 +198,32 @@ pub fn processes_tagged(tag: &str) -> Vec<u32> {
     out.sort_unstable();
     out
 }
+
+/// The example CLI, built by `cargo test`.
+pub fn cli_path() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test` (it builds the examples)",
+        path.display()
+    );
+    path
+}
+
+/// The example CLI with `home` as its home (its config, cache and auth files live there) and
+/// no `RUST_LOG` from the environment.
+pub fn cli(home: &std::path::Path) -> std::process::Command {
+    std::fs::create_dir_all(home).unwrap();
+    let mut cmd = std::process::Command::new(cli_path());
+    cmd.env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env_remove("RUST_LOG");
+    cmd
+}
