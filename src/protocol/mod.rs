@@ -21,7 +21,9 @@ pub use resources::{
     CompleteResult, Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument,
     PromptMessage, ReadResourceResult, Resource, ResourceTemplate,
 };
-pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+pub use tools::{
+    json_kind, CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations,
+};
 pub use version::{ProtocolVersion, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// The MCP method names this crate sends or handles.

@@ -149,7 +149,7 @@ impl CallToolResult {
     /// first. `null` in an optional field is its absence.
     pub fn from_value(value: Value) -> Result<CallToolResult, String> {
         let Value::Object(mut map) = value else {
-            return Err(format!("expected an object, found {}", kind(&value)));
+            return Err(format!("expected an object, found {}", json_kind(&value)));
         };
         let content = match map.remove("content") {
             None => Vec::new(),
@@ -160,7 +160,7 @@ impl CallToolResult {
             Some(other) => {
                 return Err(format!(
                     "`content`: expected an array, found {}",
-                    kind(&other)
+                    json_kind(&other)
                 ))
             }
         };
@@ -170,7 +170,7 @@ impl CallToolResult {
             Some(other) => {
                 return Err(format!(
                     "`isError`: expected a boolean, found {}",
-                    kind(&other)
+                    json_kind(&other)
                 ))
             }
         };
@@ -205,8 +205,8 @@ impl<'de> Deserialize<'de> for CallToolResult {
     }
 }
 
-/// A JSON value's kind, for error texts.
-fn kind(value: &Value) -> &'static str {
+/// A JSON value's kind, for error texts (`a string`, `an object`, ...).
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::protocol::json_kind;
+
 /// How deep the check goes into nested schemas before it stops looking.
 const MAX_DEPTH: usize = 32;
 
@@ -80,7 +82,7 @@ fn check_type(schema: &Map<String, Value>, value: &Value, at: &str) -> Option<St
     Some(format!(
         "{at}: expected {}, got {}",
         types.join(" or "),
-        kind(value)
+        json_kind(value)
     ))
 }
 
@@ -168,17 +170,6 @@ fn check_object(
         }
     }
     None
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A value in a few characters, for messages.
