@@ -4,8 +4,9 @@
 //! from hosts that have no async runtime: agents, editors, command-line tools.
 //!
 //! It reaches servers over stdio, Streamable HTTP and legacy HTTP+SSE, runs the handshake,
-//! lists and calls their tools, answers what servers ask of the host, and shuts down without
-//! leaving a process behind. Every wait is bounded: a request ends with its response,
+//! lists and calls their tools (and resources, prompts, completions, tasks), logs in to remote
+//! servers with OAuth, answers what servers ask of the host, and shuts down without leaving a
+//! process behind. Every wait is bounded: a request ends with its response,
 //! its timeout, its cancellation, or [`Error::TransportClosed`] when the server goes away.
 //!
 //! A host starts everything with one call:
@@ -78,7 +79,11 @@
 //! `mcp-<server>-events` (started with the first one). An HTTP request runs on its caller's
 //! thread, or, when the caller needs cancel or progress while it waits, on a small worker
 //! pool (`mcp-<server>-http`); `mcp-<server>-listen` holds the GET stream. The manager connects
-//! each server on a thread of its own (`mcp-<server>-connect`).
+//! each server on a thread of its own (`mcp-<server>-connect`), refreshes lists on
+//! `mcp-<server>-refresh` (one at a time per server, coalesced), and closes connections on
+//! `mcp-<server>-close` and `mcp-<server>-died` threads that disconnecting waits for. On Linux,
+//! the first stdio spawn also forks a small guardian process that stops every server's process
+//! group if the host dies without closing them.
 #![warn(missing_docs)]
 
 pub mod cache;
