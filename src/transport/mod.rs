@@ -29,7 +29,7 @@ mod web;
 pub use http::HttpTransport;
 pub use sse::SseTransport;
 pub use stdio::{StdioCommand, StdioOptions, StdioTransport};
-pub use web::{AuthProvider, HttpOptions, HttpTarget};
+pub use web::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 
 /// Builds a transport around a client's [`Inbound`] sink, for
 /// [`Client::with_transport`](crate::Client::with_transport).
