@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::ServerConfig;
-use crate::protocol::Tool;
+use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
 use crate::Error;
 
 /// The cache format version; entries of another version are misses.
@@ -30,6 +30,47 @@ pub trait ToolCache: Send + Sync {
     fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Arc<Tool>>>;
     /// Stores the tools of `server` under `config_hash`.
     fn set(&self, server: &str, config_hash: &str, tools: &[Arc<Tool>]) -> Result<(), Error>;
+    /// The resources, templates and prompts stored for `server` under `config_hash`, if fresh.
+    /// (A cache that keeps only tools answers `None`.)
+    fn get_features(&self, server: &str, config_hash: &str) -> Option<CachedFeatures> {
+        let _ = (server, config_hash);
+        None
+    }
+    /// Stores the resources, templates and prompts of `server` under `config_hash`.
+    fn set_features(
+        &self,
+        server: &str,
+        config_hash: &str,
+        features: &CachedFeatures,
+    ) -> Result<(), Error> {
+        let _ = (server, config_hash, features);
+        Ok(())
+    }
+}
+
+/// What a server offers beside tools, as the cache keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CachedFeatures {
+    /// Its resources.
+    #[serde(default)]
+    pub resources: Vec<Arc<Resource>>,
+    /// Its resource templates.
+    #[serde(default)]
+    pub templates: Vec<Arc<ResourceTemplate>>,
+    /// Its prompts.
+    #[serde(default)]
+    pub prompts: Vec<Arc<Prompt>>,
+}
+
+/// A features entry: `{ version, configHash, features, writtenAt }`, in a file of its own
+/// beside the server's tools.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FeaturesEntry {
+    version: u32,
+    config_hash: String,
+    features: CachedFeatures,
+    written_at: u64,
 }
 
 /// The hex SHA-256 of the canonical JSON of the unresolved config.
@@ -163,6 +204,45 @@ impl ToolCache for FileToolCache {
         let text = serde_json::to_string(&entry).map_err(|e| Error::protocol(e.to_string()))?;
         crate::config::atomic::write_private(&self.path_for(server), text.as_bytes())
     }
+
+    fn get_features(&self, server: &str, config_hash: &str) -> Option<CachedFeatures> {
+        let path = self.features_path_for(server);
+        let text = match crate::config::read_text(&path, crate::config::CACHE_FILE_CAP) {
+            Ok(t) => t,
+            Err(crate::config::ReadError::Missing) => return None,
+            Err(crate::config::ReadError::Bad(e)) => {
+                log::debug!("tool cache {}: {e}; ignoring it", path.display());
+                return None;
+            }
+        };
+        let entry: FeaturesEntry = serde_json::from_str(&text).ok()?;
+        let age = Duration::from_millis(now_ms().saturating_sub(entry.written_at));
+        (entry.version == CACHE_VERSION && entry.config_hash == config_hash && age <= self.ttl)
+            .then_some(entry.features)
+    }
+
+    fn set_features(
+        &self,
+        server: &str,
+        config_hash: &str,
+        features: &CachedFeatures,
+    ) -> Result<(), Error> {
+        let entry = FeaturesEntry {
+            version: CACHE_VERSION,
+            config_hash: config_hash.to_owned(),
+            features: features.clone(),
+            written_at: now_ms(),
+        };
+        let text = serde_json::to_string(&entry).map_err(|e| Error::protocol(e.to_string()))?;
+        crate::config::atomic::write_private(&self.features_path_for(server), text.as_bytes())
+    }
+}
+
+impl FileToolCache {
+    /// The features file of one server, beside its tools file.
+    pub fn features_path_for(&self, server: &str) -> PathBuf {
+        self.path_for(server).with_extension("features.json")
+    }
 }
 
 #[cfg(test)]
@@ -182,6 +262,25 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mcp-cache-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         FileToolCache::new(dir)
+    }
+
+    #[test]
+    fn features_are_kept_beside_the_tools() {
+        let c = cache("features");
+        let hash = config_hash(&ServerConfig::stdio("srv", ["a"]));
+        assert!(c.get_features("files", &hash).is_none());
+        let features = CachedFeatures {
+            prompts: vec![Arc::new(
+                serde_json::from_value(json!({"name": "greet"})).unwrap(),
+            )],
+            ..CachedFeatures::default()
+        };
+        c.set_features("files", &hash, &features).unwrap();
+        assert_eq!(c.get_features("files", &hash), Some(features));
+        assert!(c.get_features("files", "another").is_none());
+        c.set("files", &hash, &tools()).unwrap();
+        assert_eq!(c.get("files", &hash), Some(tools()), "two files, no clash");
+        assert_ne!(c.path_for("files"), c.features_path_for("files"));
     }
 
     #[test]

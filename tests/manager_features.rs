@@ -147,3 +147,48 @@ fn server_info_has_identity_capabilities_and_instructions() {
     assert!(manager.server_info("nobody").is_none());
     manager.disconnect_all();
 }
+
+#[test]
+fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
+    use mcp_runtime::cache::{FileToolCache, ToolCache as _};
+    let dir = common::temp_dir("features-cache");
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = Arc::new(FileToolCache::new(&dir));
+    let hold = common::Hold::new();
+    let config = ServerConfig::stdio(server_path(), ["--features", "--hold-port", &hold.port()]);
+    let configs = BTreeMap::from([("rich".to_owned(), config.clone())]);
+    let options = |cache: &Arc<FileToolCache>| {
+        let mut o = ManagerOptions {
+            project_dir: std::env::temp_dir(),
+            cache: Some(cache.clone()),
+            ..ManagerOptions::default()
+        };
+        o.connect.timeout = Duration::from_secs(20);
+        o
+    };
+    // First run: it connects (released at once) and its features reach the cache.
+    let first = McpManager::new(options(&cache));
+    let releasing = std::thread::spawn(move || {
+        hold.wait().release();
+        hold
+    });
+    first.connect_servers(&configs, &BTreeMap::new());
+    let hold = releasing.join().unwrap();
+    let hash = mcp_runtime::cache::config_hash(&config);
+    eventually("features cached", || {
+        cache
+            .get_features("rich", &hash)
+            .is_some_and(|f| f.prompts.len() == 1)
+    });
+    first.disconnect_all();
+    // Second run: held in its handshake past the gate, it offers its cached prompts already.
+    let second = McpManager::new(options(&cache));
+    let report = second.connect_servers(&configs, &BTreeMap::new());
+    assert_eq!(report.deferred, ["rich"], "{report:?}");
+    let prompts = second.prompts();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].command, "mcp_rich_greet");
+    assert_eq!(second.resources().len(), 2);
+    drop(hold);
+    second.disconnect_all();
+}

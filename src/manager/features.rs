@@ -1,6 +1,7 @@
 //! What servers offer beside tools, kept per server like tools: resources, resource templates
 //! and prompts (listed once a server is connected, refreshed on their `list_changed`
-//! notifications, coalesced), each server's identity and instructions, and the calls that use
+//! notifications, coalesced, and kept in the tool cache, so a server still connecting after
+//! the startup gate offers what it listed last time), each server's identity and instructions, and the calls that use
 //! them (read, subscribe, get a prompt, complete, set the log level).
 //!
 //! Prompts are offered to hosts as commands named like tools, `mcp_<server>_<prompt>` (the
@@ -13,6 +14,7 @@ use serde_json::Value;
 
 use super::state::Phase;
 use super::{McpManager, Shared};
+use crate::cache::{config_hash, CachedFeatures};
 use crate::client::Client;
 use crate::error::Error;
 use crate::protocol::{
@@ -87,6 +89,24 @@ pub struct FeaturesChanged {
 }
 
 impl Features {
+    /// As the cache keeps them.
+    pub(crate) fn to_cached(&self) -> CachedFeatures {
+        CachedFeatures {
+            resources: self.resources.clone(),
+            templates: self.templates.clone(),
+            prompts: self.prompts.clone(),
+        }
+    }
+
+    /// From the cache.
+    pub(crate) fn from_cached(cached: CachedFeatures) -> Features {
+        Features {
+            resources: cached.resources,
+            templates: cached.templates,
+            prompts: cached.prompts,
+        }
+    }
+
     /// Lists what `client`'s server declared; a list that fails is logged and left empty (the
     /// connection and its tools do not depend on it).
     pub(crate) fn list(client: &Client) -> Features {
@@ -114,6 +134,11 @@ impl Shared {
     pub(crate) fn refresh_features(&self, name: &str) -> Result<(), Error> {
         let (client, attempt) = self.connected(name)?;
         let features = Features::list(&client);
+        if let (Some(cache), Some(config)) = (&self.options.cache, self.config_of(name)) {
+            if let Err(e) = cache.set_features(name, &config_hash(&config), &features.to_cached()) {
+                log::debug!("[{name}] could not write the features to the cache: {e}");
+            }
+        }
         let changed = {
             let mut state = self.state.lock();
             match state.servers.get_mut(name) {

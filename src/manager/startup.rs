@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::features::Features;
 use super::options::ConnectReport;
 use super::state::{Phase, Server};
 use super::task::Task;
@@ -203,11 +204,15 @@ impl Shared {
             .into_iter()
             .filter(|t| config.tool_allowed(&t.name))
             .collect();
+        let features = cache.get_features(name, &config_hash(&config));
         let mut state = self.state.lock();
         match state.servers.get_mut(name) {
             Some(server) if matches!(server.phase, Phase::Connecting { .. }) => {
                 server.tools = tools;
                 server.deferred = true;
+                if let Some(features) = features {
+                    server.features = Features::from_cached(features);
+                }
                 true
             }
             // It finished in the meantime: its live tools are there already.
