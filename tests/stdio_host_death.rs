@@ -45,7 +45,23 @@ fn killed_host_leaves_nothing(signal: libc::c_int) {
     }
     // SAFETY: signalling the host process this test started.
     assert_eq!(unsafe { libc::kill(host.id() as libc::pid_t, signal) }, 0);
-    let status = host.wait().unwrap();
+    // Bounded: a host that outlives the signal fails the test instead of hanging it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = host.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = host.kill();
+            let _ = host.wait();
+            for pid in &pids {
+                // SAFETY: cleaning up the processes of the failed test.
+                unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+            }
+            panic!("the host outlived signal {signal}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(signal), "{status}");
     let left: Vec<u32> = pids

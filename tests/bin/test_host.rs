@@ -11,6 +11,13 @@ use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
 use serde_json::json;
 
 fn main() {
+    // A signal ignored by whoever started us (a background shell ignores SIGINT) stays ignored
+    // across exec: put back the defaults, so SIGTERM and SIGINT kill this host.
+    // SAFETY: setting the default disposition of two signals at startup, before any thread.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
     let mut args = std::env::args().skip(1);
     let server = args.next().expect("usage: mcp-test-host SERVER N");
     let n: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
