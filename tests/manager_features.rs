@@ -192,3 +192,27 @@ fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
     drop(hold);
     second.disconnect_all();
 }
+
+#[test]
+fn resource_links_and_embedded_resources_in_a_result_are_followed_in_one_call() {
+    let (manager, _) = connect(&[("rich", &["--features"])]);
+    let out = manager
+        .call_tool("rich", "rich", json!({}), CallOptions::default())
+        .unwrap();
+    let link = out
+        .content
+        .iter()
+        .find(|b| b.kind() == "resource_link")
+        .unwrap();
+    let read = manager.follow_resource("rich", link).unwrap();
+    assert_eq!(
+        read.contents[0].text.as_deref(),
+        Some("contents of file:///tmp/a.txt")
+    );
+    let embedded = out.content.iter().find(|b| b.kind() == "resource").unwrap();
+    let read = manager.follow_resource("rich", embedded).unwrap();
+    assert_eq!(read.contents[0].text.as_deref(), Some("bee"));
+    let text = &out.content[0];
+    assert!(manager.follow_resource("rich", text).is_err());
+    manager.disconnect_all();
+}

@@ -18,8 +18,8 @@ use crate::cache::{config_hash, CachedFeatures};
 use crate::client::Client;
 use crate::error::Error;
 use crate::protocol::{
-    CompleteResult, CompletionRef, GetPromptResult, Implementation, LoggingLevel, Prompt,
-    ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+    CompleteResult, CompletionRef, ContentBlock, GetPromptResult, Implementation, LoggingLevel,
+    Prompt, ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
 };
 use crate::tool::naming::exposed_names;
 
@@ -247,6 +247,26 @@ impl McpManager {
     /// Reads a resource of `server`.
     pub fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, Error> {
         self.shared.connected(server)?.0.read_resource(uri)
+    }
+
+    /// Follows a resource a tool result points at, in one call: a `resource_link` block is read
+    /// from `server`; an embedded `resource` block already holds its contents (no request). Any
+    /// other block is a [`Error::Config`] naming its kind.
+    pub fn follow_resource(
+        &self,
+        server: &str,
+        block: &ContentBlock,
+    ) -> Result<ReadResourceResult, Error> {
+        match block {
+            ContentBlock::ResourceLink { uri, .. } => self.read_resource(server, uri),
+            ContentBlock::Resource { resource, .. } => Ok(ReadResourceResult {
+                contents: vec![resource.clone()],
+                extra: Default::default(),
+            }),
+            other => Err(Error::Config {
+                message: format!("a {} block points at no resource", other.kind()),
+            }),
+        }
     }
 
     /// Subscribes to a resource of `server`; its `notifications/resources/updated` reach the
