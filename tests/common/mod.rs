@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod everything;
+pub mod fixture;
 pub mod http_server;
 
 use std::sync::{Mutex, OnceLock};
