@@ -15,6 +15,17 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// What "at once" is allowed to take here, under load: a quarter of the timeout.
 const AT_ONCE: Duration = Duration::from_secs(5);
 
+/// The tests of this file one at a time. A server that closes its stdin only breaks the pipe
+/// when no other process holds its read end, and a child another test of this process is
+/// spawning at that moment does hold it, inherited, until it execs (under CPU load that can
+/// be a while): the write then succeeds and the call waits out its timeout. Other test binaries
+/// are other processes, so serialising this one's tests is enough.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A call of `tool`; `inline` calls read their own answer, the others (with a cancel token)
 /// have the io thread read it.
 fn call(client: &Client, tool: &str, args: Value, inline: bool) -> Result<String, Error> {
@@ -27,6 +38,7 @@ fn call(client: &Client, tool: &str, args: Value, inline: bool) -> Result<String
 
 #[test]
 fn a_reply_that_cannot_be_parsed_fails_that_call_at_once() {
+    let _serial = one_at_a_time();
     let client = connect("unparsable", &[]);
     for inline in [true, false] {
         for (tool, args) in [("bad_utf8", json!({})), ("deep", json!({"depth": 300}))] {
@@ -50,6 +62,7 @@ fn a_reply_that_cannot_be_parsed_fails_that_call_at_once() {
 
 #[test]
 fn a_call_to_a_server_that_closed_its_stdin_fails_at_once() {
+    let _serial = one_at_a_time();
     for inline in [true, false] {
         let client = connect("no-stdin", &[]);
         assert_eq!(
@@ -74,6 +87,7 @@ fn a_call_to_a_server_that_closed_its_stdin_fails_at_once() {
 
 #[test]
 fn a_request_queued_when_the_server_closes_its_stdin_fails_at_once() {
+    let _serial = one_at_a_time();
     for inline in [true, false] {
         let client = connect("stdin-breaks", &[]);
         assert_eq!(
@@ -100,6 +114,7 @@ fn a_request_queued_when_the_server_closes_its_stdin_fails_at_once() {
 
 #[test]
 fn a_server_that_closes_stdout_and_lingers_ends_the_connection_at_once() {
+    let _serial = one_at_a_time();
     // The documented grace periods, and a server only SIGKILL stops: the teardown takes them
     // all, and the calls must not wait for it.
     let opts = ConnectOptions {
@@ -150,6 +165,7 @@ fn a_server_that_closes_stdout_and_lingers_ends_the_connection_at_once() {
 
 #[test]
 fn a_flood_of_error_responses_nobody_waits_for_logs_a_few_warnings() {
+    let _serial = one_at_a_time();
     capture_logs();
     let client = connect("unsolicited", &[]);
     for args in [
