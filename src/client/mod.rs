@@ -23,15 +23,21 @@ use crate::transport::{
 };
 use crate::{CancelToken, Error};
 
+mod era;
 mod features;
 mod handler;
 mod handshake;
+mod modern;
 mod options;
+mod probe;
 mod router;
 mod tasks;
 
 pub use handler::{ClientHandler, NoHandler};
-pub use options::{CallOptions, ConnectOptions, Endpoint, ProgressFn};
+pub use modern::MAX_INPUT_ROUNDS;
+pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, ProgressFn};
+
+use modern::SessionEra;
 
 use router::{Router, Slot};
 
@@ -65,6 +71,8 @@ struct Inner {
     max_request_timeout: Duration,
     init: InitializeResult,
     version: ProtocolVersion,
+    /// How requests go on the wire: the one place the era decides.
+    era: SessionEra,
     /// The tools whose last listing said they must be called as tasks.
     task_tools: parking_lot::Mutex<HashSet<String>>,
 }
@@ -345,8 +353,8 @@ impl Client {
         started: Instant,
     ) -> Result<Client, ConnectFailure> {
         let deadline = started + options.timeout;
-        let conn = Connection::open(name, endpoint, options, deadline).map_err(|e| {
-            let error = match e {
+        let open = || {
+            Connection::open(name, endpoint, options, deadline).map_err(|e| match e {
                 Error::TransportClosed { .. } if Instant::now() >= deadline => {
                     Error::ConnectTimeout {
                         server: name.to_owned(),
@@ -355,13 +363,14 @@ impl Client {
                     }
                 }
                 other => other,
-            };
-            ConnectFailure {
-                error,
-                leftover: None,
-            }
+            })
+        };
+        let conn = open().map_err(|error| ConnectFailure {
+            error,
+            leftover: None,
         })?;
-        Client::handshake(conn, options, started)
+        let probe = matches!(endpoint, Endpoint::Stdio(_));
+        Client::negotiate(conn, options, started, probe, &open)
     }
 
     /// Connects over a transport of the caller's (an in-memory pair in tests, a transport of
@@ -374,28 +383,33 @@ impl Client {
     ) -> Result<Client, Error> {
         let started = Instant::now();
         let conn = Connection::build(name, &options, |inbound| connector.connect(name, inbound))?;
-        Client::handshake(conn, &options, started).map_err(ConnectFailure::close)
+        let no_reopen = || Err(Error::closed("the transport cannot be reopened"));
+        Client::negotiate(conn, &options, started, false, &no_reopen).map_err(ConnectFailure::close)
     }
 
-    fn handshake(
+    /// Settles the era on `conn` (see `probe`) and builds the client around the outcome.
+    fn negotiate(
         conn: Connection,
         options: &ConnectOptions,
         started: Instant,
+        probe: bool,
+        reopen: &dyn Fn() -> Result<Connection, Error>,
     ) -> Result<Client, ConnectFailure> {
-        match handshake::run(&conn, options, started) {
-            Ok((init, version)) => Ok(Client {
+        match probe::negotiate(conn, options, started, probe, reopen) {
+            Ok(n) => Ok(Client {
                 inner: Arc::new(Inner {
-                    conn,
+                    conn: n.conn,
                     request_timeout: options.request_timeout,
                     max_request_timeout: options.max_request_timeout,
-                    init,
-                    version,
+                    init: n.init,
+                    version: n.version,
+                    era: n.era,
                     task_tools: parking_lot::Mutex::new(HashSet::new()),
                 }),
             }),
-            Err(error) => Err(ConnectFailure {
+            Err((error, transport)) => Err(ConnectFailure {
                 error,
-                leftover: Some(Leftover(Arc::clone(&conn.transport))),
+                leftover: Some(Leftover(transport)),
             }),
         }
     }
@@ -421,7 +435,10 @@ impl Client {
             on_progress: options.on_progress,
             notify_cancel: true,
         };
-        inner.conn.request(method, params, wait)
+        match &inner.era {
+            SessionEra::Handshake => inner.conn.request(method, params, wait),
+            SessionEra::Stateless(session) => session.request(&inner.conn, method, params, wait),
+        }
     }
 
     /// Sends a notification.
@@ -467,9 +484,14 @@ impl Client {
             .map_err(|e| Error::protocol(format!("invalid {} result: {e}", methods::TOOLS_CALL)))
     }
 
-    /// Sends `ping` and waits for the answer.
+    /// Sends `ping` and waits for the answer (2026-07-28 has no `ping`: `server/discover`
+    /// checks the server is there instead).
     pub fn ping(&self, timeout: Duration) -> Result<(), Error> {
-        self.request(methods::PING, None, CallOptions::timeout(timeout))
+        let method = match self.inner.era {
+            SessionEra::Handshake => methods::PING,
+            SessionEra::Stateless(_) => methods::SERVER_DISCOVER,
+        };
+        self.request(method, None, CallOptions::timeout(timeout))
             .map(|_| ())
     }
 

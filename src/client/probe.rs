@@ -1,0 +1,169 @@
+//! The era probe's driver: sends what [`era::Probe`](super::era::Probe) asks for, feeds back
+//! what happened, and ends with a session of either era (respawning the server first when the
+//! probe ended it).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use super::era::{Probe, ProbeEvent, Step};
+use super::modern::{base_meta, stamp, SessionEra, Stateless};
+use super::{handshake, ConnectOptions, Connection, EraChoice, Wait};
+use crate::protocol::{methods, DiscoverResult, InitializeResult, ProtocolVersion};
+use crate::transport::Transport;
+use crate::Error;
+
+/// How a connection came to be: its era, the server's self-description, the version.
+pub(super) struct Negotiated {
+    pub(super) era: SessionEra,
+    pub(super) init: InitializeResult,
+    pub(super) version: ProtocolVersion,
+    /// The connection it was negotiated on (a fresh one when the probe ended the first).
+    pub(super) conn: Connection,
+}
+
+/// A failure, with the transport still to be closed.
+pub(super) type Failed = (Error, Arc<dyn Transport>);
+
+/// Chooses the era on `conn` (probing when `probe`), then runs that era's opening: nothing
+/// more for a stateless server, the handshake for the others. `reopen` starts the server again.
+pub(super) fn negotiate(
+    conn: Connection,
+    options: &ConnectOptions,
+    started: Instant,
+    probe: bool,
+    reopen: &dyn Fn() -> Result<Connection, Error>,
+) -> Result<Negotiated, Failed> {
+    if !probe || options.era == EraChoice::Handshake {
+        return handshake_on(conn, options, started);
+    }
+    let deadline = started + options.timeout;
+    let (mut machine, mut step) = Probe::start();
+    loop {
+        match step {
+            Step::Discover(version) => {
+                let outcome = discover(&conn, options, version, deadline);
+                let event = match &outcome {
+                    Ok(value) => ProbeEvent::Answered(value),
+                    Err(Error::Rpc { code, data, .. }) => ProbeEvent::Refused {
+                        code: *code,
+                        data: data.as_ref(),
+                    },
+                    Err(Error::Timeout { .. }) if Instant::now() < deadline => ProbeEvent::Silent,
+                    Err(Error::Timeout { .. }) => {
+                        let error = Error::ConnectTimeout {
+                            server: conn.name.clone(),
+                            after: options.timeout,
+                            stderr_tail: conn.transport.stderr_tail(),
+                        };
+                        return Err((error, conn.transport));
+                    }
+                    Err(Error::TransportClosed { .. }) => ProbeEvent::Gone,
+                    Err(other) => return Err((other.clone(), conn.transport)),
+                };
+                step = machine.on(event);
+            }
+            Step::Stateless(version, discover) => {
+                return Ok(stateless_on(conn, options, version, *discover));
+            }
+            Step::Handshake { .. } if options.era == EraChoice::Stateless => {
+                let error = Error::UnsupportedProtocolVersion {
+                    requested: ProtocolVersion::latest_stateless().as_str().to_owned(),
+                    received: "a handshake-era server".to_owned(),
+                };
+                return Err((error, conn.transport));
+            }
+            Step::Handshake { respawn: false } => return handshake_on(conn, options, started),
+            Step::Handshake { respawn: true } => {
+                log::debug!(
+                    "[{}] the server ended during the era probe; starting it again for initialize",
+                    conn.name
+                );
+                conn.transport.close();
+                let fresh = match reopen() {
+                    Ok(fresh) => fresh,
+                    Err(error) => return Err((error, conn.transport)),
+                };
+                return handshake_on(fresh, options, started);
+            }
+            Step::Fail(error) => return Err((error, conn.transport)),
+        }
+    }
+}
+
+/// `server/discover` at `version`, bounded by the probe timeout (and the connect deadline).
+fn discover(
+    conn: &Connection,
+    options: &ConnectOptions,
+    version: ProtocolVersion,
+    deadline: Instant,
+) -> Result<Value, Error> {
+    let meta = base_meta(version, &conn.declared, &options.client_info);
+    let params = stamp(&meta, Value::Object(Map::new()));
+    let left = deadline.saturating_duration_since(Instant::now());
+    let wait = Wait {
+        timeout: options.probe_timeout.min(left),
+        hard_deadline: deadline,
+        cancel: options.cancel.clone(),
+        on_progress: None,
+        // A handshake-era server must see nothing but the probe before `initialize`.
+        notify_cancel: false,
+    };
+    conn.request(methods::SERVER_DISCOVER, Some(params), wait)
+}
+
+fn handshake_on(
+    conn: Connection,
+    options: &ConnectOptions,
+    started: Instant,
+) -> Result<Negotiated, Failed> {
+    match handshake::run(&conn, options, started) {
+        Ok((init, version)) => Ok(Negotiated {
+            era: SessionEra::Handshake,
+            init,
+            version,
+            conn,
+        }),
+        Err(error) => Err((error, conn.transport)),
+    }
+}
+
+fn stateless_on(
+    conn: Connection,
+    options: &ConnectOptions,
+    version: ProtocolVersion,
+    discover: DiscoverResult,
+) -> Negotiated {
+    conn.transport.on_negotiated(version);
+    let server_info = discover.server_info();
+    log::debug!(
+        "[{}] connected to {} {} (protocol {version}, stateless)",
+        conn.name,
+        server_info.name,
+        server_info.version
+    );
+    let mut extra = Map::new();
+    if let Some(meta) = &discover.meta {
+        extra.insert("_meta".into(), meta.clone());
+    }
+    let init = InitializeResult {
+        protocol_version: version.as_str().to_owned(),
+        capabilities: discover.capabilities,
+        server_info,
+        instructions: discover.instructions,
+        extra,
+    };
+    let era = SessionEra::Stateless(Stateless::new(
+        version,
+        &conn.declared,
+        &options.client_info,
+        Arc::clone(&options.handler),
+    ));
+    Negotiated {
+        era,
+        init,
+        version,
+        conn,
+    }
+}
