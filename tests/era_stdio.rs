@@ -199,8 +199,12 @@ fn a_handshake_only_choice_never_probes_and_a_stateless_only_choice_never_falls_
         era: EraChoice::Handshake,
         ..common::options()
     };
+    // The refusal of `initialize` keeps the server's list of versions.
     let err = connect_with(&["--mode", "modern"], options).unwrap_err();
-    assert_eq!(err.rpc_code(), Some(-32022), "{err:?}");
+    match &err {
+        Error::UnsupportedProtocolVersion { received, .. } => assert_eq!(received, "2026-07-28"),
+        other => panic!("{other:?}"),
+    }
     let options = ConnectOptions {
         era: EraChoice::Stateless,
         ..common::options()

@@ -328,9 +328,12 @@ impl Client {
         let started = Instant::now();
         match Client::connect_once(name, endpoint, options, started) {
             Err(ConnectFailure {
-                error: Error::Http { status, .. },
+                error: error @ Error::Http { status, .. },
                 leftover,
-            }) if matches!(endpoint, Endpoint::Url(_)) && [400, 404, 405].contains(&status) => {
+            }) if matches!(endpoint, Endpoint::Url(_))
+                && [400, 404, 405].contains(&status)
+                && !modern::is_stateless_refusal(&error) =>
+            {
                 if let Some(leftover) = leftover {
                     leftover.close();
                 }
@@ -369,7 +372,11 @@ impl Client {
             error,
             leftover: None,
         })?;
-        let probe = matches!(endpoint, Endpoint::Stdio(_));
+        let probe = match endpoint {
+            Endpoint::Stdio(_) => probe::ProbeKind::Stdio,
+            Endpoint::Http(_) | Endpoint::Url(_) => probe::ProbeKind::Http,
+            _ => probe::ProbeKind::None,
+        };
         Client::negotiate(conn, options, started, probe, &open)
     }
 
@@ -384,7 +391,8 @@ impl Client {
         let started = Instant::now();
         let conn = Connection::build(name, &options, |inbound| connector.connect(name, inbound))?;
         let no_reopen = || Err(Error::closed("the transport cannot be reopened"));
-        Client::negotiate(conn, &options, started, false, &no_reopen).map_err(ConnectFailure::close)
+        Client::negotiate(conn, &options, started, probe::ProbeKind::None, &no_reopen)
+            .map_err(ConnectFailure::close)
     }
 
     /// Settles the era on `conn` (see `probe`) and builds the client around the outcome.
@@ -392,7 +400,7 @@ impl Client {
         conn: Connection,
         options: &ConnectOptions,
         started: Instant,
-        probe: bool,
+        probe: probe::ProbeKind,
         reopen: &dyn Fn() -> Result<Connection, Error>,
     ) -> Result<Client, ConnectFailure> {
         match probe::negotiate(conn, options, started, probe, reopen) {
@@ -437,7 +445,10 @@ impl Client {
         };
         match &inner.era {
             SessionEra::Handshake => inner.conn.request(method, params, wait),
-            SessionEra::Stateless(session) => session.request(&inner.conn, method, params, wait),
+            SessionEra::Stateless(session) => {
+                let relist = || self.list_tools().map(drop);
+                session.request(&inner.conn, method, params, wait, &relist)
+            }
         }
     }
 
@@ -456,7 +467,10 @@ impl Client {
         if self.inner.init.capabilities.tools.is_none() {
             return Ok(Vec::new());
         }
-        let tools: Vec<Tool> = self.list_all(methods::TOOLS_LIST, "tools")?;
+        let mut tools: Vec<Tool> = self.list_all(methods::TOOLS_LIST, "tools")?;
+        if let SessionEra::Stateless(_) = self.inner.era {
+            self.inner.conn.transport.on_tools_listed(&mut tools);
+        }
         *self.inner.task_tools.lock() = tools
             .iter()
             .filter(|t| tasks::requires_task(t))

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use super::handler::ClientHandler;
 use super::{Connection, Wait};
 use crate::protocol::stateless::{
-    supported_versions_of, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
-    MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+    supported_versions_of, HEADER_MISMATCH, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
+    META_PROTOCOL_VERSION, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::protocol::{methods, ClientCapabilities, Implementation, ProtocolVersion, ResultType};
 use crate::{CancelToken, Error};
@@ -50,13 +50,15 @@ impl Stateless {
     }
 
     /// Sends `method` and waits for its complete result, answering `input_required` rounds
-    /// on the way, all within the caller's deadline and cancel.
+    /// on the way, all within the caller's deadline and cancel. A `tools/call` refused for its
+    /// headers (`-32020`) is retried once after `relist` re-read the tools.
     pub(crate) fn request(
         &self,
         conn: &Connection,
         method: &str,
         params: Option<Value>,
         wait: Wait<'_>,
+        relist: &dyn Fn() -> Result<(), Error>,
     ) -> Result<Value, Error> {
         let Wait {
             timeout,
@@ -67,10 +69,11 @@ impl Stateless {
         } = wait;
         let original = params.unwrap_or_else(|| Value::Object(Map::new()));
         let mut retry: Option<Map<String, Value>> = None;
+        let mut relisted = false;
         for _ in 0..=MAX_INPUT_ROUNDS {
             let mut params = stamp(&self.meta, original.clone());
-            if let (Some(extra), Value::Object(p)) = (retry.take(), &mut params) {
-                p.extend(extra);
+            if let (Some(extra), Value::Object(p)) = (&retry, &mut params) {
+                p.extend(extra.clone());
             }
             let left = hard_deadline.saturating_duration_since(Instant::now());
             let round = Wait {
@@ -82,9 +85,20 @@ impl Stateless {
                     .map(|cb| Box::new(|p: &_| cb(p)) as super::ProgressFn<'_>),
                 notify_cancel,
             };
-            let result = conn
-                .request(method, Some(params), round)
-                .map_err(|e| typed(method, e))?;
+            let result = match conn.request(method, Some(params), round) {
+                Ok(result) => result,
+                Err(e) => match typed(method, e) {
+                    Error::Rpc {
+                        code: HEADER_MISMATCH,
+                        ..
+                    } if method == methods::TOOLS_CALL && !relisted => {
+                        relisted = true;
+                        relist()?;
+                        continue;
+                    }
+                    other => return Err(other),
+                },
+            };
             match ResultType::of(&result) {
                 Ok(ResultType::Complete) => return Ok(result),
                 Ok(ResultType::InputRequired) => {
@@ -213,8 +227,38 @@ fn internal(message: &str) -> crate::jsonrpc::RpcError {
     }
 }
 
-/// The stateless errors, made plain: `-32022` names the versions, `-32021` the capabilities.
-fn typed(method: &str, e: Error) -> Error {
+/// The JSON-RPC error an HTTP error status carried in its body (2026-07-28 answers 400 with
+/// `-32022`/`-32021`/`-32020`/`-32602`, and 404 with `-32601`), if it carried one.
+pub(crate) fn rpc_in_http_body(e: &Error) -> Option<Error> {
+    let Error::Http { status, body, .. } = e else {
+        return None;
+    };
+    if !(400..500).contains(status) || *status == 401 || *status == 403 {
+        return None;
+    }
+    let value: Value = serde_json::from_str(body).ok()?;
+    let error = value.get("error")?;
+    Some(Error::Rpc {
+        code: error.get("code")?.as_i64()?,
+        message: error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        data: error.get("data").cloned(),
+    })
+}
+
+/// Whether an HTTP error status carried a stateless JSON-RPC error (never a reason to try
+/// another transport: the server speaks 2026-07-28 and said what is wrong).
+pub(crate) fn is_stateless_refusal(e: &Error) -> bool {
+    matches!(rpc_in_http_body(e), Some(Error::Rpc { code, .. }) if crate::protocol::stateless::is_stateless_error(code))
+}
+
+/// The stateless errors, made plain: an HTTP status's JSON-RPC body is the error, `-32022`
+/// names the versions, `-32021` the capabilities.
+pub(crate) fn typed(method: &str, e: Error) -> Error {
+    let e = rpc_in_http_body(&e).unwrap_or(e);
     match e {
         Error::Rpc {
             code: UNSUPPORTED_PROTOCOL_VERSION,

@@ -8,8 +8,11 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use super::era::{Probe, ProbeEvent, Step};
-use super::modern::{base_meta, stamp, SessionEra, Stateless};
+use super::modern::{
+    base_meta, is_stateless_refusal, rpc_in_http_body, stamp, typed, SessionEra, Stateless,
+};
 use super::{handshake, ConnectOptions, Connection, EraChoice, Wait};
+use crate::protocol::stateless::{HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use crate::protocol::{methods, DiscoverResult, InitializeResult, ProtocolVersion};
 use crate::transport::Transport;
 use crate::Error;
@@ -26,26 +29,76 @@ pub(super) struct Negotiated {
 /// A failure, with the transport still to be closed.
 pub(super) type Failed = (Error, Arc<dyn Transport>);
 
-/// Chooses the era on `conn` (probing when `probe`), then runs that era's opening: nothing
+/// Which probe a transport gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ProbeKind {
+    /// None: the handshake (a transport of the caller's, legacy SSE).
+    None,
+    /// stdio: silence and errors are verdicts; a process the probe ended is started again.
+    Stdio,
+    /// Streamable HTTP: 401/403, 5xx, network errors and timeouts are errors, not verdicts;
+    /// an empty or non-stateless 400, a 404 or a 405 means `initialize`.
+    Http,
+}
+
+/// Chooses the era on `conn` (probing as `probe` says), then runs that era's opening: nothing
 /// more for a stateless server, the handshake for the others. `reopen` starts the server again.
 pub(super) fn negotiate(
     conn: Connection,
     options: &ConnectOptions,
     started: Instant,
-    probe: bool,
+    probe: ProbeKind,
     reopen: &dyn Fn() -> Result<Connection, Error>,
 ) -> Result<Negotiated, Failed> {
-    if !probe || options.era == EraChoice::Handshake {
+    if probe == ProbeKind::None || options.era == EraChoice::Handshake {
         return handshake_on(conn, options, started);
+    }
+    if probe == ProbeKind::Http {
+        // The probe goes with the stateless headers; `initialize`, if it comes to that, without.
+        conn.transport
+            .on_negotiated(ProtocolVersion::latest_stateless());
     }
     let deadline = started + options.timeout;
     let (mut machine, mut step) = Probe::start();
     loop {
         match step {
             Step::Discover(version) => {
-                let outcome = discover(&conn, options, version, deadline);
+                // On stdio silence is a verdict, so it has a short bound; on HTTP it is an
+                // outage, bounded like any connect.
+                let bound = match probe {
+                    ProbeKind::Stdio => options.probe_timeout,
+                    _ => options.timeout,
+                };
+                let outcome = discover(&conn, options, version, bound, deadline);
+                let in_body = match &outcome {
+                    Err(e) if probe == ProbeKind::Http => rpc_in_http_body(e),
+                    _ => None,
+                };
+                let outcome = match in_body {
+                    Some(rpc) => Err(rpc),
+                    None => outcome,
+                };
                 let event = match &outcome {
                     Ok(value) => ProbeEvent::Answered(value),
+                    Err(Error::Rpc { code, .. })
+                        if *code == HEADER_MISMATCH
+                            || *code == MISSING_REQUIRED_CLIENT_CAPABILITY =>
+                    {
+                        // Stateless evidence that no other version fixes: never a fallback.
+                        return Err((outcome.unwrap_err(), conn.transport));
+                    }
+                    Err(Error::Http {
+                        status: 400 | 404 | 405,
+                        ..
+                    }) if probe == ProbeKind::Http => ProbeEvent::Refused {
+                        code: 0,
+                        data: None,
+                    },
+                    Err(e) if probe == ProbeKind::Http && !matches!(e, Error::Rpc { .. }) => {
+                        // 401/403 (authorize, then probe again), 5xx, network errors and
+                        // timeouts are failures, not verdicts.
+                        return Err((e.clone(), conn.transport));
+                    }
                     Err(Error::Rpc { code, data, .. }) => ProbeEvent::Refused {
                         code: *code,
                         data: data.as_ref(),
@@ -74,7 +127,10 @@ pub(super) fn negotiate(
                 };
                 return Err((error, conn.transport));
             }
-            Step::Handshake { respawn: false } => return handshake_on(conn, options, started),
+            Step::Handshake { respawn: false } => {
+                conn.transport.on_era_reset();
+                return handshake_on(conn, options, started);
+            }
             Step::Handshake { respawn: true } => {
                 log::debug!(
                     "[{}] the server ended during the era probe; starting it again for initialize",
@@ -92,18 +148,19 @@ pub(super) fn negotiate(
     }
 }
 
-/// `server/discover` at `version`, bounded by the probe timeout (and the connect deadline).
+/// `server/discover` at `version`, bounded by `bound` (and the connect deadline).
 fn discover(
     conn: &Connection,
     options: &ConnectOptions,
     version: ProtocolVersion,
+    bound: std::time::Duration,
     deadline: Instant,
 ) -> Result<Value, Error> {
     let meta = base_meta(version, &conn.declared, &options.client_info);
     let params = stamp(&meta, Value::Object(Map::new()));
     let left = deadline.saturating_duration_since(Instant::now());
     let wait = Wait {
-        timeout: options.probe_timeout.min(left),
+        timeout: bound.min(left),
         hard_deadline: deadline,
         cancel: options.cancel.clone(),
         on_progress: None,
@@ -125,6 +182,11 @@ fn handshake_on(
             version,
             conn,
         }),
+        // A stateless server refusing `initialize` (`-32022`, even in an HTTP 400) says which
+        // versions it speaks: that is the error, never "not Streamable HTTP".
+        Err(error) if is_stateless_refusal(&error) || matches!(error, Error::Rpc { .. }) => {
+            Err((typed(methods::INITIALIZE, error), conn.transport))
+        }
         Err(error) => Err((error, conn.transport)),
     }
 }
