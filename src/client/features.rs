@@ -59,9 +59,12 @@ impl Client {
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_LIST_PAGES {
+        for n in 0..MAX_LIST_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
             let mut page = self.request(method, params, CallOptions::default())?;
+            if method == methods::TOOLS_LIST {
+                self.note_tools_page(&page, n == 0);
+            }
             let next = page
                 .get("nextCursor")
                 .and_then(Value::as_str)

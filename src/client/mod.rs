@@ -73,6 +73,10 @@ struct Inner {
     version: ProtocolVersion,
     /// How requests go on the wire: the one place the era decides.
     era: SessionEra,
+    /// What the last `tools/list` said of itself (version, `ttlMs`, `cacheScope`).
+    listing: parking_lot::Mutex<crate::cache::Listing>,
+    /// When the last `tools/list` began.
+    listed_at: parking_lot::Mutex<Option<Instant>>,
     /// The tools whose last listing said they must be called as tasks.
     task_tools: parking_lot::Mutex<HashSet<String>>,
 }
@@ -412,6 +416,8 @@ impl Client {
                     init: n.init,
                     version: n.version,
                     era: n.era,
+                    listing: parking_lot::Mutex::new(crate::cache::Listing::default()),
+                    listed_at: parking_lot::Mutex::new(None),
                     task_tools: parking_lot::Mutex::new(HashSet::new()),
                 }),
             }),

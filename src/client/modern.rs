@@ -227,6 +227,57 @@ fn internal(message: &str) -> crate::jsonrpc::RpcError {
     }
 }
 
+impl super::Client {
+    /// What the last complete `tools/list` said of itself: the protocol version and, from a
+    /// stateless server, `ttlMs` (the smallest of its pages') and `cacheScope`. The manager
+    /// stores it beside the tools in the [`ToolCache`](crate::cache::ToolCache).
+    pub fn tools_listing(&self) -> crate::cache::Listing {
+        self.inner.listing.lock().clone()
+    }
+
+    /// Whether the last `tools/list` is still fresh by its `ttlMs` (a stateless server's hint;
+    /// a handshake-era listing stays fresh until `list_changed`). Stale means: list again
+    /// when the tools are next needed.
+    pub fn tools_fresh(&self) -> bool {
+        let listing = self.inner.listing.lock();
+        if !listing.is_stateless() {
+            return true;
+        }
+        let ttl = Duration::from_millis(listing.ttl_ms.unwrap_or(0));
+        self.inner
+            .listed_at
+            .lock()
+            .is_some_and(|at| at.elapsed() < ttl)
+    }
+
+    /// Records one `tools/list` page's cache hints (`first` starts a new listing).
+    pub(super) fn note_tools_page(&self, page: &Value, first: bool) {
+        let ttl = page
+            .get("ttlMs")
+            .and_then(Value::as_i64)
+            .map(|t| t.max(0) as u64);
+        let scope = page.get("cacheScope").and_then(Value::as_str);
+        let mut listing = self.inner.listing.lock();
+        if first {
+            *listing = crate::cache::Listing {
+                protocol_version: Some(self.inner.version.as_str().to_owned()),
+                ttl_ms: None,
+                cache_scope: None,
+            };
+            *self.inner.listed_at.lock() = Some(Instant::now());
+        }
+        if self.inner.version.is_stateless() {
+            // Absent means 0; every page has its own clock, so the listing is as fresh as
+            // its stalest page.
+            let ttl = ttl.unwrap_or(0);
+            listing.ttl_ms = Some(listing.ttl_ms.map_or(ttl, |t| t.min(ttl)));
+            if let Some(scope) = scope {
+                listing.cache_scope = Some(scope.to_owned());
+            }
+        }
+    }
+}
+
 /// The JSON-RPC error an HTTP error status carried in its body (2026-07-28 answers 400 with
 /// `-32022`/`-32021`/`-32020`/`-32602`, and 404 with `-32601`), if it carried one.
 pub(crate) fn rpc_in_http_body(e: &Error) -> Option<Error> {

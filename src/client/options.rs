@@ -75,6 +75,11 @@ pub enum EraChoice {
     Handshake,
     /// 2026-07-28 only: probe, and fail unless the server speaks it.
     Stateless,
+    /// What this server spoke last time (the manager reads it from its tool cache): a
+    /// handshake version skips the probe, and if that handshake fails the server is probed
+    /// afresh; a stateless version probes as [`EraChoice::Detect`] does (its `server/discover`
+    /// is the first request anyway).
+    Remembered(crate::protocol::ProtocolVersion),
 }
 
 /// How to connect, and the defaults of the connection's requests.

@@ -53,6 +53,11 @@ pub(super) fn negotiate(
     if probe == ProbeKind::None || options.era == EraChoice::Handshake {
         return handshake_on(conn, options, started);
     }
+    if let EraChoice::Remembered(version) = options.era {
+        if !version.is_stateless() {
+            return remembered_handshake(conn, options, started, probe, reopen);
+        }
+    }
     if probe == ProbeKind::Http {
         // The probe goes with the stateless headers; `initialize`, if it comes to that, without.
         conn.transport
@@ -146,6 +151,40 @@ pub(super) fn negotiate(
             Step::Fail(error) => return Err((error, conn.transport)),
         }
     }
+}
+
+/// The handshake a remembered era asks for; when it fails for a reason a stateless server
+/// would give, the assumption is dropped and the server probed on a fresh connection.
+fn remembered_handshake(
+    conn: Connection,
+    options: &ConnectOptions,
+    started: Instant,
+    probe: ProbeKind,
+    reopen: &dyn Fn() -> Result<Connection, Error>,
+) -> Result<Negotiated, Failed> {
+    let (error, transport) = match handshake_on(conn, options, started) {
+        Ok(n) => return Ok(n),
+        Err(failed) => failed,
+    };
+    let assumption_failed = match &error {
+        Error::Http { status, .. } => [400, 404, 405].contains(status),
+        Error::Rpc { .. }
+        | Error::UnsupportedProtocolVersion { .. }
+        | Error::TransportClosed { .. }
+        | Error::Protocol { .. } => true,
+        _ => false,
+    };
+    if !assumption_failed || Instant::now() >= started + options.timeout {
+        return Err((error, transport));
+    }
+    log::debug!("the remembered handshake failed ({error}); probing the server's era again");
+    transport.close();
+    let fresh = reopen().map_err(|e| (e, transport))?;
+    let detect = ConnectOptions {
+        era: EraChoice::Detect,
+        ..options.clone()
+    };
+    negotiate(fresh, &detect, started, probe, reopen)
 }
 
 /// `server/discover` at `version`, bounded by `bound` (and the connect deadline).
