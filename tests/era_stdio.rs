@@ -78,8 +78,12 @@ fn a_stateless_server_is_spoken_to_without_a_handshake() {
         "mcp-runtime"
     );
     client.close();
+    let lines: Vec<String> = log_lines(&log)
+        .into_iter()
+        .filter(|l| l != "subscriptions/listen")
+        .collect();
     assert_eq!(
-        log_lines(&log),
+        lines,
         [
             "start",
             "server/discover",
@@ -335,4 +339,59 @@ fn a_missing_capability_is_named() {
         .unwrap_err();
     assert_eq!(err.rpc_code(), Some(-32021));
     assert!(err.to_string().contains("roots"), "{err}");
+}
+
+/// A host that records the change notifications it is given, in order.
+struct Recorder(std::sync::Mutex<Vec<String>>, std::sync::Condvar);
+
+struct Recording(Arc<Recorder>);
+
+impl ClientHandler for Recording {
+    fn on_tools_list_changed(&self, _server: &str) {
+        self.0 .0.lock().unwrap().push("tools_list_changed".into());
+        self.0 .1.notify_all();
+    }
+
+    fn on_notification(&self, _server: &str, n: &mcp_runtime::jsonrpc::Notification) {
+        self.0 .0.lock().unwrap().push(n.method.clone());
+        self.0 .1.notify_all();
+    }
+}
+
+#[test]
+fn change_notifications_come_over_subscriptions_listen_and_only_ours_count() {
+    let log = log_path("listen");
+    let recorder = Arc::new(Recorder(Default::default(), Default::default()));
+    let options = ConnectOptions {
+        handler: Arc::new(Recording(recorder.clone())),
+        ..common::options()
+    };
+    let client = connect_with(&["--mode", "modern", "--log", &log], options).unwrap();
+    // The listen request is under way once the server acknowledged it.
+    let wait_for = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = recorder.0.lock().unwrap();
+        while !seen.iter().any(|m| m == what) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no {what}: {seen:?}");
+            seen = recorder.1.wait_timeout(seen, left).unwrap().0;
+        }
+        seen.clone()
+    };
+    wait_for("notifications/subscriptions/acknowledged");
+    client
+        .call_tool("change", json!({}), CallOptions::default())
+        .unwrap();
+    let seen = wait_for("notifications/done");
+    assert_eq!(
+        seen,
+        [
+            "notifications/subscriptions/acknowledged",
+            "tools_list_changed",
+            "notifications/done"
+        ],
+        "the foreign subscription's notification is dropped"
+    );
+    client.close();
+    assert!(log_lines(&log).contains(&"subscriptions/listen".to_owned()));
 }

@@ -27,6 +27,7 @@ mod era;
 mod features;
 mod handler;
 mod handshake;
+mod listen;
 mod modern;
 mod options;
 mod probe;
@@ -92,7 +93,7 @@ pub(crate) struct Connection {
     name: String,
     transport: Arc<dyn Transport>,
     router: Arc<Router>,
-    next_id: AtomicI64,
+    next_id: Arc<AtomicI64>,
     /// What we declare in `initialize` (asked of the handler once).
     declared: ClientCapabilities,
 }
@@ -153,7 +154,7 @@ impl Connection {
             name: name.to_owned(),
             transport,
             router,
-            next_id: AtomicI64::new(1),
+            next_id: Arc::new(AtomicI64::new(1)),
             declared,
         })
     }
@@ -408,7 +409,7 @@ impl Client {
         reopen: &dyn Fn() -> Result<Connection, Error>,
     ) -> Result<Client, ConnectFailure> {
         match probe::negotiate(conn, options, started, probe, reopen) {
-            Ok(n) => Ok(Client {
+            Ok(n) => Ok(Client::started(Client {
                 inner: Arc::new(Inner {
                     conn: n.conn,
                     request_timeout: options.request_timeout,
@@ -420,7 +421,7 @@ impl Client {
                     listed_at: parking_lot::Mutex::new(None),
                     task_tools: parking_lot::Mutex::new(HashSet::new()),
                 }),
-            }),
+            })),
             Err((error, transport)) => Err(ConnectFailure {
                 error,
                 leftover: Some(Leftover(transport)),

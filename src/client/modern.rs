@@ -49,6 +49,11 @@ impl Stateless {
         }
     }
 
+    /// The `_meta` every request of this session carries.
+    pub(crate) fn meta(&self) -> &Map<String, Value> {
+        &self.meta
+    }
+
     /// Sends `method` and waits for its complete result, answering `input_required` rounds
     /// on the way, all within the caller's deadline and cancel. A `tools/call` refused for its
     /// headers (`-32020`) is retried once after `relist` re-read the tools.

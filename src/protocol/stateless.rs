@@ -19,6 +19,10 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key of a notification on a listen stream: the `subscriptions/listen` request id.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// Server → client: the first message of a `subscriptions/listen` stream, with the
+/// notifications the server agreed to send.
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
 /// `-32020`: the HTTP headers do not match the body (re-list tools, then retry once).
 pub const HEADER_MISMATCH: i64 = -32020;
 /// `-32021`: the request needs a client capability we did not declare.

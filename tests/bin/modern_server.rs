@@ -13,7 +13,11 @@
 //! Tools: echo (`message` back), meta (the request's `_meta` as structuredContent), ask (an
 //! `elicitation/create` round, then what was answered), state (one round with only
 //! `requestState`, checked on the retry), forever (input_required every round), bogus (an
-//! unknown resultType), needs_roots (-32021 unless `roots` was declared).
+//! unknown resultType), needs_roots (-32021 unless `roots` was declared), change (sends
+//! `tools/list_changed` for a subscription that is not the client's, then for its own, then
+//! `notifications/done`).
+//!
+//! `subscriptions/listen` is acknowledged and held open (its id is the subscription id).
 
 use std::io::{BufRead, Write};
 
@@ -28,6 +32,8 @@ struct Server {
     log: Option<String>,
     initialized: bool,
     out: std::io::Stdout,
+    /// The id of the open `subscriptions/listen`.
+    listen: Option<Value>,
 }
 
 fn main() {
@@ -38,6 +44,7 @@ fn main() {
         log: None,
         initialized: false,
         out: std::io::stdout(),
+        listen: None,
     };
     while let Some(flag) = args.next() {
         let value = args.next().unwrap_or_default();
@@ -174,8 +181,29 @@ impl Server {
                 )
             }
             "tools/call" => self.call(id, params),
+            "subscriptions/listen" => {
+                let granted =
+                    json!({"toolsListChanged": params["notifications"]["toolsListChanged"]});
+                self.send(
+                    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                    "params": {"notifications": granted,
+                               "_meta": {"io.modelcontextprotocol/subscriptionId": id}}}),
+                );
+                self.listen = Some(id);
+            }
             _ => self.error(id, -32601, &format!("Method not found: {method}"), None),
         }
+    }
+
+    fn changed(&mut self) {
+        let listen = self.listen.clone().unwrap_or(Value::Null);
+        let note = |sub: Value| {
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                   "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sub}}})
+        };
+        self.send(note(json!(987_654)));
+        self.send(note(listen));
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/done"}));
     }
 
     fn legacy(&mut self, id: Value, method: &str, params: &Value) {
@@ -230,6 +258,10 @@ impl Server {
                 id,
                 json!({"resultType": "input_required", "requestState": "again"}),
             ),
+            "change" => {
+                self.changed();
+                self.result(id, text("changed"))
+            }
             "bogus" => self.result(id, json!({"resultType": "mystery", "content": []})),
             "needs_roots" => {
                 if params["_meta"][CAPS].get("roots").is_some() {
