@@ -114,6 +114,21 @@ fn a_progress_token_joins_the_meta() {
 }
 
 #[test]
+fn a_log_level_travels_in_each_requests_meta() {
+    let client = connect(&["--mode", "modern"]);
+    client
+        .set_log_level(mcp_runtime::protocol::LoggingLevel::Warning)
+        .unwrap();
+    let out = client
+        .call_tool("meta", json!({}), CallOptions::default())
+        .unwrap();
+    assert_eq!(
+        out.structured_content.unwrap()["io.modelcontextprotocol/logLevel"],
+        "warning"
+    );
+}
+
+#[test]
 fn a_dual_server_is_spoken_to_statelessly() {
     let log = log_path("dual");
     let client = connect(&["--mode", "dual", "--log", &log]);

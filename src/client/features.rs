@@ -191,9 +191,14 @@ impl Client {
         parse(methods::COMPLETION_COMPLETE, result)
     }
 
-    /// Sets the level of the log messages the server sends (`notifications/message`).
+    /// Sets the level of the log messages the server sends (`notifications/message`). On a
+    /// 2026-07-28 connection nothing is sent: the level travels in each later request's `_meta`.
     pub fn set_log_level(&self, level: LoggingLevel) -> Result<(), Error> {
         self.require(Needs::Logging, methods::LOGGING_SET_LEVEL)?;
+        if let super::SessionEra::Stateless(session) = &self.inner.era {
+            session.set_log_level(json!(level));
+            return Ok(());
+        }
         self.request(
             methods::LOGGING_SET_LEVEL,
             Some(json!({ "level": level })),

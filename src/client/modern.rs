@@ -12,7 +12,8 @@ use super::handler::ClientHandler;
 use super::{Connection, Wait};
 use crate::protocol::stateless::{
     supported_versions_of, HEADER_MISMATCH, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
-    META_PROTOCOL_VERSION, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+    META_LOG_LEVEL, META_PROTOCOL_VERSION, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::protocol::{methods, ClientCapabilities, Implementation, ProtocolVersion, ResultType};
 use crate::{CancelToken, Error};
@@ -31,6 +32,8 @@ pub(crate) enum SessionEra {
 /// A stateless session: the `_meta` every request carries, built once.
 pub(crate) struct Stateless {
     meta: Map<String, Value>,
+    /// The level of the server logs the host asked for (`_meta` logLevel on every request).
+    log_level: parking_lot::Mutex<Option<Value>>,
     declared: ClientCapabilities,
     handler: Arc<dyn ClientHandler>,
 }
@@ -44,9 +47,16 @@ impl Stateless {
     ) -> Stateless {
         Stateless {
             meta: base_meta(version, declared, client_info),
+            log_level: parking_lot::Mutex::new(None),
             declared: declared.clone(),
             handler,
         }
+    }
+
+    /// Asks for server logs at `level` from now on: 2026-07-28 has no `logging/setLevel`, each
+    /// request carries the level in its `_meta`.
+    pub(crate) fn set_log_level(&self, level: Value) {
+        *self.log_level.lock() = Some(level);
     }
 
     /// The `_meta` every request of this session carries.
@@ -77,6 +87,10 @@ impl Stateless {
         let mut relisted = false;
         for _ in 0..=MAX_INPUT_ROUNDS {
             let mut params = stamp(&self.meta, original.clone());
+            let level = self.log_level.lock().clone();
+            if let (Some(level), Some(Value::Object(meta))) = (level, params.get_mut("_meta")) {
+                meta.entry(META_LOG_LEVEL).or_insert(level);
+            }
             if let (Some(extra), Value::Object(p)) = (&retry, &mut params) {
                 p.extend(extra.clone());
             }

@@ -157,7 +157,7 @@ impl Server {
         match method {
             "server/discover" => {
                 let result = json!({"resultType": "complete", "supportedVersions": self.supported(),
-                    "capabilities": {"tools": {"listChanged": true}}, "instructions": "Stateless.",
+                    "capabilities": {"tools": {"listChanged": true}, "logging": {}}, "instructions": "Stateless.",
                     "ttlMs": 60000, "cacheScope": "public",
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-test-server", "version": "2"}}});
                 self.result(id, result)
