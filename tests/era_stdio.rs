@@ -410,3 +410,37 @@ fn change_notifications_come_over_subscriptions_listen_and_only_ours_count() {
     client.close();
     assert!(log_lines(&log).contains(&"subscriptions/listen".to_owned()));
 }
+
+/// A host whose current span travels with each request.
+struct Traced;
+
+impl ClientHandler for Traced {
+    fn trace_context(&self, _server: &str) -> Option<mcp_runtime::client::TraceContext> {
+        Some(mcp_runtime::client::TraceContext {
+            traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+            tracestate: Some("vendor=1".into()),
+        })
+    }
+}
+
+#[test]
+fn the_hosts_trace_context_travels_in_the_meta() {
+    let options = ConnectOptions {
+        handler: Arc::new(Traced),
+        ..common::options()
+    };
+    let client = connect_with(&["--mode", "modern"], options).unwrap();
+    let out = client
+        .call_tool("meta", json!({}), CallOptions::default())
+        .unwrap();
+    let meta = out.structured_content.unwrap();
+    assert_eq!(
+        meta["traceparent"],
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    );
+    assert_eq!(meta["tracestate"], "vendor=1");
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+}

@@ -34,7 +34,7 @@ mod probe;
 mod router;
 mod tasks;
 
-pub use handler::{ClientHandler, NoHandler};
+pub use handler::{ClientHandler, NoHandler, TraceContext};
 pub use modern::MAX_INPUT_ROUNDS;
 pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, ProgressFn};
 
@@ -96,6 +96,8 @@ pub(crate) struct Connection {
     next_id: Arc<AtomicI64>,
     /// What we declare in `initialize` (asked of the handler once).
     declared: ClientCapabilities,
+    /// The host's handler (asked for each request's trace context).
+    handler: Arc<dyn ClientHandler>,
 }
 
 /// How one request waits.
@@ -156,6 +158,7 @@ impl Connection {
             router,
             next_id: Arc::new(AtomicI64::new(1)),
             declared,
+            handler: Arc::clone(&options.handler),
         })
     }
 
@@ -449,6 +452,10 @@ impl Client {
             cancel: options.cancel,
             on_progress: options.on_progress,
             notify_cancel: true,
+        };
+        let params = match inner.conn.handler.trace_context(&inner.conn.name) {
+            Some(trace) => Some(trace.apply(params)),
+            None => params,
         };
         match &inner.era {
             SessionEra::Handshake => inner.conn.request(method, params, wait),
