@@ -118,3 +118,38 @@ fn a_stateless_listing_keeps_its_ttl_and_scope() {
     let tools = cache.get("srv", &config_hash(&config)).expect("fresh");
     assert_eq!(tools.len(), 7);
 }
+
+#[test]
+fn a_listing_past_its_ttl_is_fetched_again_when_the_tools_are_next_needed() {
+    let cache = Arc::new(FileToolCache::new(common::temp_dir("era-lazy")));
+    let log = log_path("lazy");
+    let manager = manager(&cache);
+    let config = server_config(&["--mode", "modern", "--ttl", "0", "--log", &log]);
+    let configs = BTreeMap::from([("srv".to_owned(), config)]);
+    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    assert_eq!(report.connected, ["srv"], "{:?}", report.errors);
+    assert!(
+        !manager.client("srv").unwrap().tools_fresh(),
+        "ttlMs 0 is stale at once"
+    );
+    let lists = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "tools/list")
+            .count()
+    };
+    assert_eq!(lists(), 1);
+    assert_eq!(
+        manager.get_tools().len(),
+        7,
+        "the stale tools are served meanwhile"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while lists() < 2 {
+        assert!(std::time::Instant::now() < deadline, "never listed again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    manager.disconnect_all();
+    let _ = std::fs::remove_file(&log);
+}

@@ -9,6 +9,7 @@
 //!   --versions V   comma-separated stateless versions it speaks (default 2026-07-28); a request
 //!                  with another version gets -32022 listing these and `2025-11-25` in dual mode
 //!   --log PATH     append one line per process start (`start`) and per request (its method)
+//!   --ttl MS       the `ttlMs` of `tools/list` (default 60000)
 //!
 //! Tools: echo (`message` back), meta (the request's `_meta` as structuredContent), ask (an
 //! `elicitation/create` round, then what was answered), state (one round with only
@@ -30,6 +31,7 @@ struct Server {
     mode: String,
     versions: Vec<String>,
     log: Option<String>,
+    ttl: u64,
     initialized: bool,
     out: std::io::Stdout,
     /// The id of the open `subscriptions/listen`.
@@ -42,6 +44,7 @@ fn main() {
         mode: "modern".into(),
         versions: vec!["2026-07-28".into()],
         log: None,
+        ttl: 60_000,
         initialized: false,
         out: std::io::stdout(),
         listen: None,
@@ -52,6 +55,7 @@ fn main() {
             "--mode" => server.mode = value,
             "--versions" => server.versions = value.split(',').map(str::to_owned).collect(),
             "--log" => server.log = Some(value),
+            "--ttl" => server.ttl = value.parse().unwrap_or(60_000),
             _ => {}
         }
     }
@@ -177,7 +181,7 @@ impl Server {
                 .collect::<Vec<_>>();
                 self.result(
                     id,
-                    json!({"resultType": "complete", "tools": tools, "ttlMs": 60000, "cacheScope": "public"}),
+                    json!({"resultType": "complete", "tools": tools, "ttlMs": self.ttl, "cacheScope": "public"}),
                 )
             }
             "tools/call" => self.call(id, params),
