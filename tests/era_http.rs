@@ -198,3 +198,37 @@ fn a_header_mismatch_re_lists_the_tools_and_retries_once() {
         .unwrap_err();
     assert_eq!(err.rpc_code(), Some(-32020), "{err:?}");
 }
+
+#[test]
+fn a_listen_stream_that_drops_is_issued_again_under_a_new_id() {
+    let server = ModernHttp::start_listening();
+    let client = connect(&server).unwrap();
+    let listens = || {
+        server
+            .seen()
+            .into_iter()
+            .filter(|r| r.rpc_method() == Some("subscriptions/listen"))
+            .collect::<Vec<_>>()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while listens().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "never listened again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let seen = listens();
+    assert_ne!(seen[0].body["id"], seen[1].body["id"]);
+    for r in &seen {
+        assert_eq!(r.header("mcp-method"), Some("subscriptions/listen"));
+        assert_eq!(r.header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(
+            r.body["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+    }
+    // The connection itself carried on.
+    let out = client
+        .call_tool("echo", json!({"message": "still"}), CallOptions::default())
+        .unwrap();
+    assert_eq!(out.text(), "still");
+    client.close();
+}

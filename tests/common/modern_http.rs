@@ -51,6 +51,9 @@ struct State {
     seen: Mutex<Vec<Seen>>,
     /// Answer the first this many `tools/call`s with `-32020` whatever their headers.
     mismatches: AtomicUsize,
+    /// Announce `tools.listChanged`; answer `subscriptions/listen` with an event stream that
+    /// acknowledges it and then drops (as a proxy cutting an idle stream does).
+    listening: AtomicBool,
     stop: AtomicBool,
 }
 
@@ -73,6 +76,7 @@ impl ModernHttp {
             mode,
             seen: Mutex::new(Vec::new()),
             mismatches: AtomicUsize::new(mismatches),
+            listening: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });
         let s = Arc::clone(&state);
@@ -87,6 +91,13 @@ impl ModernHttp {
             }
         });
         ModernHttp { state, port }
+    }
+
+    /// A stateless server whose listen streams drop after their acknowledgement.
+    pub fn start_listening() -> ModernHttp {
+        let server = ModernHttp::start(Mode::Modern);
+        server.state.listening.store(true, Ordering::SeqCst);
+        server
     }
 
     pub fn url(&self) -> String {
@@ -151,6 +162,19 @@ fn serve(s: &State, conn: TcpStream) {
             body,
         };
         s.seen.lock().unwrap().push(seen.clone());
+        if seen.rpc_method() == Some("subscriptions/listen") && s.listening.load(Ordering::SeqCst) {
+            let id = seen.body["id"].clone();
+            let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"notifications": {"toolsListChanged": true},
+                           "_meta": {"io.modelcontextprotocol/subscriptionId": id}}});
+            let head =
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+            let _ = out.write_all(head.as_bytes());
+            let _ = out.write_all(format!("event: message\ndata: {ack}\n\n").as_bytes());
+            let _ = out.flush();
+            let _ = out.shutdown(std::net::Shutdown::Both);
+            return;
+        }
         let (status, extra, body) = handle(s, &seen);
         let mut head = format!(
             "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\n",
@@ -267,7 +291,8 @@ fn handle(s: &State, req: &Seen) -> Reply {
         "server/discover" => ok(
             &id,
             json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-                   "capabilities": {"tools": {}}, "ttlMs": 60000, "cacheScope": "public",
+                   "capabilities": {"tools": {"listChanged": s.listening.load(Ordering::SeqCst)}},
+                   "ttlMs": 60000, "cacheScope": "public",
                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-http", "version": "1"}}}),
         ),
         "tools/list" => ok(
