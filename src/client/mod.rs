@@ -403,35 +403,6 @@ impl Client {
             .map_err(ConnectFailure::close)
     }
 
-    /// Settles the era on `conn` (see `probe`) and builds the client around the outcome.
-    fn negotiate(
-        conn: Connection,
-        options: &ConnectOptions,
-        started: Instant,
-        probe: probe::ProbeKind,
-        reopen: &dyn Fn() -> Result<Connection, Error>,
-    ) -> Result<Client, ConnectFailure> {
-        match probe::negotiate(conn, options, started, probe, reopen) {
-            Ok(n) => Ok(Client::started(Client {
-                inner: Arc::new(Inner {
-                    conn: n.conn,
-                    request_timeout: options.request_timeout,
-                    max_request_timeout: options.max_request_timeout,
-                    init: n.init,
-                    version: n.version,
-                    era: n.era,
-                    listing: parking_lot::Mutex::new(crate::cache::Listing::default()),
-                    listed_at: parking_lot::Mutex::new(None),
-                    task_tools: parking_lot::Mutex::new(HashSet::new()),
-                }),
-            })),
-            Err((error, transport)) => Err(ConnectFailure {
-                error,
-                leftover: Some(Leftover(transport)),
-            }),
-        }
-    }
-
     /// Sends a request and waits for its result, as raw JSON.
     pub fn request(
         &self,

@@ -2,6 +2,7 @@
 //! what happened, and ends with a session of either era (respawning the server first when the
 //! probe ended it).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,7 +12,9 @@ use super::era::{Probe, ProbeEvent, Step};
 use super::modern::{
     base_meta, is_stateless_refusal, rpc_in_http_body, stamp, typed, SessionEra, Stateless,
 };
-use super::{handshake, ConnectOptions, Connection, EraChoice, Wait};
+use super::{
+    handshake, Client, ConnectFailure, ConnectOptions, Connection, EraChoice, Inner, Leftover, Wait,
+};
 use crate::protocol::stateless::{HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use crate::protocol::{methods, DiscoverResult, InitializeResult, ProtocolVersion};
 use crate::transport::Transport;
@@ -28,6 +31,37 @@ pub(super) struct Negotiated {
 
 /// A failure, with the transport still to be closed.
 pub(super) type Failed = (Error, Arc<dyn Transport>);
+
+impl Client {
+    /// Settles the era on `conn` (see `probe`) and builds the client around the outcome.
+    pub(super) fn negotiate(
+        conn: Connection,
+        options: &ConnectOptions,
+        started: Instant,
+        probe: ProbeKind,
+        reopen: &dyn Fn() -> Result<Connection, Error>,
+    ) -> Result<Client, ConnectFailure> {
+        match negotiate(conn, options, started, probe, reopen) {
+            Ok(n) => Ok(Client::started(Client {
+                inner: Arc::new(Inner {
+                    conn: n.conn,
+                    request_timeout: options.request_timeout,
+                    max_request_timeout: options.max_request_timeout,
+                    init: n.init,
+                    version: n.version,
+                    era: n.era,
+                    listing: parking_lot::Mutex::new(crate::cache::Listing::default()),
+                    listed_at: parking_lot::Mutex::new(None),
+                    task_tools: parking_lot::Mutex::new(HashSet::new()),
+                }),
+            })),
+            Err((error, transport)) => Err(ConnectFailure {
+                error,
+                leftover: Some(Leftover(transport)),
+            }),
+        }
+    }
+}
 
 /// Which probe a transport gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
