@@ -1,6 +1,9 @@
 //! The minimal MCP server the benchmarks talk to: `initialize`, `tools/list` (`--tools N`
 //! definitions with realistic input schemas) and `tools/call` `echo`.
 //!
+//! `--stateless` speaks 2026-07-28 instead: `server/discover`, `resultType` and `ttlMs` on
+//! every result, and `initialize` refused with `-32022`.
+//!
 //! `bench_server [--tools N]` speaks stdio. `bench_server --http [--tools N]` serves Streamable
 //! HTTP with `application/json` replies on 127.0.0.1 (a free port) and prints its URL as the
 //! first line of stdout.
@@ -14,18 +17,26 @@ use serde_json::{json, Value};
 fn main() {
     let mut tools = 20usize;
     let mut http = false;
+    let mut stateless = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--tools" => tools = args.next().and_then(|v| v.parse().ok()).unwrap_or(tools),
             "--http" => http = true,
+            "--stateless" => stateless = true,
             other => {
                 eprintln!("bench_server: unknown argument {other}");
                 std::process::exit(2);
             }
         }
     }
-    let list = Arc::new(json!({ "tools": tool_list(tools) }).to_string());
+    let list = if stateless {
+        json!({ "tools": tool_list(tools), "resultType": "complete", "ttlMs": 60000, "cacheScope": "public" })
+    } else {
+        json!({ "tools": tool_list(tools) })
+    };
+    let list = Arc::new(list.to_string());
+    STATELESS.store(stateless, std::sync::atomic::Ordering::Relaxed);
     if http {
         serve_http(list);
     } else {
@@ -65,10 +76,16 @@ fn tool_list(n: usize) -> Vec<Value> {
     tools
 }
 
+/// Whether the server speaks 2026-07-28.
+static STATELESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The reply to one message, or None for a notification.
 fn answer(line: &[u8], list: &str) -> Option<String> {
     let msg: Value = serde_json::from_slice(line).ok()?;
     let id = msg.get("id")?.to_string();
+    if STATELESS.load(std::sync::atomic::Ordering::Relaxed) {
+        return Some(stateless_answer(&msg, &id, list));
+    }
     let result = match msg["method"].as_str().unwrap_or("") {
         "initialize" => json!({
             "protocolVersion": msg["params"]["protocolVersion"].as_str().unwrap_or("2025-11-25"),
@@ -91,6 +108,30 @@ fn answer(line: &[u8], list: &str) -> Option<String> {
     Some(format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"
     ))
+}
+
+/// The 2026-07-28 reply to a request.
+fn stateless_answer(msg: &Value, id: &str, list: &str) -> String {
+    let result = match msg["method"].as_str().unwrap_or("") {
+        "server/discover" => json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "ttlMs": 60000, "cacheScope": "public",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bench-server", "version": "1"}}
+        })
+        .to_string(),
+        "tools/list" => list.to_owned(),
+        "tools/call" => {
+            let text = msg["params"]["arguments"]["message"].clone();
+            json!({"resultType": "complete", "content": [{"type": "text", "text": text}]}).to_string()
+        }
+        other => {
+            let code = if other == "initialize" { -32022 } else { -32601 };
+            return format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":{code},\"message\":\"not served: {other}\",\"data\":{{\"supported\":[\"2026-07-28\"]}}}}}}"
+            );
+        }
+    };
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}")
 }
 
 fn serve_stdio(list: &str) {

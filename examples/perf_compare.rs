@@ -25,6 +25,8 @@ struct Case {
     metric: &'static str,
     /// The target on ours/floor: (`<=` or `>=`, value); `None` for a row shown for information.
     target: Option<(&'static str, f64)>,
+    /// 2026-07-28: the bench server and the floor speak it (our client finds it by itself).
+    stateless: bool,
 }
 
 /// Where the client and the server run.
@@ -78,6 +80,7 @@ fn main() {
             placement: Placement::TwoCpus,
             metric: "seq_us_median",
             target: Some(("<=", 1.5)),
+            stateless: false,
         },
         Case {
             name: "stdio seq p50, one CPU",
@@ -86,6 +89,7 @@ fn main() {
             placement: Placement::OneCpu,
             metric: "seq_us_median",
             target: Some(("<=", 1.5)),
+            stateless: false,
         },
         Case {
             name: "stdio seq p50, unpinned",
@@ -94,6 +98,7 @@ fn main() {
             placement: Placement::Free,
             metric: "seq_us_median",
             target: None,
+            stateless: false,
         },
         Case {
             name: "stdio 8-thread calls/s",
@@ -102,6 +107,7 @@ fn main() {
             placement: Placement::Free,
             metric: "conc_calls_per_s",
             target: Some((">=", 0.8)),
+            stateless: false,
         },
         Case {
             name: "stdio cold connect",
@@ -110,6 +116,7 @@ fn main() {
             placement: Placement::Free,
             metric: "cold_ms_median",
             target: Some(("<=", 1.2)),
+            stateless: false,
         },
         Case {
             name: "stdio fleet of 20",
@@ -118,6 +125,7 @@ fn main() {
             placement: Placement::Free,
             metric: "fleet_ms_median",
             target: Some(("<=", 1.2)),
+            stateless: false,
         },
         // Sequential HTTP settles on one CPU or two at random too (the server's thread and
         // the client's), so it is pinned both ways like stdio. The target is for the usual
@@ -130,6 +138,7 @@ fn main() {
             placement: Placement::TwoCpus,
             metric: "seq_us_median",
             target: Some(("<=", 1.5)),
+            stateless: false,
         },
         Case {
             name: "http seq p50, one CPU",
@@ -138,6 +147,7 @@ fn main() {
             placement: Placement::OneCpu,
             metric: "seq_us_median",
             target: None,
+            stateless: false,
         },
         Case {
             name: "http seq p50, unpinned",
@@ -146,6 +156,7 @@ fn main() {
             placement: Placement::Free,
             metric: "seq_us_median",
             target: None,
+            stateless: false,
         },
         Case {
             name: "http fleet of 20 sessions",
@@ -154,6 +165,7 @@ fn main() {
             placement: Placement::Free,
             metric: "fleet_ms_median",
             target: Some(("<=", 1.2)),
+            stateless: false,
         },
         Case {
             name: "http 8-thread calls/s",
@@ -162,19 +174,48 @@ fn main() {
             placement: Placement::Free,
             metric: "conc_calls_per_s",
             target: Some((">=", 0.5)),
+            stateless: false,
         },
     ];
+    // The 2026-07-28 era, with the handshake era's targets: per-request `_meta` and headers
+    // must cost no more than they cost the floor.
+    let stateless = |c: &Case| Case {
+        name: match c.name {
+            "stdio seq p50, two CPUs" => "2026 stdio seq p50, two CPUs",
+            "stdio cold connect" => "2026 stdio cold connect",
+            "stdio 8-thread calls/s" => "2026 stdio 8-thread calls/s",
+            "http seq p50, two CPUs" => "2026 http seq p50, two CPUs",
+            "http fleet of 20 sessions" => "2026 http fleet of 20",
+            _ => "",
+        },
+        args: c
+            .args
+            .iter()
+            .cloned()
+            .chain(["--stateless".to_owned()])
+            .collect(),
+        stateless: true,
+        ..*c
+    };
+    let modern: Vec<Case> = cases
+        .iter()
+        .map(stateless)
+        .filter(|c| !c.name.is_empty())
+        .collect();
+    let cases: Vec<Case> = cases.into_iter().chain(modern).collect();
     let taskset = Command::new("taskset").arg("--version").output().is_ok();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // One HTTP server per placement: unpinned, on CPU 0 (with the pinned client), on CPU 1.
-    let mut http_servers: Vec<(Placement, Child, String)> = [
+    // One HTTP server per placement and era: unpinned, on CPU 0 (with the pinned client), on
+    // CPU 1.
+    let mut http_servers: Vec<(Placement, bool, Child, String)> = [
         (Placement::Free, None),
         (Placement::OneCpu, Some(0)),
         (Placement::TwoCpus, Some(1)),
     ]
     .into_iter()
     .filter(|(p, cpu)| cpu.is_none() || (taskset && (*p != Placement::TwoCpus || cpus >= 2)))
-    .filter_map(|(p, cpu)| start_http_server(&server, cpu).map(|(c, u)| (p, c, u)))
+    .flat_map(|(p, cpu)| [(p, cpu, false), (p, cpu, true)])
+    .filter_map(|(p, cpu, era)| start_http_server(&server, cpu, era).map(|(c, u)| (p, era, c, u)))
     .collect();
     println!(
         "{:28} {:>12} {:>12} {:>8}   target   {:>8} {:>8}",
@@ -207,8 +248,8 @@ fn main() {
             for client in order {
                 let url = http_servers
                     .iter()
-                    .find(|(p, _, _)| *p == case.placement)
-                    .map(|(_, _, u)| u.as_str());
+                    .find(|(p, era, _, _)| *p == case.placement && *era == case.stateless)
+                    .map(|(_, _, _, u)| u.as_str());
                 let result = run(&dir.join(client), case, &server, url);
                 let v = result[case.metric].as_f64().unwrap_or(f64::NAN);
                 let i = usize::from(client == "perf_floor");
@@ -241,7 +282,7 @@ fn main() {
             median(&mut rss),
         );
     }
-    for (_, child, _) in &mut http_servers {
+    for (_, _, child, _) in &mut http_servers {
         let _ = child.kill();
         let _ = child.wait();
     }
@@ -260,6 +301,11 @@ fn run(exe: &Path, case: &Case, server: &str, url: Option<&str>) -> Value {
         format!("taskset -c 1 {server}")
     } else {
         server.to_owned()
+    };
+    let server = if case.stateless {
+        format!("{server} --stateless")
+    } else {
+        server
     };
     match (case.http, url) {
         (true, Some(u)) => cmd.args(["--url", u]),
@@ -284,9 +330,9 @@ fn median(v: &mut [f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// Starts `bench_server --http` (on `cpu` only, when given); returns it (to stop at the end)
-/// and its URL.
-fn start_http_server(server: &str, cpu: Option<usize>) -> Option<(Child, String)> {
+/// Starts `bench_server --http` (on `cpu` only, when given; speaking 2026-07-28 when
+/// `stateless`); returns it (to stop at the end) and its URL.
+fn start_http_server(server: &str, cpu: Option<usize>, stateless: bool) -> Option<(Child, String)> {
     let mut command = match cpu {
         Some(cpu) => {
             let mut c = Command::new("taskset");
@@ -295,7 +341,11 @@ fn start_http_server(server: &str, cpu: Option<usize>) -> Option<(Child, String)
         }
         None => Command::new(server),
     };
-    let mut child = command.arg("--http").stdout(Stdio::piped()).spawn().ok()?;
+    command.arg("--http");
+    if stateless {
+        command.arg("--stateless");
+    }
+    let mut child = command.stdout(Stdio::piped()).spawn().ok()?;
     let mut line = String::new();
     BufReader::new(child.stdout.take()?)
         .read_line(&mut line)

@@ -4,6 +4,10 @@
 //! handling, timeouts, cancellation, or anything else a real client needs: the floor. In the
 //! fleet, each server's parsed listing is kept until the server closes, as the manager keeps
 //! the tools it listed.
+//!
+//! With `--stateless` it is the floor of 2026-07-28: `server/discover` instead of the
+//! handshake, the same `_meta` our client sends on every request, and on HTTP the
+//! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, no session.
 
 #[path = "support/perf.rs"]
 mod perf;
@@ -12,15 +16,23 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use perf::{Args, Mode, MESSAGE};
 use serde_json::Value;
 
+/// Whether to speak 2026-07-28 (set once, from `--stateless`).
+static STATELESS: AtomicBool = AtomicBool::new(false);
+
+fn stateless() -> bool {
+    STATELESS.load(Ordering::Relaxed)
+}
+
 fn main() {
     let args = perf::parse_args("floor");
+    STATELESS.store(args.stateless, Ordering::Relaxed);
     let fields = match args.mode {
         Mode::Cold => cold(&args),
         Mode::Seq => seq(&args),
@@ -32,15 +44,45 @@ fn main() {
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+/// The `_meta` of every 2026-07-28 request (what our client sends with no handler).
+const META: &str = r#"{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"floor","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+
+fn discover_line() -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{{"_meta":{META}}}}}"#)
+}
 
 fn call_line(id: u64) -> String {
+    if stateless() {
+        return format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{META},"arguments":{{"message":"{MESSAGE}"}},"name":"echo"}}}}"#
+        );
+    }
     format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{MESSAGE}"}}}}}}"#
     )
 }
 
 fn list_line(id: u64) -> String {
+    if stateless() {
+        return format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{META}}}}}"#
+        );
+    }
     format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#)
+}
+
+/// The 2026-07-28 headers that mirror a body (empty for the handshake era).
+fn era_headers(json: &str) -> &'static str {
+    if !stateless() {
+        return "";
+    }
+    if json.contains(r#""method":"tools/call""#) {
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n"
+    } else if json.contains(r#""method":"tools/list""#) {
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n"
+    } else {
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: server/discover\r\n"
+    }
 }
 
 /// How many tools a listing has.
@@ -91,6 +133,11 @@ impl Pipe {
     }
 
     fn handshake(&mut self) {
+        if stateless() {
+            self.send(&discover_line());
+            self.recv();
+            return;
+        }
         self.send(INIT);
         self.recv();
         self.send(INITIALIZED);
@@ -135,9 +182,10 @@ impl Http {
 
     fn post(&mut self, json: &str) -> Option<Value> {
         let request = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{json}",
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}Content-Length: {}\r\n\r\n{json}",
             self.path,
             self.host,
+            era_headers(json),
             json.len()
         );
         self.stream
@@ -166,6 +214,10 @@ impl Http {
     }
 
     fn handshake(&mut self) {
+        if stateless() {
+            self.post(&discover_line());
+            return;
+        }
         self.post(INIT);
         self.post(INITIALIZED);
     }

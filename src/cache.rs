@@ -6,6 +6,13 @@
 //! change invalidates the entry and a rotated secret resolved at connect time does not. An
 //! entry that is corrupt, of another version, for another config, or older than the TTL is a
 //! miss. Writes are atomic (temporary file + rename), mode 0600.
+//!
+//! Beside the tools an entry keeps what their listing said of itself ([`Listing`]): the
+//! protocol version the server spoke, so the era probe is paid once per config, and for the
+//! stateless era (2026-07-28) its `ttlMs` and `cacheScope`. A stateless entry is fresh only
+//! within its `ttlMs` (absent means stale at once); the 30-day TTL applies to the handshake
+//! eras. A `private` listing may be reused only within one authorization context, which a
+//! file shared by every run cannot tell apart: its tools are never written (its era is).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,6 +53,23 @@ pub trait ToolCache: Send + Sync {
         let _ = (server, config_hash, features);
         Ok(())
     }
+    /// Stores the tools with what their listing said of itself. The default ignores `listing`.
+    fn set_listing(
+        &self,
+        server: &str,
+        config_hash: &str,
+        tools: &[Arc<Tool>],
+        listing: &Listing,
+    ) -> Result<(), Error> {
+        let _ = listing;
+        self.set(server, config_hash, tools)
+    }
+    /// The protocol version `server` spoke when its tools were last stored under
+    /// `config_hash`, fresh or not (it spares the next connect the era probe).
+    fn era(&self, server: &str, config_hash: &str) -> Option<String> {
+        let _ = (server, config_hash);
+        None
+    }
 }
 
 /// What a server offers beside tools, as the cache keeps it.
@@ -73,6 +97,36 @@ struct FeaturesEntry {
     written_at: u64,
 }
 
+/// What a tool listing said of itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listing {
+    /// The protocol version the server spoke.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// 2026-07-28: how long (ms) the listing stays fresh (the smallest of its pages').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// 2026-07-28: `public` or `private`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<String>,
+}
+
+impl Listing {
+    /// Whether the server spoke the stateless era.
+    pub fn is_stateless(&self) -> bool {
+        self.protocol_version
+            .as_deref()
+            .and_then(crate::protocol::ProtocolVersion::parse)
+            .is_some_and(crate::protocol::ProtocolVersion::is_stateless)
+    }
+
+    /// Whether the tools may be shared beyond one authorization context.
+    pub fn is_private(&self) -> bool {
+        self.cache_scope.as_deref() == Some("private")
+    }
+}
+
 /// The hex SHA-256 of the canonical JSON of the unresolved config.
 pub fn config_hash(config: &ServerConfig) -> String {
     // serde_json's maps are sorted by key, so the text is canonical.
@@ -89,6 +143,8 @@ struct Entry {
     tools: Vec<Arc<Tool>>,
     /// Milliseconds since the Unix epoch.
     written_at: u64,
+    #[serde(default, flatten)]
+    listing: Listing,
 }
 
 /// One JSON file per server in a directory.
@@ -177,29 +233,40 @@ impl ToolCache for FileToolCache {
                 return None;
             }
         };
-        let entry: Entry = match serde_json::from_str(&text) {
-            Ok(e) => e,
-            Err(e) => {
-                log::debug!(
-                    "tool cache {}: unreadable entry ({e}); ignoring it",
-                    path.display()
-                );
-                return None;
-            }
-        };
+        let entry = entry(&text, &path)?;
         let age = Duration::from_millis(now_ms().saturating_sub(entry.written_at));
-        if entry.version != CACHE_VERSION || entry.config_hash != config_hash || age > self.ttl {
+        let fresh = if entry.listing.is_stateless() {
+            age < Duration::from_millis(entry.listing.ttl_ms.unwrap_or(0)).min(self.ttl)
+        } else {
+            age <= self.ttl
+        };
+        if entry.config_hash != config_hash || !fresh || entry.listing.is_private() {
             return None;
         }
         Some(entry.tools)
     }
 
     fn set(&self, server: &str, config_hash: &str, tools: &[Arc<Tool>]) -> Result<(), Error> {
+        self.set_listing(server, config_hash, tools, &Listing::default())
+    }
+
+    fn set_listing(
+        &self,
+        server: &str,
+        config_hash: &str,
+        tools: &[Arc<Tool>],
+        listing: &Listing,
+    ) -> Result<(), Error> {
         let entry = Entry {
             version: CACHE_VERSION,
             config_hash: config_hash.to_owned(),
-            tools: tools.to_vec(),
+            tools: if listing.is_private() {
+                Vec::new()
+            } else {
+                tools.to_vec()
+            },
             written_at: now_ms(),
+            listing: listing.clone(),
         };
         let text = serde_json::to_string(&entry).map_err(|e| Error::protocol(e.to_string()))?;
         crate::config::atomic::write_private(&self.path_for(server), text.as_bytes())
@@ -236,6 +303,16 @@ impl ToolCache for FileToolCache {
         let text = serde_json::to_string(&entry).map_err(|e| Error::protocol(e.to_string()))?;
         crate::config::atomic::write_private(&self.features_path_for(server), text.as_bytes())
     }
+
+    fn era(&self, server: &str, config_hash: &str) -> Option<String> {
+        let path = self.path_for(server);
+        let text = crate::config::read_text(&path, crate::config::CACHE_FILE_CAP).ok()?;
+        let entry = entry(&text, &path)?;
+        if entry.config_hash != config_hash {
+            return None;
+        }
+        entry.listing.protocol_version
+    }
 }
 
 impl FileToolCache {
@@ -243,6 +320,21 @@ impl FileToolCache {
     pub fn features_path_for(&self, server: &str) -> PathBuf {
         self.path_for(server).with_extension("features.json")
     }
+}
+
+/// A stored entry of this format version, or `None` (logged).
+fn entry(text: &str, path: &Path) -> Option<Entry> {
+    let entry: Entry = match serde_json::from_str(text) {
+        Ok(e) => e,
+        Err(e) => {
+            log::debug!(
+                "tool cache {}: unreadable entry ({e}); ignoring it",
+                path.display()
+            );
+            return None;
+        }
+    };
+    (entry.version == CACHE_VERSION).then_some(entry)
 }
 
 #[cfg(test)]
@@ -301,6 +393,45 @@ mod tests {
         let stale = c.clone().with_ttl(Duration::ZERO);
         std::thread::sleep(Duration::from_millis(2));
         assert!(stale.get("files", &hash).is_none(), "stale is a miss");
+        std::fs::remove_dir_all(c.dir()).unwrap();
+    }
+
+    #[test]
+    fn a_stateless_listing_is_fresh_within_its_ttl_and_a_private_one_is_never_shared() {
+        let c = cache("ttl");
+        let hash = config_hash(&ServerConfig::stdio("srv", ["a"]));
+        let stateless = |ttl_ms: Option<u64>, scope: &str| Listing {
+            protocol_version: Some("2026-07-28".into()),
+            ttl_ms,
+            cache_scope: Some(scope.into()),
+        };
+        c.set_listing("s", &hash, &tools(), &stateless(Some(60_000), "public"))
+            .unwrap();
+        assert_eq!(c.get("s", &hash), Some(tools()));
+        assert_eq!(c.era("s", &hash).as_deref(), Some("2026-07-28"));
+        c.set_listing("s", &hash, &tools(), &stateless(Some(0), "public"))
+            .unwrap();
+        assert!(c.get("s", &hash).is_none(), "ttlMs 0 is stale at once");
+        c.set_listing("s", &hash, &tools(), &stateless(None, "public"))
+            .unwrap();
+        assert!(c.get("s", &hash).is_none(), "no ttlMs is 0");
+        c.set_listing("s", &hash, &tools(), &stateless(Some(60_000), "private"))
+            .unwrap();
+        assert!(c.get("s", &hash).is_none(), "private tools are not shared");
+        let text = std::fs::read_to_string(c.path_for("s")).unwrap();
+        assert!(!text.contains("\"read\""), "nor written: {text}");
+        assert_eq!(c.era("s", &hash).as_deref(), Some("2026-07-28"));
+        let handshake = Listing {
+            protocol_version: Some("2025-11-25".into()),
+            ..Listing::default()
+        };
+        c.set_listing("s", &hash, &tools(), &handshake).unwrap();
+        assert_eq!(
+            c.get("s", &hash),
+            Some(tools()),
+            "30 days for the handshake eras"
+        );
+        assert!(c.era("s", "other").is_none());
         std::fs::remove_dir_all(c.dir()).unwrap();
     }
 

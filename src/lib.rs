@@ -107,7 +107,9 @@ pub mod transport;
 pub struct ReadmeDoctests;
 
 pub use cancel::CancelToken;
-pub use client::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, NoHandler};
+pub use client::{
+    CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, NoHandler,
+};
 pub use error::{Error, Result};
 pub use loader::{
     discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,

@@ -58,9 +58,10 @@ fn json_replies_with_session_and_version_headers() {
     assert_eq!(init.header("x-api-key"), Some("secret-value"));
     assert_eq!(init.header("mcp-session-id"), None);
     assert_eq!(init.header("mcp-protocol-version"), None);
+    // The era probe (`server/discover`) goes before the session, with the stateless headers.
     for later in posts
         .iter()
-        .filter(|r| r.rpc_method() != Some("initialize"))
+        .filter(|r| !matches!(r.rpc_method(), Some("initialize" | "server/discover")))
     {
         assert_eq!(
             later.header("mcp-session-id"),

@@ -28,11 +28,14 @@ pub struct Args {
     pub fleet: usize,
     pub warmup: usize,
     pub label: String,
+    /// Speak 2026-07-28 (the floor: `server/discover`, `_meta` on every request, the HTTP
+    /// headers; our client finds the era by itself).
+    pub stateless: bool,
 }
 
 pub const USAGE: &str =
     "usage: --mode cold|seq|conc|fleet (--cmd \"SERVER ARGS...\" | --url URL) [--reps R] [--n N] \
-[--threads T] [--fleet F] [--warmup W] [--label NAME]";
+[--threads T] [--fleet F] [--warmup W] [--label NAME] [--stateless]";
 
 /// Parses the command line (exits with status 2 on bad usage).
 pub fn parse_args(default_label: &str) -> Args {
@@ -46,6 +49,7 @@ pub fn parse_args(default_label: &str) -> Args {
         fleet: 20,
         warmup: 200,
         label: default_label.to_owned(),
+        stateless: false,
     };
     let mut it = std::env::args().skip(1);
     let bad = |m: &str| -> ! {
@@ -79,6 +83,7 @@ pub fn parse_args(default_label: &str) -> Args {
             "--fleet" => args.fleet = number(value()).max(1),
             "--warmup" => args.warmup = number(value()),
             "--label" => args.label = value(),
+            "--stateless" => args.stateless = true,
             other => bad(&format!("unknown argument {other}")),
         }
     }

@@ -59,9 +59,12 @@ impl Client {
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_LIST_PAGES {
+        for n in 0..MAX_LIST_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
             let mut page = self.request(method, params, CallOptions::default())?;
+            if method == methods::TOOLS_LIST {
+                self.note_tools_page(&page, n == 0);
+            }
             let next = page
                 .get("nextCursor")
                 .and_then(Value::as_str)
@@ -188,9 +191,14 @@ impl Client {
         parse(methods::COMPLETION_COMPLETE, result)
     }
 
-    /// Sets the level of the log messages the server sends (`notifications/message`).
+    /// Sets the level of the log messages the server sends (`notifications/message`). On a
+    /// 2026-07-28 connection nothing is sent: the level travels in each later request's `_meta`.
     pub fn set_log_level(&self, level: LoggingLevel) -> Result<(), Error> {
         self.require(Needs::Logging, methods::LOGGING_SET_LEVEL)?;
+        if let super::SessionEra::Stateless(session) = &self.inner.era {
+            session.set_log_level(json!(level));
+            return Ok(());
+        }
         self.request(
             methods::LOGGING_SET_LEVEL,
             Some(json!({ "level": level })),

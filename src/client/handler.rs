@@ -64,10 +64,49 @@ pub trait ClientHandler: Send + Sync + 'static {
         let _ = (server, notification);
     }
 
+    /// The W3C trace context of the request about to be sent to `server`, for its `_meta`
+    /// (`traceparent`, `tracestate`): typically the host's current span. Called on the calling
+    /// thread before each request; the default is none.
+    fn trace_context(&self, server: &str) -> Option<TraceContext> {
+        let _ = server;
+        None
+    }
+
     /// The connection ended (the process exited, the stream ended, it was closed, ...). Called
     /// once, possibly on the transport's reader thread: return quickly.
     fn on_connection_closed(&self, server: &str, reason: &Error) {
         let _ = (server, reason);
+    }
+}
+
+/// A W3C trace context (<https://www.w3.org/TR/trace-context/>), sent in a request's `_meta`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceContext {
+    /// `traceparent`, e.g. `00-<trace id>-<span id>-01`.
+    pub traceparent: String,
+    /// `tracestate`, when there is one.
+    pub tracestate: Option<String>,
+}
+
+impl TraceContext {
+    /// Adds the context to `params._meta` (keys already there stay).
+    pub(crate) fn apply(&self, params: Option<serde_json::Value>) -> serde_json::Value {
+        let mut params = match params {
+            Some(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.entry("traceparent")
+                .or_insert_with(|| Value::from(self.traceparent.clone()));
+            if let Some(state) = &self.tracestate {
+                meta.entry("tracestate")
+                    .or_insert_with(|| Value::from(state.clone()));
+            }
+        }
+        Value::Object(params)
     }
 }
 

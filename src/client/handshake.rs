@@ -40,7 +40,8 @@ pub(super) fn run(
         })?;
     let init: InitializeResult = serde_json::from_value(value)
         .map_err(|e| Error::protocol(format!("invalid initialize result: {e}")))?;
-    let Some(version) = ProtocolVersion::parse(&init.protocol_version) else {
+    let parsed = ProtocolVersion::parse(&init.protocol_version).filter(|v| !v.is_stateless());
+    let Some(version) = parsed else {
         return Err(Error::UnsupportedProtocolVersion {
             requested: LATEST_PROTOCOL_VERSION.to_owned(),
             received: init.protocol_version,

@@ -23,15 +23,22 @@ use crate::transport::{
 };
 use crate::{CancelToken, Error};
 
+mod era;
 mod features;
 mod handler;
 mod handshake;
+mod listen;
+mod modern;
 mod options;
+mod probe;
 mod router;
 mod tasks;
 
-pub use handler::{ClientHandler, NoHandler};
-pub use options::{CallOptions, ConnectOptions, Endpoint, ProgressFn};
+pub use handler::{ClientHandler, NoHandler, TraceContext};
+pub use modern::MAX_INPUT_ROUNDS;
+pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, ProgressFn};
+
+use modern::SessionEra;
 
 use router::{Router, Slot};
 
@@ -65,6 +72,12 @@ struct Inner {
     max_request_timeout: Duration,
     init: InitializeResult,
     version: ProtocolVersion,
+    /// How requests go on the wire: the one place the era decides.
+    era: SessionEra,
+    /// What the last `tools/list` said of itself (version, `ttlMs`, `cacheScope`).
+    listing: parking_lot::Mutex<crate::cache::Listing>,
+    /// When the last `tools/list` began.
+    listed_at: parking_lot::Mutex<Option<Instant>>,
     /// The tools whose last listing said they must be called as tasks.
     task_tools: parking_lot::Mutex<HashSet<String>>,
 }
@@ -80,9 +93,11 @@ pub(crate) struct Connection {
     name: String,
     transport: Arc<dyn Transport>,
     router: Arc<Router>,
-    next_id: AtomicI64,
+    next_id: Arc<AtomicI64>,
     /// What we declare in `initialize` (asked of the handler once).
     declared: ClientCapabilities,
+    /// The host's handler (asked for each request's trace context).
+    handler: Arc<dyn ClientHandler>,
 }
 
 /// How one request waits.
@@ -141,8 +156,9 @@ impl Connection {
             name: name.to_owned(),
             transport,
             router,
-            next_id: AtomicI64::new(1),
+            next_id: Arc::new(AtomicI64::new(1)),
             declared,
+            handler: Arc::clone(&options.handler),
         })
     }
 
@@ -320,9 +336,12 @@ impl Client {
         let started = Instant::now();
         match Client::connect_once(name, endpoint, options, started) {
             Err(ConnectFailure {
-                error: Error::Http { status, .. },
+                error: error @ Error::Http { status, .. },
                 leftover,
-            }) if matches!(endpoint, Endpoint::Url(_)) && [400, 404, 405].contains(&status) => {
+            }) if matches!(endpoint, Endpoint::Url(_))
+                && [400, 404, 405].contains(&status)
+                && !modern::is_stateless_refusal(&error) =>
+            {
                 if let Some(leftover) = leftover {
                     leftover.close();
                 }
@@ -345,8 +364,8 @@ impl Client {
         started: Instant,
     ) -> Result<Client, ConnectFailure> {
         let deadline = started + options.timeout;
-        let conn = Connection::open(name, endpoint, options, deadline).map_err(|e| {
-            let error = match e {
+        let open = || {
+            Connection::open(name, endpoint, options, deadline).map_err(|e| match e {
                 Error::TransportClosed { .. } if Instant::now() >= deadline => {
                     Error::ConnectTimeout {
                         server: name.to_owned(),
@@ -355,13 +374,18 @@ impl Client {
                     }
                 }
                 other => other,
-            };
-            ConnectFailure {
-                error,
-                leftover: None,
-            }
+            })
+        };
+        let conn = open().map_err(|error| ConnectFailure {
+            error,
+            leftover: None,
         })?;
-        Client::handshake(conn, options, started)
+        let probe = match endpoint {
+            Endpoint::Stdio(_) => probe::ProbeKind::Stdio,
+            Endpoint::Http(_) | Endpoint::Url(_) => probe::ProbeKind::Http,
+            _ => probe::ProbeKind::None,
+        };
+        Client::negotiate(conn, options, started, probe, &open)
     }
 
     /// Connects over a transport of the caller's (an in-memory pair in tests, a transport of
@@ -374,30 +398,9 @@ impl Client {
     ) -> Result<Client, Error> {
         let started = Instant::now();
         let conn = Connection::build(name, &options, |inbound| connector.connect(name, inbound))?;
-        Client::handshake(conn, &options, started).map_err(ConnectFailure::close)
-    }
-
-    fn handshake(
-        conn: Connection,
-        options: &ConnectOptions,
-        started: Instant,
-    ) -> Result<Client, ConnectFailure> {
-        match handshake::run(&conn, options, started) {
-            Ok((init, version)) => Ok(Client {
-                inner: Arc::new(Inner {
-                    conn,
-                    request_timeout: options.request_timeout,
-                    max_request_timeout: options.max_request_timeout,
-                    init,
-                    version,
-                    task_tools: parking_lot::Mutex::new(HashSet::new()),
-                }),
-            }),
-            Err(error) => Err(ConnectFailure {
-                error,
-                leftover: Some(Leftover(Arc::clone(&conn.transport))),
-            }),
-        }
+        let no_reopen = || Err(Error::closed("the transport cannot be reopened"));
+        Client::negotiate(conn, &options, started, probe::ProbeKind::None, &no_reopen)
+            .map_err(ConnectFailure::close)
     }
 
     /// Sends a request and waits for its result, as raw JSON.
@@ -421,7 +424,17 @@ impl Client {
             on_progress: options.on_progress,
             notify_cancel: true,
         };
-        inner.conn.request(method, params, wait)
+        let params = match inner.conn.handler.trace_context(&inner.conn.name) {
+            Some(trace) => Some(trace.apply(params)),
+            None => params,
+        };
+        match &inner.era {
+            SessionEra::Handshake => inner.conn.request(method, params, wait),
+            SessionEra::Stateless(session) => {
+                let relist = || self.list_tools().map(drop);
+                session.request(&inner.conn, method, params, wait, &relist)
+            }
+        }
     }
 
     /// Sends a notification.
@@ -439,7 +452,10 @@ impl Client {
         if self.inner.init.capabilities.tools.is_none() {
             return Ok(Vec::new());
         }
-        let tools: Vec<Tool> = self.list_all(methods::TOOLS_LIST, "tools")?;
+        let mut tools: Vec<Tool> = self.list_all(methods::TOOLS_LIST, "tools")?;
+        if let SessionEra::Stateless(_) = self.inner.era {
+            self.inner.conn.transport.on_tools_listed(&mut tools);
+        }
         *self.inner.task_tools.lock() = tools
             .iter()
             .filter(|t| tasks::requires_task(t))
@@ -467,9 +483,14 @@ impl Client {
             .map_err(|e| Error::protocol(format!("invalid {} result: {e}", methods::TOOLS_CALL)))
     }
 
-    /// Sends `ping` and waits for the answer.
+    /// Sends `ping` and waits for the answer (2026-07-28 has no `ping`: `server/discover`
+    /// checks the server is there instead).
     pub fn ping(&self, timeout: Duration) -> Result<(), Error> {
-        self.request(methods::PING, None, CallOptions::timeout(timeout))
+        let method = match self.inner.era {
+            SessionEra::Handshake => methods::PING,
+            SessionEra::Stateless(_) => methods::SERVER_DISCOVER,
+        };
+        self.request(method, None, CallOptions::timeout(timeout))
             .map(|_| ())
     }
 

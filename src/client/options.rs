@@ -60,6 +60,28 @@ impl Endpoint {
     }
 }
 
+/// Which era of the protocol a connection speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EraChoice {
+    /// Find out: a stdio server is probed with `server/discover` first (bounded by
+    /// [`ConnectOptions::probe_timeout`]), and speaks 2026-07-28 if it answers as a stateless
+    /// server, else the `initialize` handshake (on a fresh process if the probe ended the first
+    /// one). A transport of the caller's ([`Client::with_transport`](crate::Client::with_transport))
+    /// is not probed: it gets the handshake.
+    #[default]
+    Detect,
+    /// The `initialize` handshake (2024-11-05 … 2025-11-25), with no probe.
+    Handshake,
+    /// 2026-07-28 only: probe, and fail unless the server speaks it.
+    Stateless,
+    /// What this server spoke last time (the manager reads it from its tool cache): a
+    /// handshake version skips the probe, and if that handshake fails the server is probed
+    /// afresh; a stateless version probes as [`EraChoice::Detect`] does (its `server/discover`
+    /// is the first request anyway).
+    Remembered(crate::protocol::ProtocolVersion),
+}
+
 /// How to connect, and the defaults of the connection's requests.
 #[derive(Clone)]
 pub struct ConnectOptions {
@@ -80,6 +102,11 @@ pub struct ConnectOptions {
     pub stdio: StdioOptions,
     /// HTTP limits and timings.
     pub http: HttpOptions,
+    /// Which protocol era to speak (default: detect it).
+    pub era: EraChoice,
+    /// Bound on the era probe's `server/discover` (within `timeout`): silence past it means a
+    /// handshake-era server. Default 5 s.
+    pub probe_timeout: Duration,
 }
 
 impl Default for ConnectOptions {
@@ -93,6 +120,8 @@ impl Default for ConnectOptions {
             cancel: None,
             stdio: StdioOptions::default(),
             http: HttpOptions::default(),
+            era: EraChoice::Detect,
+            probe_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -106,6 +135,8 @@ impl fmt::Debug for ConnectOptions {
             .field("client_info", &self.client_info)
             .field("stdio", &self.stdio)
             .field("http", &self.http)
+            .field("era", &self.era)
+            .field("probe_timeout", &self.probe_timeout)
             .finish_non_exhaustive()
     }
 }

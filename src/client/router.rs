@@ -57,6 +57,8 @@ pub(crate) struct Router {
     server_requests: Arc<AtomicUsize>,
     /// Error responses received that no request waited for.
     unsolicited: AtomicU64,
+    /// The ids of our open `subscriptions/listen` requests (2026-07-28).
+    subscriptions: Mutex<std::collections::HashSet<i64>>,
 }
 
 impl Router {
@@ -76,7 +78,35 @@ impl Router {
             events: OnceLock::new(),
             server_requests: Arc::new(AtomicUsize::new(0)),
             unsolicited: AtomicU64::new(0),
+            subscriptions: Mutex::new(std::collections::HashSet::new()),
         }
+    }
+
+    /// Notes an open (`open`) or ended `subscriptions/listen` request.
+    pub(crate) fn subscription(&self, id: i64, open: bool) {
+        let mut subs = self.subscriptions.lock();
+        if open {
+            subs.insert(id);
+        } else {
+            subs.remove(&id);
+        }
+    }
+
+    /// Whether a notification belongs to us: one that names a subscription must name one of
+    /// ours (on stdio every subscription shares one stream).
+    fn is_ours(&self, n: &Notification) -> bool {
+        let Some(id) = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(crate::protocol::stateless::META_SUBSCRIPTION_ID))
+        else {
+            return true;
+        };
+        let id = id
+            .as_i64()
+            .or_else(|| id.as_str().and_then(|s| s.parse().ok()));
+        id.is_some_and(|id| self.subscriptions.lock().contains(&id))
     }
 
     /// The queue of the event thread, which this starts on first use. It ends when the router
@@ -340,7 +370,17 @@ impl Router {
                 // We handle server requests to completion; a cancellation of one is only noted.
                 log::debug!("[{}] the server cancelled one of its requests", self.server);
             }
+            _ if !self.is_ours(&n) => {
+                log::debug!(
+                    "[{}] {} for a subscription that is not ours; ignored",
+                    self.server,
+                    n.method
+                );
+            }
             _ => {
+                if n.method == crate::protocol::stateless::SUBSCRIPTIONS_ACKNOWLEDGED {
+                    log::debug!("[{}] subscription acknowledged", self.server);
+                }
                 if let Some(events) = self.events() {
                     let _ = events.send(Event::Notification(n));
                 }

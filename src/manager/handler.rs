@@ -53,6 +53,10 @@ impl ClientHandler for ManagedHandler {
         self.host.elicit(server, params)
     }
 
+    fn trace_context(&self, server: &str) -> Option<crate::client::TraceContext> {
+        self.host.trace_context(server)
+    }
+
     fn on_tools_list_changed(&self, server: &str) {
         // Coalesced, and run on a manager thread: a flood of notifications costs a refresh or two.
         if let Some(manager) = self.manager.upgrade() {

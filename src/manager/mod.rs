@@ -234,11 +234,16 @@ impl McpManager {
     }
 
     /// The current tools of every server (live ones, and deferred ones from the cache), by
-    /// server then tool name.
+    /// server then tool name. A 2026-07-28 server whose listing is past its `ttlMs` is
+    /// re-listed in the background (its current tools are returned meanwhile).
     pub fn get_tools(&self) -> Vec<ManagedTool> {
         let state = self.shared.state.lock();
         let mut out = Vec::new();
+        let mut connected = Vec::new();
         for (name, server) in &state.servers {
+            if let Phase::Connected { client, .. } = &server.phase {
+                connected.push((name.clone(), client.clone()));
+            }
             for tool in &server.tools {
                 out.push(ManagedTool {
                     server: name.clone(),
@@ -246,6 +251,12 @@ impl McpManager {
                     deferred: server.deferred,
                     source: server.source.clone(),
                 });
+            }
+        }
+        drop(state);
+        for (name, client) in connected {
+            if !client.tools_fresh() {
+                self.shared.request_refresh(&name, runtime::Refresh::Tools);
             }
         }
         out

@@ -71,7 +71,8 @@ impl Shared {
             }
         };
         if let Some(cache) = &self.options.cache {
-            if let Err(e) = cache.set(name, &config_hash(&config), &tools) {
+            let listing = client.tools_listing();
+            if let Err(e) = cache.set_listing(name, &config_hash(&config), &tools, &listing) {
                 log::debug!("[{name}] could not write the tool cache: {e}");
             }
         }

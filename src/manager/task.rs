@@ -150,6 +150,16 @@ impl Task {
             options.request_timeout = t;
         }
         options.cancel = Some(self.cancel.clone());
+        // The era this config's server spoke last time spares it the probe.
+        if let (crate::EraChoice::Detect, Some(cache)) = (options.era, &shared.options.cache) {
+            let remembered = cache.era(&self.name, &config_hash(&self.config));
+            if let Some(v) = remembered
+                .as_deref()
+                .and_then(crate::protocol::ProtocolVersion::parse)
+            {
+                options.era = crate::EraChoice::Remembered(v);
+            }
+        }
         options.handler = Arc::new(ManagedHandler::new(
             Arc::downgrade(shared),
             &self.name,
@@ -256,7 +266,9 @@ impl Shared {
         match outcome {
             Ok((_, tools)) => {
                 if let (Some(cache), Some(config)) = (&self.options.cache, config) {
-                    if let Err(e) = cache.set(name, &config_hash(config), tools) {
+                    let listing = outcome.as_ref().map(|(c, _)| c.tools_listing());
+                    let listing = listing.unwrap_or_default();
+                    if let Err(e) = cache.set_listing(name, &config_hash(config), tools, &listing) {
                         log::debug!("[{name}] could not write the tool cache: {e}");
                     }
                 }

@@ -8,6 +8,7 @@ mod lifecycle;
 mod notifications;
 mod requests;
 mod resources;
+pub mod stateless;
 mod tools;
 mod version;
 
@@ -21,13 +22,21 @@ pub use resources::{
     CompleteResult, Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument,
     PromptMessage, ReadResourceResult, Resource, ResourceTemplate,
 };
+pub use stateless::{DiscoverResult, ResultType};
 pub use tools::{
     json_kind, CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations,
 };
-pub use version::{ProtocolVersion, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+pub use version::{
+    ProtocolVersion, LATEST_PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS,
+};
 
 /// The MCP method names this crate sends or handles.
 pub mod methods {
+    /// Client → server: what the server is and speaks (2026-07-28; the stateless era probe).
+    pub const SERVER_DISCOVER: &str = "server/discover";
+    /// Client → server: open a stream of change notifications (2026-07-28).
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
     /// Client → server: the handshake request.
     pub const INITIALIZE: &str = "initialize";
     /// Client → server: the handshake's closing notification.

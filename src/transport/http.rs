@@ -71,6 +71,7 @@ const IDEMPOTENT: &[&str] = &[
 mod auth;
 mod ending;
 mod get_stream;
+mod stateless;
 use ending::{cancelled_id, has_progress_token};
 pub use get_stream::MAX_DEAD_LISTENS;
 
@@ -94,6 +95,8 @@ struct Shared {
     /// requests from queueing on it. A header value, so each request shares it uncopied.
     session: RwLock<Option<HeaderValue>>,
     version: RwLock<Option<ProtocolVersion>>,
+    /// 2026-07-28: the `x-mcp-header` arguments of each listed tool.
+    tool_headers: RwLock<stateless::ToolHeaders>,
     init_params: Mutex<Option<Value>>,
     reinit: Mutex<Reinit>,
     reinit_done: Condvar,
@@ -143,6 +146,7 @@ impl HttpTransport {
                 inbound,
                 session: RwLock::new(None),
                 version: RwLock::new(None),
+                tool_headers: RwLock::new(stateless::ToolHeaders::new()),
                 init_params: Mutex::new(None),
                 reinit: Mutex::new(Reinit::default()),
                 reinit_done: Condvar::new(),
@@ -218,6 +222,10 @@ impl Transport for HttpTransport {
                     if let Some(abort) = running {
                         abort.abort();
                     }
+                }
+                // 2026-07-28: closing the response stream is the cancellation.
+                if s.is_stateless() {
+                    return Ok(());
                 }
                 let (shared, message) = (Arc::clone(s), cancel.clone());
                 s.pool.run(move |_| {
@@ -295,6 +303,15 @@ impl Transport for HttpTransport {
         *self.shared.version.write() = Some(version);
     }
 
+    fn on_era_reset(&self) {
+        *self.shared.version.write() = None;
+    }
+
+    fn on_tools_listed(&self, tools: &mut Vec<crate::protocol::Tool>) {
+        let headers = stateless::keep_valid(&self.shared.name, tools);
+        *self.shared.tool_headers.write() = headers;
+    }
+
     fn on_ready(&self) {
         let shared = Arc::clone(&self.shared);
         let spawned = std::thread::Builder::new()
@@ -336,6 +353,9 @@ impl Shared {
         let Some(id) = response.headers().get(SESSION_HEADER) else {
             return;
         };
+        if self.is_stateless() {
+            return;
+        }
         if self.session.read().as_ref() == Some(id) {
             return;
         }
@@ -489,7 +509,7 @@ impl Shared {
         )
         .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let response = self
-            .with_version(self.with_session(request))
+            .with_era(self.with_version(self.with_session(request)), message)
             .send(&body[..])
             .map_err(|e| self.failure(e, "POST"))?;
         if web::is_redirect(&response) {

@@ -108,4 +108,12 @@ pub trait Transport: Send + Sync {
     }
     /// The handshake is complete (HTTP opens its GET stream).
     fn on_ready(&self) {}
+    /// The era probe ended without a stateless verdict: what [`Transport::on_negotiated`]
+    /// set for it is undone (the `initialize` that follows goes without its rules).
+    fn on_era_reset(&self) {}
+    /// A stateless session listed `tools`: a transport whose wire depends on them (HTTP's
+    /// `Mcp-Param-*` headers) remembers what it needs, and drops the tools it cannot call.
+    fn on_tools_listed(&self, tools: &mut Vec<crate::protocol::Tool>) {
+        let _ = tools;
+    }
 }

@@ -1,0 +1,304 @@
+//! The era probe's driver: sends what [`era::Probe`](super::era::Probe) asks for, feeds back
+//! what happened, and ends with a session of either era (respawning the server first when the
+//! probe ended it).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use super::era::{Probe, ProbeEvent, Step};
+use super::modern::{
+    base_meta, is_stateless_refusal, rpc_in_http_body, stamp, typed, SessionEra, Stateless,
+};
+use super::{
+    handshake, Client, ConnectFailure, ConnectOptions, Connection, EraChoice, Inner, Leftover, Wait,
+};
+use crate::protocol::stateless::{HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY};
+use crate::protocol::{methods, DiscoverResult, InitializeResult, ProtocolVersion};
+use crate::transport::Transport;
+use crate::Error;
+
+/// How a connection came to be: its era, the server's self-description, the version.
+pub(super) struct Negotiated {
+    pub(super) era: SessionEra,
+    pub(super) init: InitializeResult,
+    pub(super) version: ProtocolVersion,
+    /// The connection it was negotiated on (a fresh one when the probe ended the first).
+    pub(super) conn: Connection,
+}
+
+/// A failure, with the transport still to be closed.
+pub(super) type Failed = (Error, Arc<dyn Transport>);
+
+impl Client {
+    /// Settles the era on `conn` (see `probe`) and builds the client around the outcome.
+    pub(super) fn negotiate(
+        conn: Connection,
+        options: &ConnectOptions,
+        started: Instant,
+        probe: ProbeKind,
+        reopen: &dyn Fn() -> Result<Connection, Error>,
+    ) -> Result<Client, ConnectFailure> {
+        match negotiate(conn, options, started, probe, reopen) {
+            Ok(n) => Ok(Client::started(Client {
+                inner: Arc::new(Inner {
+                    conn: n.conn,
+                    request_timeout: options.request_timeout,
+                    max_request_timeout: options.max_request_timeout,
+                    init: n.init,
+                    version: n.version,
+                    era: n.era,
+                    listing: parking_lot::Mutex::new(crate::cache::Listing::default()),
+                    listed_at: parking_lot::Mutex::new(None),
+                    task_tools: parking_lot::Mutex::new(HashSet::new()),
+                }),
+            })),
+            Err((error, transport)) => Err(ConnectFailure {
+                error,
+                leftover: Some(Leftover(transport)),
+            }),
+        }
+    }
+}
+
+/// Which probe a transport gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ProbeKind {
+    /// None: the handshake (a transport of the caller's, legacy SSE).
+    None,
+    /// stdio: silence and errors are verdicts; a process the probe ended is started again.
+    Stdio,
+    /// Streamable HTTP: 401/403, 5xx, network errors and timeouts are errors, not verdicts;
+    /// an empty or non-stateless 400, a 404 or a 405 means `initialize`.
+    Http,
+}
+
+/// Chooses the era on `conn` (probing as `probe` says), then runs that era's opening: nothing
+/// more for a stateless server, the handshake for the others. `reopen` starts the server again.
+pub(super) fn negotiate(
+    conn: Connection,
+    options: &ConnectOptions,
+    started: Instant,
+    probe: ProbeKind,
+    reopen: &dyn Fn() -> Result<Connection, Error>,
+) -> Result<Negotiated, Failed> {
+    if probe == ProbeKind::None || options.era == EraChoice::Handshake {
+        return handshake_on(conn, options, started);
+    }
+    if let EraChoice::Remembered(version) = options.era {
+        if !version.is_stateless() {
+            return remembered_handshake(conn, options, started, probe, reopen);
+        }
+    }
+    if probe == ProbeKind::Http {
+        // The probe goes with the stateless headers; `initialize`, if it comes to that, without.
+        conn.transport
+            .on_negotiated(ProtocolVersion::latest_stateless());
+    }
+    let deadline = started + options.timeout;
+    let (mut machine, mut step) = Probe::start();
+    loop {
+        match step {
+            Step::Discover(version) => {
+                // On stdio silence is a verdict, so it has a short bound; on HTTP it is an
+                // outage, bounded like any connect.
+                let bound = match probe {
+                    ProbeKind::Stdio => options.probe_timeout,
+                    _ => options.timeout,
+                };
+                let outcome = discover(&conn, options, version, bound, deadline);
+                let in_body = match &outcome {
+                    Err(e) if probe == ProbeKind::Http => rpc_in_http_body(e),
+                    _ => None,
+                };
+                let outcome = match in_body {
+                    Some(rpc) => Err(rpc),
+                    None => outcome,
+                };
+                let event = match &outcome {
+                    Ok(value) => ProbeEvent::Answered(value),
+                    Err(Error::Rpc { code, .. })
+                        if *code == HEADER_MISMATCH
+                            || *code == MISSING_REQUIRED_CLIENT_CAPABILITY =>
+                    {
+                        // Stateless evidence that no other version fixes: never a fallback.
+                        return Err((outcome.unwrap_err(), conn.transport));
+                    }
+                    Err(Error::Http {
+                        status: 400 | 404 | 405,
+                        ..
+                    }) if probe == ProbeKind::Http => ProbeEvent::Refused {
+                        code: 0,
+                        data: None,
+                    },
+                    Err(e) if probe == ProbeKind::Http && !matches!(e, Error::Rpc { .. }) => {
+                        // 401/403 (authorize, then probe again), 5xx, network errors and
+                        // timeouts are failures, not verdicts.
+                        return Err((e.clone(), conn.transport));
+                    }
+                    Err(Error::Rpc { code, data, .. }) => ProbeEvent::Refused {
+                        code: *code,
+                        data: data.as_ref(),
+                    },
+                    Err(Error::Timeout { .. }) if Instant::now() < deadline => ProbeEvent::Silent,
+                    Err(Error::Timeout { .. }) => {
+                        let error = Error::ConnectTimeout {
+                            server: conn.name.clone(),
+                            after: options.timeout,
+                            stderr_tail: conn.transport.stderr_tail(),
+                        };
+                        return Err((error, conn.transport));
+                    }
+                    Err(Error::TransportClosed { .. }) => ProbeEvent::Gone,
+                    Err(other) => return Err((other.clone(), conn.transport)),
+                };
+                step = machine.on(event);
+            }
+            Step::Stateless(version, discover) => {
+                return Ok(stateless_on(conn, options, version, *discover));
+            }
+            Step::Handshake { .. } if options.era == EraChoice::Stateless => {
+                let error = Error::UnsupportedProtocolVersion {
+                    requested: ProtocolVersion::latest_stateless().as_str().to_owned(),
+                    received: "a handshake-era server".to_owned(),
+                };
+                return Err((error, conn.transport));
+            }
+            Step::Handshake { respawn: false } => {
+                conn.transport.on_era_reset();
+                return handshake_on(conn, options, started);
+            }
+            Step::Handshake { respawn: true } => {
+                log::debug!(
+                    "[{}] the server ended during the era probe; starting it again for initialize",
+                    conn.name
+                );
+                conn.transport.close();
+                let fresh = match reopen() {
+                    Ok(fresh) => fresh,
+                    Err(error) => return Err((error, conn.transport)),
+                };
+                return handshake_on(fresh, options, started);
+            }
+            Step::Fail(error) => return Err((error, conn.transport)),
+        }
+    }
+}
+
+/// The handshake a remembered era asks for; when it fails for a reason a stateless server
+/// would give, the assumption is dropped and the server probed on a fresh connection.
+fn remembered_handshake(
+    conn: Connection,
+    options: &ConnectOptions,
+    started: Instant,
+    probe: ProbeKind,
+    reopen: &dyn Fn() -> Result<Connection, Error>,
+) -> Result<Negotiated, Failed> {
+    let (error, transport) = match handshake_on(conn, options, started) {
+        Ok(n) => return Ok(n),
+        Err(failed) => failed,
+    };
+    let assumption_failed = match &error {
+        Error::Http { status, .. } => [400, 404, 405].contains(status),
+        Error::Rpc { .. }
+        | Error::UnsupportedProtocolVersion { .. }
+        | Error::TransportClosed { .. }
+        | Error::Protocol { .. } => true,
+        _ => false,
+    };
+    if !assumption_failed || Instant::now() >= started + options.timeout {
+        return Err((error, transport));
+    }
+    log::debug!("the remembered handshake failed ({error}); probing the server's era again");
+    transport.close();
+    let fresh = reopen().map_err(|e| (e, transport))?;
+    let detect = ConnectOptions {
+        era: EraChoice::Detect,
+        ..options.clone()
+    };
+    negotiate(fresh, &detect, started, probe, reopen)
+}
+
+/// `server/discover` at `version`, bounded by `bound` (and the connect deadline).
+fn discover(
+    conn: &Connection,
+    options: &ConnectOptions,
+    version: ProtocolVersion,
+    bound: std::time::Duration,
+    deadline: Instant,
+) -> Result<Value, Error> {
+    let meta = base_meta(version, &conn.declared, &options.client_info);
+    let params = stamp(&meta, Value::Object(Map::new()));
+    let left = deadline.saturating_duration_since(Instant::now());
+    let wait = Wait {
+        timeout: bound.min(left),
+        hard_deadline: deadline,
+        cancel: options.cancel.clone(),
+        on_progress: None,
+        // A handshake-era server must see nothing but the probe before `initialize`.
+        notify_cancel: false,
+    };
+    conn.request(methods::SERVER_DISCOVER, Some(params), wait)
+}
+
+fn handshake_on(
+    conn: Connection,
+    options: &ConnectOptions,
+    started: Instant,
+) -> Result<Negotiated, Failed> {
+    match handshake::run(&conn, options, started) {
+        Ok((init, version)) => Ok(Negotiated {
+            era: SessionEra::Handshake,
+            init,
+            version,
+            conn,
+        }),
+        // A stateless server refusing `initialize` (`-32022`, even in an HTTP 400) says which
+        // versions it speaks: that is the error, never "not Streamable HTTP".
+        Err(error) if is_stateless_refusal(&error) || matches!(error, Error::Rpc { .. }) => {
+            Err((typed(methods::INITIALIZE, error), conn.transport))
+        }
+        Err(error) => Err((error, conn.transport)),
+    }
+}
+
+fn stateless_on(
+    conn: Connection,
+    options: &ConnectOptions,
+    version: ProtocolVersion,
+    discover: DiscoverResult,
+) -> Negotiated {
+    conn.transport.on_negotiated(version);
+    let server_info = discover.server_info();
+    log::debug!(
+        "[{}] connected to {} {} (protocol {version}, stateless)",
+        conn.name,
+        server_info.name,
+        server_info.version
+    );
+    let mut extra = Map::new();
+    if let Some(meta) = &discover.meta {
+        extra.insert("_meta".into(), meta.clone());
+    }
+    let init = InitializeResult {
+        protocol_version: version.as_str().to_owned(),
+        capabilities: discover.capabilities,
+        server_info,
+        instructions: discover.instructions,
+        extra,
+    };
+    let era = SessionEra::Stateless(Stateless::new(
+        version,
+        &conn.declared,
+        &options.client_info,
+        Arc::clone(&options.handler),
+    ));
+    Negotiated {
+        era,
+        init,
+        version,
+        conn,
+    }
+}

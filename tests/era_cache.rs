@@ -1,0 +1,155 @@
+//! The era cached beside the tools: the probe is paid once per config, a remembered era that
+//! fails is probed again, and a stateless listing's `ttlMs` / `cacheScope` travel with it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_runtime::cache::{config_hash, FileToolCache, Listing, ToolCache};
+use mcp_runtime::config::ServerConfig;
+use mcp_runtime::manager::{ManagerOptions, McpManager};
+use mcp_runtime::protocol::ProtocolVersion;
+
+fn server_config(args: &[&str]) -> ServerConfig {
+    ServerConfig::stdio(
+        env!("CARGO_BIN_EXE_mcp-modern-server"),
+        args.iter().copied(),
+    )
+}
+
+fn log_path(test: &str) -> String {
+    let path =
+        std::env::temp_dir().join(format!("mcp-era-cache-{}-{test}.log", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path.to_string_lossy().into_owned()
+}
+
+fn log_lines(path: &str) -> Vec<String> {
+    let lines: Vec<String> = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let _ = std::fs::remove_file(path);
+    lines
+}
+
+fn manager(cache: &Arc<FileToolCache>) -> McpManager {
+    let mut o = ManagerOptions {
+        project_dir: std::env::temp_dir(),
+        cache: Some(cache.clone()),
+        ..ManagerOptions::default()
+    };
+    o.connect.timeout = Duration::from_secs(20);
+    o.connect.request_timeout = Duration::from_secs(20);
+    o.connect.stdio.close_grace = Duration::from_millis(500);
+    McpManager::new(o)
+}
+
+fn run_once(cache: &Arc<FileToolCache>, config: &ServerConfig) -> Option<mcp_runtime::Client> {
+    let manager = manager(cache);
+    let configs = BTreeMap::from([("srv".to_owned(), config.clone())]);
+    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    assert_eq!(report.connected, ["srv"], "{:?}", report.errors);
+    let client = manager.client("srv");
+    manager.disconnect_all();
+    client
+}
+
+#[test]
+fn the_era_is_cached_beside_the_tools_so_the_probe_is_paid_once() {
+    let cache = Arc::new(FileToolCache::new(common::temp_dir("era-once")));
+    let log = log_path("once");
+    let config = server_config(&["--mode", "legacy-exit", "--log", &log]);
+    run_once(&cache, &config);
+    assert_eq!(
+        log_lines(&log)[..4],
+        ["start", "server/discover", "start", "initialize"],
+        "the first run probes (and respawns)"
+    );
+    assert_eq!(
+        cache.era("srv", &config_hash(&config)).as_deref(),
+        Some("2025-11-25")
+    );
+    run_once(&cache, &config);
+    assert_eq!(
+        log_lines(&log)[..2],
+        ["start", "initialize"],
+        "the second run goes straight to the handshake"
+    );
+}
+
+#[test]
+fn a_remembered_era_that_fails_is_probed_again() {
+    let cache = Arc::new(FileToolCache::new(common::temp_dir("era-stale")));
+    let log = log_path("stale");
+    let config = server_config(&["--mode", "modern", "--log", &log]);
+    let handshake = Listing {
+        protocol_version: Some("2025-11-25".into()),
+        ..Listing::default()
+    };
+    cache
+        .set_listing("srv", &config_hash(&config), &[], &handshake)
+        .unwrap();
+    let client = run_once(&cache, &config).unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(
+        log_lines(&log)[..4],
+        ["start", "initialize", "start", "server/discover"]
+    );
+    assert_eq!(
+        cache.era("srv", &config_hash(&config)).as_deref(),
+        Some("2026-07-28")
+    );
+}
+
+#[test]
+fn a_stateless_listing_keeps_its_ttl_and_scope() {
+    let cache = Arc::new(FileToolCache::new(common::temp_dir("era-ttl")));
+    let config = server_config(&["--mode", "modern"]);
+    let client = run_once(&cache, &config).unwrap();
+    let listing = client.tools_listing();
+    assert_eq!(listing.protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(listing.ttl_ms, Some(60_000));
+    assert_eq!(listing.cache_scope.as_deref(), Some("public"));
+    assert!(client.tools_fresh());
+    let tools = cache.get("srv", &config_hash(&config)).expect("fresh");
+    assert_eq!(tools.len(), 7);
+}
+
+#[test]
+fn a_listing_past_its_ttl_is_fetched_again_when_the_tools_are_next_needed() {
+    let cache = Arc::new(FileToolCache::new(common::temp_dir("era-lazy")));
+    let log = log_path("lazy");
+    let manager = manager(&cache);
+    let config = server_config(&["--mode", "modern", "--ttl", "0", "--log", &log]);
+    let configs = BTreeMap::from([("srv".to_owned(), config)]);
+    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    assert_eq!(report.connected, ["srv"], "{:?}", report.errors);
+    assert!(
+        !manager.client("srv").unwrap().tools_fresh(),
+        "ttlMs 0 is stale at once"
+    );
+    let lists = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "tools/list")
+            .count()
+    };
+    assert_eq!(lists(), 1);
+    assert_eq!(
+        manager.get_tools().len(),
+        7,
+        "the stale tools are served meanwhile"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while lists() < 2 {
+        assert!(std::time::Instant::now() < deadline, "never listed again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    manager.disconnect_all();
+    let _ = std::fs::remove_file(&log);
+}

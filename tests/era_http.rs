@@ -1,0 +1,234 @@
+//! The era of a Streamable HTTP server, found by a stateless `server/discover` first, and the
+//! 2026-07-28 wire rules: headers mirroring the body, no session, no GET, no DELETE.
+
+#[path = "common/modern_http.rs"]
+mod modern_http;
+
+use std::time::Duration;
+
+use mcp_runtime::protocol::ProtocolVersion;
+use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint, EraChoice, Error};
+use modern_http::{Mode, ModernHttp};
+use serde_json::json;
+
+fn options() -> ConnectOptions {
+    ConnectOptions {
+        timeout: Duration::from_secs(20),
+        request_timeout: Duration::from_secs(20),
+        ..ConnectOptions::default()
+    }
+}
+
+fn connect(server: &ModernHttp) -> Result<Client, Error> {
+    Client::connect("era-http", &Endpoint::url(server.url()), options())
+}
+
+#[test]
+fn a_stateless_server_gets_every_header_rule_and_no_session() {
+    let server = ModernHttp::start(Mode::Modern);
+    let client = connect(&server).unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(client.initialize_result().server_info.name, "modern-http");
+    let tools = client.list_tools().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["echo", "regional"],
+        "the invalid annotation is left out"
+    );
+    let regional = &tools[1];
+    assert_eq!(
+        regional.input_schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(
+        regional.input_schema["$defs"],
+        json!({"r": {"type": "string"}})
+    );
+    assert_eq!(regional.input_schema["additionalProperties"], false);
+
+    let out = client
+        .call_tool(
+            "regional",
+            json!({"region": "eu-west", "count": 3, "note": "n"}),
+            CallOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(out.text(), "eu-west");
+    let out = client
+        .call_tool(
+            "regional",
+            json!({"region": "Zürich ", "count": null}),
+            CallOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(out.text(), "Zürich ");
+    let out = client
+        .call_tool("echo", json!({"message": "plain"}), CallOptions::default())
+        .unwrap();
+    assert_eq!(out.text(), "plain");
+    client.close();
+
+    let seen = server.seen();
+    assert!(seen.iter().all(|r| r.method == "POST"), "no GET, no DELETE");
+    for r in &seen {
+        assert_eq!(r.header("mcp-session-id"), None);
+        assert_eq!(r.header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(r.header("mcp-method"), r.rpc_method());
+    }
+    let calls: Vec<_> = seen
+        .iter()
+        .filter(|r| r.rpc_method() == Some("tools/call"))
+        .collect();
+    assert_eq!(calls[0].header("mcp-name"), Some("regional"));
+    assert_eq!(calls[0].header("mcp-param-region"), Some("eu-west"));
+    assert_eq!(calls[0].header("mcp-param-count"), Some("3"));
+    assert_eq!(calls[0].header("mcp-param-note"), None);
+    assert_eq!(
+        calls[1].header("mcp-param-region"),
+        Some("=?base64?WsO8cmljaCA=?=")
+    );
+    assert_eq!(
+        calls[1].header("mcp-param-count"),
+        None,
+        "null sends nothing"
+    );
+    assert_eq!(calls[2].header("mcp-param-region"), None);
+    assert_eq!(
+        server.methods(),
+        [
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+}
+
+#[test]
+fn a_dual_server_is_spoken_to_statelessly() {
+    let server = ModernHttp::start(Mode::Dual);
+    let client = connect(&server).unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    client.close();
+    assert!(!server.methods().contains(&"initialize".to_owned()));
+}
+
+#[test]
+fn an_empty_400_or_a_404_to_the_probe_means_the_handshake_without_stateless_headers() {
+    for mode in [Mode::Legacy, Mode::Legacy404] {
+        let server = ModernHttp::start(mode);
+        let client = connect(&server).unwrap();
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+        let out = client
+            .call_tool("echo", json!({"message": "old"}), CallOptions::default())
+            .unwrap();
+        assert_eq!(out.text(), "old");
+        client.close();
+        let seen = server.seen();
+        let init = seen
+            .iter()
+            .find(|r| r.rpc_method() == Some("initialize"))
+            .unwrap();
+        assert_eq!(init.header("mcp-method"), None, "{mode:?}");
+        assert_eq!(init.header("mcp-protocol-version"), None, "{mode:?}");
+        let call = seen
+            .iter()
+            .find(|r| r.rpc_method() == Some("tools/call"))
+            .unwrap();
+        assert_eq!(call.header("mcp-session-id"), Some("legacy-1"));
+        assert_eq!(call.header("mcp-protocol-version"), Some("2025-11-25"));
+        assert_eq!(call.header("mcp-method"), None);
+    }
+}
+
+#[test]
+fn unauthorized_and_server_errors_are_errors_not_verdicts() {
+    for status in [401, 403, 500, 503] {
+        let server = ModernHttp::start(Mode::Status(status));
+        let err = connect(&server).unwrap_err();
+        assert!(
+            matches!(err, Error::Http { status: s, .. } if s == status),
+            "{status}: {err:?}"
+        );
+        assert_eq!(
+            server.methods(),
+            ["server/discover"],
+            "{status}: no initialize, no legacy SSE"
+        );
+    }
+}
+
+#[test]
+fn a_refused_handshake_names_the_versions_and_never_tries_legacy_sse() {
+    let server = ModernHttp::start(Mode::Modern);
+    let options = ConnectOptions {
+        era: EraChoice::Handshake,
+        ..options()
+    };
+    let err = Client::connect("reject", &Endpoint::url(server.url()), options).unwrap_err();
+    match &err {
+        Error::UnsupportedProtocolVersion { received, .. } => assert_eq!(received, "2026-07-28"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        server.seen().iter().all(|r| r.method == "POST"),
+        "no SSE GET"
+    );
+}
+
+#[test]
+fn a_header_mismatch_re_lists_the_tools_and_retries_once() {
+    let server = ModernHttp::start_with(Mode::Modern, 1);
+    let client = connect(&server).unwrap();
+    let out = client
+        .call_tool("echo", json!({"message": "again"}), CallOptions::default())
+        .unwrap();
+    assert_eq!(out.text(), "again");
+    assert_eq!(
+        server.methods(),
+        ["server/discover", "tools/call", "tools/list", "tools/call"]
+    );
+
+    let server = ModernHttp::start_with(Mode::Modern, 2);
+    let client = connect(&server).unwrap();
+    let err = client
+        .call_tool("echo", json!({"message": "again"}), CallOptions::default())
+        .unwrap_err();
+    assert_eq!(err.rpc_code(), Some(-32020), "{err:?}");
+}
+
+#[test]
+fn a_listen_stream_that_drops_is_issued_again_under_a_new_id() {
+    let server = ModernHttp::start_listening();
+    let client = connect(&server).unwrap();
+    let listens = || {
+        server
+            .seen()
+            .into_iter()
+            .filter(|r| r.rpc_method() == Some("subscriptions/listen"))
+            .collect::<Vec<_>>()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while listens().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "never listened again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let seen = listens();
+    assert_ne!(seen[0].body["id"], seen[1].body["id"]);
+    for r in &seen {
+        assert_eq!(r.header("mcp-method"), Some("subscriptions/listen"));
+        assert_eq!(r.header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(
+            r.body["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+    }
+    // The connection itself carried on.
+    let out = client
+        .call_tool("echo", json!({"message": "still"}), CallOptions::default())
+        .unwrap();
+    assert_eq!(out.text(), "still");
+    client.close();
+}
