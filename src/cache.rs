@@ -223,17 +223,7 @@ fn now_ms() -> u64 {
 
 impl ToolCache for FileToolCache {
     fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Arc<Tool>>> {
-        let path = self.path_for(server);
-        // Only a regular file of at most 16 MiB: a FIFO or a device there is a miss, at once.
-        let text = match crate::config::read_text(&path, crate::config::CACHE_FILE_CAP) {
-            Ok(t) => t,
-            Err(crate::config::ReadError::Missing) => return None,
-            Err(crate::config::ReadError::Bad(e)) => {
-                log::debug!("tool cache {}: {e}; ignoring it", path.display());
-                return None;
-            }
-        };
-        let entry = entry(&text, &path)?;
+        let entry: Entry = read_entry(&self.path_for(server), |e: &Entry| e.version)?;
         let age = Duration::from_millis(now_ms().saturating_sub(entry.written_at));
         let fresh = if entry.listing.is_stateless() {
             age < Duration::from_millis(entry.listing.ttl_ms.unwrap_or(0)).min(self.ttl)
@@ -268,24 +258,16 @@ impl ToolCache for FileToolCache {
             written_at: now_ms(),
             listing: listing.clone(),
         };
-        let text = serde_json::to_string(&entry).map_err(|e| Error::protocol(e.to_string()))?;
-        crate::config::atomic::write_private(&self.path_for(server), text.as_bytes())
+        write_entry(&self.path_for(server), &entry)
     }
 
     fn get_features(&self, server: &str, config_hash: &str) -> Option<CachedFeatures> {
-        let path = self.features_path_for(server);
-        let text = match crate::config::read_text(&path, crate::config::CACHE_FILE_CAP) {
-            Ok(t) => t,
-            Err(crate::config::ReadError::Missing) => return None,
-            Err(crate::config::ReadError::Bad(e)) => {
-                log::debug!("tool cache {}: {e}; ignoring it", path.display());
-                return None;
-            }
-        };
-        let entry: FeaturesEntry = serde_json::from_str(&text).ok()?;
+        let entry: FeaturesEntry =
+            read_entry(&self.features_path_for(server), |e: &FeaturesEntry| {
+                e.version
+            })?;
         let age = Duration::from_millis(now_ms().saturating_sub(entry.written_at));
-        (entry.version == CACHE_VERSION && entry.config_hash == config_hash && age <= self.ttl)
-            .then_some(entry.features)
+        (entry.config_hash == config_hash && age <= self.ttl).then_some(entry.features)
     }
 
     fn set_features(
@@ -300,14 +282,11 @@ impl ToolCache for FileToolCache {
             features: features.clone(),
             written_at: now_ms(),
         };
-        let text = serde_json::to_string(&entry).map_err(|e| Error::protocol(e.to_string()))?;
-        crate::config::atomic::write_private(&self.features_path_for(server), text.as_bytes())
+        write_entry(&self.features_path_for(server), &entry)
     }
 
     fn era(&self, server: &str, config_hash: &str) -> Option<String> {
-        let path = self.path_for(server);
-        let text = crate::config::read_text(&path, crate::config::CACHE_FILE_CAP).ok()?;
-        let entry = entry(&text, &path)?;
+        let entry: Entry = read_entry(&self.path_for(server), |e: &Entry| e.version)?;
         if entry.config_hash != config_hash {
             return None;
         }
@@ -322,9 +301,22 @@ impl FileToolCache {
     }
 }
 
-/// A stored entry of this format version, or `None` (logged).
-fn entry(text: &str, path: &Path) -> Option<Entry> {
-    let entry: Entry = match serde_json::from_str(text) {
+/// The entry in `path`, if it is a regular file of at most 16 MiB (a FIFO or a device there is
+/// a miss, at once), parses, and is of this format version; anything else is a miss (logged at
+/// debug).
+fn read_entry<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    version: impl Fn(&T) -> u32,
+) -> Option<T> {
+    let text = match crate::config::read_text(path, crate::config::CACHE_FILE_CAP) {
+        Ok(t) => t,
+        Err(crate::config::ReadError::Missing) => return None,
+        Err(crate::config::ReadError::Bad(e)) => {
+            log::debug!("tool cache {}: {e}; ignoring it", path.display());
+            return None;
+        }
+    };
+    let entry: T = match serde_json::from_str(&text) {
         Ok(e) => e,
         Err(e) => {
             log::debug!(
@@ -334,7 +326,13 @@ fn entry(text: &str, path: &Path) -> Option<Entry> {
             return None;
         }
     };
-    (entry.version == CACHE_VERSION).then_some(entry)
+    (version(&entry) == CACHE_VERSION).then_some(entry)
+}
+
+/// Writes an entry atomically, mode 0600.
+fn write_entry<T: Serialize>(path: &Path, entry: &T) -> Result<(), Error> {
+    let text = serde_json::to_string(entry).map_err(|e| Error::protocol(e.to_string()))?;
+    crate::config::atomic::write_private(path, text.as_bytes())
 }
 
 #[cfg(test)]
