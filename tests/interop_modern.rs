@@ -3,6 +3,8 @@
 //! and `legacy: 'reject'` modes. Each is installed into the ignored `.interop/` folder on first
 //! use; without python3 or node the tests say so loudly and pass.
 
+mod common;
+
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -241,24 +243,8 @@ fn the_typescript_sdk_over_http_speaks_2026_07_28_in_both_modes() {
 #[test]
 fn probe_json_shows_2026_07_28() {
     let Some(script) = ts_script() else { return };
-    let exe = std::env::current_exe().unwrap();
-    let mcp = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        mcp.exists(),
-        "{} is missing: run `cargo test`",
-        mcp.display()
-    );
     let home = std::env::temp_dir().join(format!("mcp-interop-modern-{}", std::process::id()));
-    std::fs::create_dir_all(&home).unwrap();
-    let out = Command::new(mcp)
-        .env("HOME", &home)
-        .env("XDG_CACHE_HOME", home.join(".cache"))
+    let out = common::cli(&home)
         .args(["--json", "probe", "--", "node"])
         .arg(&script)
         .args(["stdio", "reject"])
