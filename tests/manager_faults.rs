@@ -5,7 +5,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -105,31 +105,10 @@ fn serve(stream: TcpStream, failure: ListFailure) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        let Some(request) = common::http_request::read_request(&mut reader) else {
             return;
-        }
-        let method = line.split(' ').next().unwrap_or("").to_owned();
-        let mut length = 0usize;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = header.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0u8; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
+        };
+        let (method, body) = (request.method, request.body);
         let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let reply = |out: &mut TcpStream, status: &str, body: &str| {
             let head = format!(

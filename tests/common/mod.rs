@@ -3,6 +3,7 @@
 
 pub mod everything;
 pub mod fixture;
+pub mod http_request;
 pub mod http_server;
 
 use std::sync::{Mutex, OnceLock};

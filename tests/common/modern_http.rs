@@ -4,7 +4,7 @@
 //! records what it received.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +12,9 @@ use std::sync::{Arc, Mutex};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::{json, Value};
+
+#[path = "http_request.rs"]
+mod http_request;
 
 /// Which era the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,33 +131,10 @@ fn serve(s: &State, conn: TcpStream) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        let Some(request) = http_request::read_request(&mut reader) else {
             return;
-        }
-        let method = line.split_whitespace().next().unwrap_or("").to_owned();
-        let mut headers = HashMap::new();
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
-            }
-        }
-        let len: usize = headers
-            .get("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let mut body = vec![0; len];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
+        };
+        let (method, headers, body) = (request.method, request.headers, request.body);
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let seen = Seen {
             method,

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,6 +16,11 @@ use serde_json::{json, Value};
 mod authorization;
 #[path = "oauth_client.rs"]
 mod client;
+// Also `common::http_request` in the test binaries that include `common` as well: the same
+// small file, compiled twice there.
+#[allow(clippy::duplicate_mod)]
+#[path = "http_request.rs"]
+mod http_request;
 
 use authorization::{authorize, token};
 #[allow(unused_imports)]
@@ -344,29 +349,15 @@ fn json_answer(status: u16, body: Value) -> Answer {
 fn serve(state: &State, conn: TcpStream) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+    let Some(request) = http_request::read_request(&mut reader) else {
         return;
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_owned();
-    let target = parts.next().unwrap_or("").to_owned();
-    let mut headers = HashMap::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
-        }
-    }
-    let len: usize = headers
-        .get("content-length")
-        .and_then(|l| l.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0u8; len];
-    let _ = reader.read_exact(&mut body);
+    };
+    let (method, target, headers, body) = (
+        request.method,
+        request.target,
+        request.headers,
+        request.body,
+    );
     let body = String::from_utf8_lossy(&body).into_owned();
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
     let seen = Seen {
