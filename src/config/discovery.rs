@@ -9,8 +9,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::exa;
 use super::jsonc;
 use super::server::ServerConfig;
@@ -328,17 +326,8 @@ impl ServerLists {
         let Ok(root) = jsonc::read(user_file) else {
             return ServerLists::default();
         };
-        let list = |key: &str| -> HashSet<String> {
-            root.get(key)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let list =
+            |key: &str| -> HashSet<String> { jsonc::strings(root.get(key)).unwrap_or_default() };
         ServerLists {
             disabled: list("disabledServers"),
             enabled: list("enabledServers"),

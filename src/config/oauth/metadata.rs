@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::config::jsonc::strings;
+
 use super::url::{checked, Url};
 use super::{error, OAuthErrorKind};
 use crate::Error;
@@ -17,15 +19,6 @@ pub struct ResourceMetadata {
     pub authorization_servers: Vec<String>,
     /// `scopes_supported`.
     pub scopes_supported: Option<Vec<String>>,
-}
-
-fn strings(v: Option<&Value>) -> Option<Vec<String>> {
-    v.and_then(Value::as_array).map(|a| {
-        a.iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
-    })
 }
 
 fn malformed(what: &str, url: &str, why: &str) -> Error {
@@ -55,7 +48,8 @@ impl ResourceMetadata {
     pub fn parse(body: &[u8], url: &str) -> Result<ResourceMetadata, Error> {
         const WHAT: &str = "protected resource metadata";
         let m = json_object(body, WHAT, url)?;
-        let authorization_servers = strings(m.get("authorization_servers")).unwrap_or_default();
+        let authorization_servers: Vec<String> =
+            strings(m.get("authorization_servers")).unwrap_or_default();
         if authorization_servers.is_empty() {
             return Err(malformed(WHAT, url, "it names no authorization_servers"));
         }

@@ -65,15 +65,7 @@ struct Approvals {
 impl Approvals {
     fn read(&mut self, root: &Value, at: &str, may_approve: bool) {
         let names = |key: &str| -> Vec<String> {
-            root.get(key)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
+            crate::config::jsonc::strings(root.get(key)).unwrap_or_default()
         };
         for name in names("disabledMcpjsonServers") {
             self.disabled

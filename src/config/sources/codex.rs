@@ -17,6 +17,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::config::file::{read_text, ReadError, CONFIG_FILE_CAP};
+use crate::config::jsonc::strings;
 use crate::config::server::ServerConfig;
 use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput};
 
@@ -72,15 +73,6 @@ fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
     for (name, entry) in servers {
         out.entry(name, path, level, convert(entry));
     }
-}
-
-fn strings(v: Option<&Value>) -> Option<Vec<String>> {
-    v.and_then(Value::as_array).map(|a| {
-        a.iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
-    })
 }
 
 fn table(v: Option<&Value>) -> BTreeMap<String, String> {

@@ -55,12 +55,7 @@ fn entry(mut entry: Value, extra: &dyn Fn(&str) -> Option<String>) -> Result<Ser
 }
 
 fn names(root: Option<&Value>, key: &str) -> Option<HashSet<String>> {
-    root?.get("mcp")?.get(key)?.as_array().map(|a| {
-        a.iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
-    })
+    crate::config::jsonc::strings(root?.get("mcp")?.get(key))
 }
 
 fn load_extensions(out: &mut SourceOutput, dir: &Path, level: Level, ctx: &DiscoveryContext) {
