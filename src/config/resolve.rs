@@ -114,14 +114,7 @@ fn resolve(
     *values = resolve_map(name, what, values, cancel);
     if let (false, Some(var)) = (stdio, &config.bearer_token_env_var) {
         match std::env::var(var) {
-            Ok(token) if !token.is_empty() => {
-                resolved
-                    .headers
-                    .retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
-                resolved
-                    .headers
-                    .insert("Authorization".into(), format!("Bearer {token}"));
-            }
+            Ok(token) if !token.is_empty() => set_bearer(&mut resolved.headers, &token),
             _ => {
                 log::warn!("[{name}] bearerTokenEnvVar: ${var} is not set; no bearer token is sent")
             }
@@ -131,15 +124,16 @@ fn resolve(
         if stdio {
             resolved.env.insert("OAUTH_ACCESS_TOKEN".into(), token);
         } else {
-            resolved
-                .headers
-                .retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
-            resolved
-                .headers
-                .insert("Authorization".into(), format!("Bearer {token}"));
+            set_bearer(&mut resolved.headers, &token);
         }
     }
     resolved
+}
+
+/// `Authorization: Bearer <token>`, replacing any `Authorization` header, whatever its case.
+fn set_bearer(headers: &mut BTreeMap<String, String>, token: &str) {
+    headers.retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+    headers.insert("Authorization".into(), format!("Bearer {token}"));
 }
 
 fn resolve_map(
