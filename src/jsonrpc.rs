@@ -11,6 +11,7 @@ use std::fmt;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// JSON-RPC's standard error codes, and the ones MCP adds.
@@ -137,12 +138,49 @@ pub struct Notification {
 }
 
 /// A response to a request.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// The result is kept as the JSON text it came as ([`RawValue`]): the caller parses it into the
+/// type it expects (a tool result, a listing page) in one pass, so a large reply is never also
+/// held as a tree of [`Value`]s, which can take 30 times the text's size.
+#[derive(Debug, Clone)]
 pub struct Response {
     /// The id of the request answered; `None` when the peer could not parse our request.
     pub id: Option<RequestId>,
-    /// The result, or the error.
-    pub outcome: Result<Value, RpcError>,
+    /// The result's JSON text, or the error.
+    pub outcome: Result<Box<RawValue>, RpcError>,
+}
+
+impl Response {
+    /// The result parsed as a [`Value`] (a result whose text is not JSON cannot be built, so
+    /// this fails only on what `serde_json` refuses to build, such as nesting beyond its limit).
+    pub fn result_value(&self) -> Option<Result<Value, serde_json::Error>> {
+        self.outcome
+            .as_ref()
+            .ok()
+            .map(|raw| serde_json::from_str(raw.get()))
+    }
+}
+
+/// Two responses are equal when their ids are and their results are the same JSON (however
+/// it was spaced) or their errors are equal.
+impl PartialEq for Response {
+    fn eq(&self, other: &Response) -> bool {
+        let same = match (&self.outcome, &other.outcome) {
+            (Ok(a), Ok(b)) => {
+                a.get() == b.get()
+                    || serde_json::from_str::<Value>(a.get()).ok()
+                        == serde_json::from_str::<Value>(b.get()).ok()
+            }
+            (Err(a), Err(b)) => a == b,
+            _ => false,
+        };
+        self.id == other.id && same
+    }
+}
+
+/// A value's JSON text, for a [`Response`]'s result. Serializing a `Value` cannot fail.
+pub fn raw(value: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).expect("serializing a JSON value")
 }
 
 /// One JSON-RPC message.
@@ -194,6 +232,11 @@ impl Message {
 
     /// A successful response.
     pub fn result(id: RequestId, result: Value) -> Message {
+        Message::result_raw(id, raw(&result))
+    }
+
+    /// A successful response whose result is already JSON text.
+    pub fn result_raw(id: RequestId, result: Box<RawValue>) -> Message {
         Message::Response(Response {
             id: Some(id),
             outcome: Ok(result),
@@ -216,11 +259,11 @@ impl Message {
             // One message: read straight into its members, without building the object.
             return Parts::classify_read(serde_json::from_slice(input)).map(|m| vec![m]);
         }
-        let items: Vec<Value> =
+        let items: Vec<&RawValue> =
             serde_json::from_slice(input).map_err(|e| ParseError::NotJson(e.to_string()))?;
         let parsed: Vec<Message> = items
             .into_iter()
-            .filter_map(|v| Message::from_value(v).ok())
+            .filter_map(|item| Parts::classify_read(serde_json::from_str(item.get())).ok())
             .collect();
         if parsed.is_empty() {
             Err(ParseError::NotJsonRpc("an empty or invalid batch".into()))
@@ -229,9 +272,11 @@ impl Message {
         }
     }
 
-    /// Classifies a JSON value as a message.
+    /// Classifies a JSON value as a message (through its text: a response keeps its result as
+    /// text).
     pub fn from_value(value: Value) -> Result<Message, ParseError> {
-        Parts::classify_read(Parts::deserialize(value))
+        let text = serde_json::to_vec(&value).expect("serializing a JSON value");
+        Parts::classify_read(serde_json::from_slice(&text))
     }
 
     /// Serializes the message compactly and appends `\n` (the stdio framing).
@@ -265,7 +310,7 @@ struct Parts {
     id: Option<Value>,
     method: Option<Value>,
     params: Option<Value>,
-    result: Option<Value>,
+    result: Option<Box<RawValue>>,
     error: Option<Value>,
 }
 
@@ -371,7 +416,10 @@ impl<'de> Deserialize<'de> for Parts {
                         Key::Id => &mut parts.id,
                         Key::Method => &mut parts.method,
                         Key::Params => &mut parts.params,
-                        Key::Result => &mut parts.result,
+                        Key::Result => {
+                            parts.result = Some(map.next_value()?);
+                            continue;
+                        }
                         Key::Error => &mut parts.error,
                         Key::Other => {
                             map.next_value::<IgnoredAny>()?;

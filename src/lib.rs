@@ -109,6 +109,7 @@ pub struct ReadmeDoctests;
 pub use cancel::CancelToken;
 pub use client::{
     CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, NoHandler,
+    MAX_RESULT_VALUES,
 };
 pub use error::{Error, Result};
 pub use loader::{

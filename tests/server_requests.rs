@@ -132,6 +132,32 @@ fn answers_ping_roots_sampling_and_elicitation() {
 }
 
 #[test]
+fn an_elicitation_in_a_mode_the_client_did_not_declare_is_invalid_params() {
+    // The host declares `elicitation: {}`: form mode only. A URL-mode request never reaches
+    // its handler (which would accept anything).
+    let (client, _) = with_host("url-mode");
+    let (answer, err) = ask(
+        &client,
+        "elicitation/create",
+        json!({"mode": "url", "message": "log in", "url": "http://127.0.0.1:1/login",
+            "elicitationId": "e1"}),
+    );
+    assert!(err);
+    assert_eq!(answer["code"], -32602, "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("\"url\""),
+        "{answer}"
+    );
+    let (elicited, err) = ask(
+        &client,
+        "elicitation/create",
+        json!({"mode": "form", "message": "name?", "requestedSchema": {}}),
+    );
+    assert!(!err);
+    assert_eq!(elicited["action"], "accept");
+}
+
+#[test]
 fn without_a_handler_every_server_request_but_ping_is_method_not_found() {
     let client = common::connect("refuses", &[]);
     assert_eq!(ask(&client, "ping", json!({})), (json!({}), false));

@@ -46,9 +46,13 @@ fn a_reply_that_cannot_be_parsed_fails_that_call_at_once() {
             let err = call(&client, tool, args, inline).unwrap_err();
             let took = started.elapsed();
             match &err {
-                Error::Protocol { message } => {
-                    assert!(message.contains("could not be parsed"), "{tool}: {message}")
-                }
+                // Invalid UTF-8 spoils the whole line; a result nested too deep is read as
+                // text and refused when parsed into the tool result.
+                Error::Protocol { message } => assert!(
+                    message.contains("could not be parsed")
+                        || message.contains("invalid tools/call result: recursion limit"),
+                    "{tool}: {message}"
+                ),
                 other => panic!("{tool} (inline {inline}): unexpected {other:?}"),
             }
             assert!(took < AT_ONCE, "{tool} (inline {inline}) took {took:?}");

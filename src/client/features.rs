@@ -10,7 +10,8 @@ use std::collections::HashSet;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use super::{parse, CallOptions, Client, MAX_LIST_PAGES};
+use super::page::Page;
+use super::{CallOptions, Client, MAX_LIST_PAGES};
 use crate::error::Error;
 use crate::jsonrpc::codes;
 use crate::protocol::{
@@ -61,20 +62,13 @@ impl Client {
         let mut cursor: Option<String> = None;
         for n in 0..MAX_LIST_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let mut page = self.request(method, params, CallOptions::default())?;
+            let raw = self.request_raw(method, params, CallOptions::default())?;
+            let page = Page::<T>::read(method, key, &raw)?;
+            drop(raw);
             if method == methods::TOOLS_LIST {
-                self.note_tools_page(&page, n == 0);
+                self.note_tools_page(page.ttl_ms, page.cache_scope.as_deref(), n == 0);
             }
-            let next = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let list = page.get_mut(key).map(Value::take).unwrap_or(Value::Null);
-            let list: Vec<T> = if list.is_null() {
-                Vec::new()
-            } else {
-                parse(method, list)?
-            };
+            let (list, next) = (page.items, page.next_cursor);
             items.extend(list);
             match next {
                 None => return Ok(items),
@@ -116,12 +110,11 @@ impl Client {
     /// Reads a resource; text and blob contents are kept as sent.
     pub fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
         self.require(Needs::Resources, methods::RESOURCES_READ)?;
-        let result = self.request(
+        self.request_as(
             methods::RESOURCES_READ,
             Some(json!({ "uri": uri })),
             CallOptions::default(),
-        )?;
-        parse(methods::RESOURCES_READ, result)
+        )
     }
 
     /// Asks to be told when `uri` changes: `notifications/resources/updated` then reaches the
@@ -162,8 +155,7 @@ impl Client {
         if !arguments.is_null() {
             params["arguments"] = arguments;
         }
-        let result = self.request(methods::PROMPTS_GET, Some(params), CallOptions::default())?;
-        parse(methods::PROMPTS_GET, result)
+        self.request_as(methods::PROMPTS_GET, Some(params), CallOptions::default())
     }
 
     /// Completion values for `argument` (with its current `value`) of a prompt or a resource
@@ -183,12 +175,11 @@ impl Client {
         if let Some(arguments) = context {
             params["context"] = json!({ "arguments": arguments });
         }
-        let result = self.request(
+        self.request_as(
             methods::COMPLETION_COMPLETE,
             Some(params),
             CallOptions::default(),
-        )?;
-        parse(methods::COMPLETION_COMPLETE, result)
+        )
     }
 
     /// Sets the level of the log messages the server sends (`notifications/message`). On a

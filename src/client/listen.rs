@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::modern::{stamp, SessionEra};
@@ -132,7 +133,7 @@ impl Listener {
 
     /// One listen request, until its stream ends: bounded by the connection (every pending
     /// request ends when it does).
-    fn listen_once(&self) -> Result<Value, Error> {
+    fn listen_once(&self) -> Result<Box<RawValue>, Error> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.router.subscription(id, true);

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::select;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::Message;
@@ -23,6 +25,7 @@ use crate::transport::{
 };
 use crate::{CancelToken, Error};
 
+mod budget;
 mod era;
 mod features;
 mod handler;
@@ -30,10 +33,12 @@ mod handshake;
 mod listen;
 mod modern;
 mod options;
+mod page;
 mod probe;
 mod router;
 mod tasks;
 
+pub use budget::MAX_RESULT_VALUES;
 pub use handler::{ClientHandler, NoHandler, TraceContext};
 pub use modern::MAX_INPUT_ROUNDS;
 pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, ProgressFn};
@@ -166,13 +171,23 @@ impl Connection {
         self.transport.send(&Message::notification(method, params))
     }
 
-    /// Sends a request and waits for its outcome.
+    /// Sends a request and waits for its result, parsed as a [`Value`].
     pub(crate) fn request(
         &self,
         method: &str,
         params: Option<Value>,
-        mut wait: Wait<'_>,
+        wait: Wait<'_>,
     ) -> Result<Value, Error> {
+        parse_result(method, &self.request_raw(method, params, wait)?)
+    }
+
+    /// Sends a request and waits for its outcome: the result as the JSON text it came as.
+    pub(crate) fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        mut wait: Wait<'_>,
+    ) -> Result<Box<RawValue>, Error> {
         if wait.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
             return Err(Error::Cancelled);
         }
@@ -279,6 +294,14 @@ impl Connection {
             return Err(abandoned);
         }
     }
+}
+
+/// A result's JSON text parsed into the type its method returns, in one pass (no [`Value`]
+/// tree in between unless `T` is one).
+pub(crate) fn parse_result<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, Error> {
+    budget::check(method, raw.get())?;
+    serde_json::from_str(raw.get())
+        .map_err(|e| Error::protocol(format!("invalid {method} result: {e}")))
 }
 
 fn with_progress_token(params: Option<Value>, token: i64) -> Value {
@@ -403,13 +426,33 @@ impl Client {
             .map_err(ConnectFailure::close)
     }
 
-    /// Sends a request and waits for its result, as raw JSON.
+    /// Sends a request and waits for its result, as a JSON value.
     pub fn request(
         &self,
         method: &str,
         params: Option<Value>,
         options: CallOptions<'_>,
     ) -> Result<Value, Error> {
+        self.request_as(method, params, options)
+    }
+
+    /// Sends a request and parses its result straight into `T`.
+    pub(crate) fn request_as<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: CallOptions<'_>,
+    ) -> Result<T, Error> {
+        parse_result(method, &self.request_raw(method, params, options)?)
+    }
+
+    /// Sends a request and waits for its result's JSON text.
+    pub(crate) fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: CallOptions<'_>,
+    ) -> Result<Box<RawValue>, Error> {
         let inner = &*self.inner;
         let timeout = options.timeout.unwrap_or(inner.request_timeout);
         let hard = if options.on_progress.is_some() {
@@ -429,7 +472,7 @@ impl Client {
             None => params,
         };
         match &inner.era {
-            SessionEra::Handshake => inner.conn.request(method, params, wait),
+            SessionEra::Handshake => inner.conn.request_raw(method, params, wait),
             SessionEra::Stateless(session) => {
                 let relist = || self.list_tools().map(drop);
                 session.request(&inner.conn, method, params, wait, &relist)
@@ -478,9 +521,7 @@ impl Client {
             return self.call_tool_as_task(name, arguments, options);
         }
         let params = json!({ "name": name, "arguments": arguments });
-        let result = self.request(methods::TOOLS_CALL, Some(params), options)?;
-        CallToolResult::from_value(result)
-            .map_err(|e| Error::protocol(format!("invalid {} result: {e}", methods::TOOLS_CALL)))
+        self.request_as(methods::TOOLS_CALL, Some(params), options)
     }
 
     /// Sends `ping` and waits for the answer (2026-07-28 has no `ping`: `server/discover`
@@ -586,9 +627,4 @@ impl Leftover {
     pub(crate) fn close(self) {
         self.0.close();
     }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(method: &str, value: Value) -> Result<T, Error> {
-    serde_json::from_value(value)
-        .map_err(|e| Error::protocol(format!("invalid {method} result: {e}")))
 }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::handler::ClientHandler;
@@ -15,7 +16,10 @@ use crate::protocol::stateless::{
     META_LOG_LEVEL, META_PROTOCOL_VERSION, MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::protocol::{methods, ClientCapabilities, Implementation, ProtocolVersion, ResultType};
+use crate::protocol::{
+    check_elicitation_mode, methods, ClientCapabilities, Implementation, ProtocolVersion,
+    ResultType,
+};
 use crate::{CancelToken, Error};
 
 /// The most `input_required` rounds one request may take before it fails.
@@ -74,7 +78,7 @@ impl Stateless {
         params: Option<Value>,
         wait: Wait<'_>,
         relist: &dyn Fn() -> Result<(), Error>,
-    ) -> Result<Value, Error> {
+    ) -> Result<Box<RawValue>, Error> {
         let Wait {
             timeout,
             hard_deadline,
@@ -104,7 +108,7 @@ impl Stateless {
                     .map(|cb| Box::new(|p: &_| cb(p)) as super::ProgressFn<'_>),
                 notify_cancel,
             };
-            let result = match conn.request(method, Some(params), round) {
+            let result = match conn.request_raw(method, Some(params), round) {
                 Ok(result) => result,
                 Err(e) => match typed(method, e) {
                     Error::Rpc {
@@ -118,10 +122,11 @@ impl Stateless {
                     other => return Err(other),
                 },
             };
-            match ResultType::of(&result) {
+            match ResultType::of_json(&result) {
                 Ok(ResultType::Complete) => return Ok(result),
                 Ok(ResultType::InputRequired) => {
                     let deadline = hard_deadline.min(Instant::now() + timeout);
+                    let result: Value = super::parse_result(method, &result)?;
                     retry = Some(self.answer(conn, method, &result, deadline, cancel.as_ref())?);
                 }
                 Err(unknown) => {
@@ -221,7 +226,11 @@ fn answer_all(
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
         let params = request.get("params").cloned().unwrap_or(Value::Null);
         let answer = match method {
-            methods::ELICITATION_CREATE => handler.elicit(server, params),
+            methods::ELICITATION_CREATE => match handler.capabilities().elicitation {
+                Some(declared) => check_elicitation_mode(&declared, &params)
+                    .and_then(|()| handler.elicit(server, params)),
+                None => handler.elicit(server, params),
+            },
             methods::SAMPLING_CREATE_MESSAGE => handler.create_message(server, params),
             _ => handler
                 .list_roots(server)
@@ -270,12 +279,8 @@ impl super::Client {
     }
 
     /// Records one `tools/list` page's cache hints (`first` starts a new listing).
-    pub(super) fn note_tools_page(&self, page: &Value, first: bool) {
-        let ttl = page
-            .get("ttlMs")
-            .and_then(Value::as_i64)
-            .map(|t| t.max(0) as u64);
-        let scope = page.get("cacheScope").and_then(Value::as_str);
+    pub(super) fn note_tools_page(&self, ttl_ms: Option<i64>, scope: Option<&str>, first: bool) {
+        let ttl = ttl_ms.map(|t| t.max(0) as u64);
         let mut listing = self.inner.listing.lock();
         if first {
             *listing = crate::cache::Listing {

@@ -7,13 +7,16 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use crossbeam_channel::Sender;
 use parking_lot::Mutex;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::handler::ClientHandler;
 use crate::jsonrpc::{
     codes, empty_object, Message, Notification, Request, RequestId, Response, RpcError,
 };
-use crate::protocol::{methods, ClientCapabilities, LoggingMessageParams, Progress};
+use crate::protocol::{
+    check_elicitation_mode, methods, ClientCapabilities, LoggingMessageParams, Progress,
+};
 use crate::transport::{Inbound, Transport};
 use crate::Error;
 
@@ -28,7 +31,7 @@ const UNSOLICITED_SUMMARY_EVERY: u64 = 100;
 /// Where a pending request's outcome goes.
 pub(crate) struct Slot {
     /// The response (or the error that ended the request).
-    pub response: Sender<Result<Value, Error>>,
+    pub response: Sender<Result<Box<RawValue>, Error>>,
     /// Progress notifications for this request, when the caller asked for them.
     pub progress: Option<Sender<Progress>>,
 }
@@ -292,6 +295,15 @@ impl Router {
                 RpcError::method_not_found(&request.method),
             ));
             return;
+        }
+        if let (methods::ELICITATION_CREATE, Some(declared)) =
+            (request.method.as_str(), &self.declared.elicitation)
+        {
+            let params = request.params.as_ref().unwrap_or(&Value::Null);
+            if let Err(e) = check_elicitation_mode(declared, params) {
+                self.send(&Message::error(request.id, e));
+                return;
+            }
         }
         if self.server_requests.fetch_add(1, Ordering::SeqCst) >= MAX_SERVER_REQUESTS {
             self.server_requests.fetch_sub(1, Ordering::SeqCst);

@@ -260,7 +260,7 @@ impl McpManager {
         match block {
             ContentBlock::ResourceLink { uri, .. } => self.read_resource(server, uri),
             ContentBlock::Resource { resource, .. } => Ok(ReadResourceResult {
-                contents: vec![resource.clone()],
+                contents: vec![(**resource).clone()],
                 extra: Default::default(),
             }),
             other => Err(Error::Config {

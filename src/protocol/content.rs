@@ -4,9 +4,13 @@
 //! `extra`, and a block of a type we do not know is kept whole as [`ContentBlock::Unknown`].
 //! Serializing a block gives back the JSON the server sent.
 
-use serde::de::Error as _;
+use std::fmt;
+
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use super::member::{Member, Names};
 
 /// One item of a tool result's `content`.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,8 +51,9 @@ pub enum ContentBlock {
     },
     /// `{"type":"resource","resource":{...}}`: an embedded resource.
     Resource {
-        /// The resource's contents.
-        resource: EmbeddedResource,
+        /// The resource's contents (boxed: every block is as big as the largest variant, and a
+        /// result can hold millions of small text blocks).
+        resource: Box<EmbeddedResource>,
         /// Other fields.
         extra: Map<String, Value>,
     },
@@ -104,75 +109,6 @@ impl ContentBlock {
         }
     }
 
-    fn from_object(mut obj: Map<String, Value>) -> Result<ContentBlock, Map<String, Value>> {
-        let is_str =
-            |obj: &Map<String, Value>, key: &str| obj.get(key).is_some_and(Value::is_string);
-        let take = |obj: &mut Map<String, Value>, key: &str| match obj.remove(key) {
-            Some(Value::String(s)) => s,
-            _ => unreachable!("checked to be a string"),
-        };
-        // Check the shape first, so a block of the wrong shape is handed back untouched.
-        let kind = match obj.get("type").and_then(Value::as_str) {
-            Some(k @ ("text" | "image" | "audio" | "resource_link" | "resource")) => k.to_owned(),
-            _ => return Err(obj),
-        };
-        let well_formed = match kind.as_str() {
-            "text" => is_str(&obj, "text"),
-            "image" | "audio" => is_str(&obj, "data") && is_str(&obj, "mimeType"),
-            "resource_link" => is_str(&obj, "uri") && is_str(&obj, "name"),
-            _ => obj
-                .get("resource")
-                .is_some_and(|r| r.get("uri").is_some_and(Value::is_string)),
-        };
-        if !well_formed {
-            return Err(obj);
-        }
-        if kind == "resource" {
-            let raw = obj.remove("resource").expect("checked above");
-            return match serde_json::from_value::<EmbeddedResource>(raw.clone()) {
-                Ok(resource) => {
-                    obj.remove("type");
-                    Ok(ContentBlock::Resource {
-                        resource,
-                        extra: obj,
-                    })
-                }
-                Err(_) => {
-                    obj.insert("resource".into(), raw);
-                    Err(obj)
-                }
-            };
-        }
-        obj.remove("type");
-        Ok(match kind.as_str() {
-            "text" => ContentBlock::Text {
-                text: take(&mut obj, "text"),
-                extra: obj,
-            },
-            "image" | "audio" => {
-                let (data, mime_type) = (take(&mut obj, "data"), take(&mut obj, "mimeType"));
-                if kind == "image" {
-                    ContentBlock::Image {
-                        data,
-                        mime_type,
-                        extra: obj,
-                    }
-                } else {
-                    ContentBlock::Audio {
-                        data,
-                        mime_type,
-                        extra: obj,
-                    }
-                }
-            }
-            _ => ContentBlock::ResourceLink {
-                uri: take(&mut obj, "uri"),
-                name: take(&mut obj, "name"),
-                extra: obj,
-            },
-        })
-    }
-
     fn to_object(&self) -> Value {
         let (mut map, fields): (Map<String, Value>, Vec<(&str, Value)>) = match self {
             ContentBlock::Unknown(v) => return v.clone(),
@@ -222,18 +158,195 @@ impl ContentBlock {
     /// The block from its parsed JSON: a known type of the right shape becomes its variant,
     /// anything else but `null` is [`ContentBlock::Unknown`].
     pub fn from_value(value: Value) -> Result<ContentBlock, String> {
-        match value {
-            Value::Object(obj) => Ok(ContentBlock::from_object(obj)
-                .unwrap_or_else(|obj| ContentBlock::Unknown(Value::Object(obj)))),
-            Value::Null => Err("a content block cannot be null".to_owned()),
-            other => Ok(ContentBlock::Unknown(other)),
-        }
+        ContentBlock::deserialize(value).map_err(|e| e.to_string())
     }
 }
 
+/// The members of a block object that say which variant it is, each kept apart as it is read;
+/// everything else goes to `extra` (which stays unallocated for a plain block).
+#[derive(Default)]
+struct Fields {
+    known: [Option<Value>; KNOWN.len()],
+    extra: Map<String, Value>,
+}
+
+/// The members [`Fields`] keeps apart, by index.
+const KNOWN: [&str; 7] = [
+    "type", "text", "data", "mimeType", "uri", "name", "resource",
+];
+const TYPE: usize = 0;
+const TEXT: usize = 1;
+const DATA: usize = 2;
+const MIME_TYPE: usize = 3;
+const URI: usize = 4;
+const NAME: usize = 5;
+const RESOURCE: usize = 6;
+
+impl Fields {
+    fn insert(&mut self, member: Member, value: Value) {
+        match member {
+            Ok(i) => self.known[i] = Some(value),
+            Err(key) => {
+                self.extra.insert(key, value);
+            }
+        }
+    }
+
+    fn is_str(&self, i: usize) -> bool {
+        matches!(self.known[i], Some(Value::String(_)))
+    }
+
+    fn take_str(&mut self, i: usize) -> String {
+        match self.known[i].take() {
+            Some(Value::String(s)) => s,
+            _ => unreachable!("checked to be a string"),
+        }
+    }
+
+    /// The block these members make: a known type of the right shape becomes its variant;
+    /// anything else is handed back whole, as the object it was.
+    fn into_block(mut self) -> ContentBlock {
+        let kind = match &self.known[TYPE] {
+            Some(Value::String(k))
+                if matches!(
+                    k.as_str(),
+                    "text" | "image" | "audio" | "resource_link" | "resource"
+                ) =>
+            {
+                k.clone()
+            }
+            _ => return self.unknown(),
+        };
+        let well_formed = match kind.as_str() {
+            "text" => self.is_str(TEXT),
+            "image" | "audio" => self.is_str(DATA) && self.is_str(MIME_TYPE),
+            "resource_link" => self.is_str(URI) && self.is_str(NAME),
+            _ => self.known[RESOURCE]
+                .as_ref()
+                .is_some_and(|r| r.get("uri").is_some_and(Value::is_string)),
+        };
+        if !well_formed {
+            return self.unknown();
+        }
+        self.known[TYPE] = None;
+        let block = match kind.as_str() {
+            "text" => ContentBlock::Text {
+                text: self.take_str(TEXT),
+                extra: Map::new(),
+            },
+            "image" => ContentBlock::Image {
+                data: self.take_str(DATA),
+                mime_type: self.take_str(MIME_TYPE),
+                extra: Map::new(),
+            },
+            "audio" => ContentBlock::Audio {
+                data: self.take_str(DATA),
+                mime_type: self.take_str(MIME_TYPE),
+                extra: Map::new(),
+            },
+            "resource_link" => ContentBlock::ResourceLink {
+                uri: self.take_str(URI),
+                name: self.take_str(NAME),
+                extra: Map::new(),
+            },
+            _ => {
+                let raw = self.known[RESOURCE].take().expect("checked above");
+                match serde_json::from_value::<EmbeddedResource>(raw.clone()) {
+                    Ok(resource) => ContentBlock::Resource {
+                        resource: Box::new(resource),
+                        extra: Map::new(),
+                    },
+                    Err(_) => {
+                        self.known[RESOURCE] = Some(raw);
+                        self.known[TYPE] = Some(Value::String(kind));
+                        return self.unknown();
+                    }
+                }
+            }
+        };
+        // What the variant does not model (a `name` on a text block, ...) is its `extra`.
+        let mut rest = self.extra;
+        for (key, value) in KNOWN.iter().zip(self.known) {
+            if let Some(value) = value {
+                rest.insert((*key).to_owned(), value);
+            }
+        }
+        block.with_extra(rest)
+    }
+
+    fn unknown(self) -> ContentBlock {
+        let mut map = self.extra;
+        for (key, value) in KNOWN.iter().zip(self.known) {
+            if let Some(value) = value {
+                map.insert((*key).to_owned(), value);
+            }
+        }
+        ContentBlock::Unknown(Value::Object(map))
+    }
+}
+
+impl ContentBlock {
+    fn with_extra(mut self, rest: Map<String, Value>) -> ContentBlock {
+        match &mut self {
+            ContentBlock::Text { extra, .. }
+            | ContentBlock::Image { extra, .. }
+            | ContentBlock::Audio { extra, .. }
+            | ContentBlock::ResourceLink { extra, .. }
+            | ContentBlock::Resource { extra, .. } => *extra = rest,
+            ContentBlock::Unknown(_) => {}
+        }
+        self
+    }
+}
+
+/// Reads a block straight from its JSON, without building the object first: a result can
+/// carry millions of blocks, and a `Value` object costs several times a typed block.
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        ContentBlock::from_value(Value::deserialize(d)?).map_err(D::Error::custom)
+        struct Block;
+        impl<'de> Visitor<'de> for Block {
+            type Value = ContentBlock;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+                let mut fields = Fields::default();
+                while let Some(member) = map.next_key_seed(Names(&KNOWN))? {
+                    let value = map.next_value::<Value>()?;
+                    fields.insert(member, value);
+                }
+                Ok(fields.into_block())
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ContentBlock, E> {
+                Err(E::custom("a content block cannot be null"))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ContentBlock, E> {
+                Ok(ContentBlock::Unknown(Value::Bool(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ContentBlock, E> {
+                Ok(ContentBlock::Unknown(Value::from(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ContentBlock, E> {
+                Ok(ContentBlock::Unknown(Value::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ContentBlock, E> {
+                Ok(ContentBlock::Unknown(Value::from(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ContentBlock, E> {
+                Ok(ContentBlock::Unknown(Value::from(v)))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<ContentBlock, E> {
+                Ok(ContentBlock::Unknown(Value::String(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContentBlock, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<Value>()? {
+                    items.push(item);
+                }
+                Ok(ContentBlock::Unknown(Value::Array(items)))
+            }
+        }
+        d.deserialize_any(Block)
     }
 }
 

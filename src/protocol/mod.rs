@@ -5,6 +5,7 @@
 
 mod content;
 mod lifecycle;
+pub(crate) mod member;
 mod notifications;
 mod requests;
 mod resources;
@@ -17,7 +18,7 @@ pub use lifecycle::{
     ClientCapabilities, Implementation, InitializeParams, InitializeResult, ServerCapabilities,
 };
 pub use notifications::{CancelledParams, LoggingLevel, LoggingMessageParams, Progress};
-pub use requests::{ListRootsResult, Root, UrlElicitation};
+pub use requests::{check_elicitation_mode, ListRootsResult, Root, UrlElicitation};
 pub use resources::{
     CompleteResult, Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument,
     PromptMessage, ReadResourceResult, Resource, ResourceTemplate,

@@ -2,6 +2,7 @@
 //! `resultType`, the cache hints and the error codes of its allocated range.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{is_none, Implementation, ServerCapabilities};
@@ -100,7 +101,28 @@ pub enum ResultType {
 impl ResultType {
     /// The `resultType` of a result; `Err` holds a value we do not know (a protocol error).
     pub fn of(result: &Value) -> Result<ResultType, String> {
-        match result.get("resultType") {
+        ResultType::of_member(result.get("resultType"))
+    }
+
+    /// The `resultType` of a result still in its JSON text, read without building the rest.
+    pub fn of_json(result: &RawValue) -> Result<ResultType, String> {
+        #[derive(Deserialize)]
+        struct Head {
+            #[serde(rename = "resultType", default)]
+            result_type: Option<Value>,
+        }
+        if !result.get().trim_start().starts_with('{') {
+            return Ok(ResultType::Complete);
+        }
+        match serde_json::from_str::<Head>(result.get()) {
+            Ok(head) => ResultType::of_member(head.result_type.as_ref()),
+            // Not an object: no `resultType` (whoever parses the result says what is wrong).
+            Err(_) => Ok(ResultType::Complete),
+        }
+    }
+
+    fn of_member(member: Option<&Value>) -> Result<ResultType, String> {
+        match member {
             None | Some(Value::Null) => Ok(ResultType::Complete),
             Some(Value::String(s)) if s == "complete" => Ok(ResultType::Complete),
             Some(Value::String(s)) if s == "input_required" => Ok(ResultType::InputRequired),
@@ -127,6 +149,20 @@ mod tests {
         );
         assert!(ResultType::of(&json!({"resultType": "task"})).is_err());
         assert!(ResultType::of(&json!({"resultType": 1})).is_err());
+        let raw = |v: Value| serde_json::value::to_raw_value(&v).unwrap();
+        for v in [
+            json!({}),
+            json!({"resultType": "input_required", "x": [1, {"a": 2}]}),
+            json!({"resultType": "task"}),
+            json!([1]),
+            json!(null),
+        ] {
+            assert_eq!(
+                ResultType::of_json(&raw(v.clone())),
+                ResultType::of(&v),
+                "{v}"
+            );
+        }
     }
 
     #[test]

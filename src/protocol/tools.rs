@@ -1,11 +1,14 @@
 //! Tools: definitions, listing, calling, results.
 
-use serde::de::Error as _;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use super::content::ContentBlock;
 use super::is_none;
+use super::member::Names;
 
 /// A tool definition, as `tools/list` returns it. Schemas are raw JSON; unknown fields are kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,44 +147,9 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
-    /// The result from its parsed JSON, its parts moved rather than re-read: a call's result is
-    /// on every call's path, and serde's route for the `extra` fields buffers every field
-    /// first. `null` in an optional field is its absence.
+    /// The result from its parsed JSON. `null` in an optional field is its absence.
     pub fn from_value(value: Value) -> Result<CallToolResult, String> {
-        let Value::Object(mut map) = value else {
-            return Err(format!("expected an object, found {}", json_kind(&value)));
-        };
-        let content = match map.remove("content") {
-            None => Vec::new(),
-            Some(Value::Array(blocks)) => blocks
-                .into_iter()
-                .map(ContentBlock::from_value)
-                .collect::<Result<_, _>>()?,
-            Some(other) => {
-                return Err(format!(
-                    "`content`: expected an array, found {}",
-                    json_kind(&other)
-                ))
-            }
-        };
-        let is_error = match map.remove("isError") {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(b),
-            Some(other) => {
-                return Err(format!(
-                    "`isError`: expected a boolean, found {}",
-                    json_kind(&other)
-                ))
-            }
-        };
-        let optional = |v: Option<Value>| v.filter(|v| !v.is_null());
-        Ok(CallToolResult {
-            content,
-            structured_content: optional(map.remove("structuredContent")),
-            is_error,
-            meta: optional(map.remove("_meta")),
-            extra: map,
-        })
+        CallToolResult::deserialize(value).map_err(|e| e.to_string())
     }
 
     /// Whether the result is a tool error (`isError: true`).
@@ -199,10 +167,133 @@ impl CallToolResult {
     }
 }
 
+/// Reads a result straight from its JSON: the content blocks one by one (see
+/// [`ContentBlock`]'s reader), the other members as values. A call's result is on every call's
+/// path, and can be tens of megabytes.
 impl<'de> Deserialize<'de> for CallToolResult {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        CallToolResult::from_value(Value::deserialize(d)?).map_err(D::Error::custom)
+        d.deserialize_any(ResultVisitor)
     }
+}
+
+const RESULT_MEMBERS: [&str; 4] = ["content", "structuredContent", "isError", "_meta"];
+
+struct ResultVisitor;
+
+impl<'de> Visitor<'de> for ResultVisitor {
+    type Value = CallToolResult;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallToolResult, A::Error> {
+        let mut result = CallToolResult::default();
+        let optional = |v: Value| Some(v).filter(|v| !v.is_null());
+        while let Some(member) = map.next_key_seed(Names(&RESULT_MEMBERS))? {
+            match member {
+                Ok(0) => result.content = map.next_value_seed(Blocks)?,
+                Ok(1) => result.structured_content = optional(map.next_value()?),
+                Ok(2) => {
+                    result.is_error = match map.next_value::<Value>()? {
+                        Value::Null => None,
+                        Value::Bool(b) => Some(b),
+                        other => {
+                            return Err(A::Error::custom(format!(
+                                "`isError`: expected a boolean, found {}",
+                                json_kind(&other)
+                            )))
+                        }
+                    }
+                }
+                Ok(_) => result.meta = optional(map.next_value()?),
+                Err(key) => {
+                    let value = map.next_value()?;
+                    result.extra.insert(key, value);
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<CallToolResult, E> {
+        Err(not_an_object("null"))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<CallToolResult, E> {
+        Err(not_an_object("a boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<CallToolResult, E> {
+        Err(not_an_object("a number"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<CallToolResult, E> {
+        Err(not_an_object("a number"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<CallToolResult, E> {
+        Err(not_an_object("a number"))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<CallToolResult, E> {
+        Err(not_an_object("a string"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<CallToolResult, A::Error> {
+        Err(not_an_object("an array"))
+    }
+}
+
+fn not_an_object<E: de::Error>(found: &str) -> E {
+    E::custom(format!("expected an object, found {found}"))
+}
+
+/// A result's `content`: an array of blocks, each read as it comes.
+struct Blocks;
+
+impl<'de> DeserializeSeed<'de> for Blocks {
+    type Value = Vec<ContentBlock>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<ContentBlock>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Blocks {
+    type Value = Vec<ContentBlock>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of content blocks")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<ContentBlock>, A::Error> {
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(block) = seq.next_element::<ContentBlock>()? {
+            blocks.push(block);
+        }
+        Ok(blocks)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Vec<ContentBlock>, E> {
+        Err(not_an_array("null"))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Vec<ContentBlock>, E> {
+        Err(not_an_array("a boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Vec<ContentBlock>, E> {
+        Err(not_an_array("a number"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Vec<ContentBlock>, E> {
+        Err(not_an_array("a number"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Vec<ContentBlock>, E> {
+        Err(not_an_array("a number"))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Vec<ContentBlock>, E> {
+        Err(not_an_array("a string"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Vec<ContentBlock>, A::Error> {
+        Err(not_an_array("an object"))
+    }
+}
+
+fn not_an_array<E: de::Error>(found: &str) -> E {
+    E::custom(format!("`content`: expected an array, found {found}"))
 }
 
 /// A JSON value's kind, for error texts (`a string`, `an object`, ...).

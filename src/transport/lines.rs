@@ -66,6 +66,20 @@ pub(crate) fn read_line_capped<R: BufRead>(
     }
 }
 
+/// What a line buffer keeps between lines: after a longer line its memory is returned, so one
+/// huge message does not stay allocated for the life of the connection (and is freed before
+/// its result is parsed).
+const KEPT_CAPACITY: usize = 64 * 1024;
+
+/// Empties a line buffer for the next line, returning its memory when a long line grew it.
+pub(crate) fn reuse(buf: &mut Vec<u8>) {
+    if buf.capacity() > KEPT_CAPACITY {
+        *buf = Vec::new();
+    } else {
+        buf.clear();
+    }
+}
+
 /// A push-based line splitter for input read in chunks (the multiplexed stdio loop).
 pub(crate) struct LineSplitter {
     buf: Vec<u8>,
@@ -110,7 +124,7 @@ impl LineSplitter {
                 let room = self.cap - self.buf.len();
                 self.buf.extend_from_slice(&chunk[..room]);
                 let go_on = on_piece(Piece::TooLong(&self.buf));
-                self.buf.clear();
+                reuse(&mut self.buf);
                 if !go_on || !self.discard_rest {
                     return;
                 }
@@ -119,7 +133,7 @@ impl LineSplitter {
                 self.buf.extend_from_slice(chunk);
                 if newline.is_some() {
                     let go_on = on_piece(Piece::Line(&self.buf));
-                    self.buf.clear();
+                    reuse(&mut self.buf);
                     if !go_on {
                         return;
                     }

@@ -73,6 +73,27 @@ impl Server {
                 eprintln!("about to crash");
                 std::process::exit(3);
             }
+            // N tiny text blocks in one result (`blocks`), or a structured result of N numbers
+            // (`numbers`): replies whose parsed form is many times their text.
+            "wide" | "numbers" => {
+                let count = args["count"].as_u64().unwrap_or(1000) as usize;
+                let (head, item, tail) = if name == "wide" {
+                    ("{\"content\":[", "{\"type\":\"text\",\"text\":\"x\"}", "]}")
+                } else {
+                    ("{\"content\":[],\"structuredContent\":{\"v\":[", "1", "]}}")
+                };
+                let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{head}");
+                line.reserve(count * (item.len() + 1) + 16);
+                for i in 0..count {
+                    if i > 0 {
+                        line.push(',');
+                    }
+                    line.push_str(item);
+                }
+                line.push_str(tail);
+                line.push('}');
+                self.raw(&line);
+            }
             "huge" => {
                 let bytes = args["bytes"].as_u64().unwrap_or(1 << 20) as usize;
                 let mut out = self.out.lock().unwrap();

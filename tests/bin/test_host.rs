@@ -6,6 +6,10 @@
 //! before the host reports (a server must not die with the thread that spawned it). Then it
 //! prints one line `SERVER_PID GRANDCHILD_PID` per server and `ready`, and waits forever. It
 //! handles no signal: SIGTERM and SIGINT kill it as SIGKILL does.
+//!
+//! `mcp-test-host --call SERVER TOOL ARGS` makes one call of TOOL (ARGS: a JSON object) on the
+//! test server at path SERVER and prints `blocks=N` or `error: ...`, then its own peak
+//! resident memory as `peak_kib=N` (the large-result tests).
 
 use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
 use serde_json::json;
@@ -19,7 +23,15 @@ fn main() {
         libc::signal(libc::SIGTERM, libc::SIG_DFL);
     }
     let mut args = std::env::args().skip(1);
-    let server = args.next().expect("usage: mcp-test-host SERVER N");
+    let mut server = args.next().expect("usage: mcp-test-host SERVER N");
+    if server == "--call" {
+        server = args
+            .next()
+            .expect("usage: mcp-test-host --call SERVER TOOL ARGS");
+        let tool = args.next().expect("a tool");
+        let arguments = serde_json::from_str(&args.next().expect("arguments")).expect("JSON");
+        return call_once(&server, &tool, arguments);
+    }
     let n: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
     let connector = std::thread::spawn(move || {
         (0..n)
@@ -52,4 +64,24 @@ fn main() {
     loop {
         std::thread::park();
     }
+}
+
+fn call_once(server: &str, tool: &str, arguments: serde_json::Value) {
+    let client = Client::connect(
+        "s",
+        &Endpoint::stdio(server, Vec::<String>::new()),
+        ConnectOptions::default(),
+    )
+    .expect("connect to the test server");
+    match client.call_tool(tool, arguments, CallOptions::default()) {
+        Ok(result) => println!("blocks={}", result.content.len()),
+        Err(e) => println!("error: {e}"),
+    }
+    client.close();
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let peak = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .expect("VmHWM");
+    println!("peak_kib={}", peak.trim().trim_end_matches("kB").trim());
 }

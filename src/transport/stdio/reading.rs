@@ -218,12 +218,15 @@ pub(super) fn read_loop(
     max: usize,
     inbound: Arc<dyn Inbound>,
 ) {
-    use crate::transport::lines::{read_line_capped, LineRead};
+    use crate::transport::lines::{read_line_capped, reuse, LineRead};
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::with_capacity(4096);
     let end = loop {
         match read_line_capped(&mut reader, &mut buf, max, false) {
-            Ok(LineRead::Line) => dispatch_line(shared, &buf, &*inbound, &mut |_| {}),
+            Ok(LineRead::Line) => {
+                dispatch_line(shared, &buf, &*inbound, &mut |_| {});
+                reuse(&mut buf);
+            }
             Ok(LineRead::Eof) => {
                 dispatch_line(shared, &buf, &*inbound, &mut |_| {});
                 break ReadEnd::Eof;
