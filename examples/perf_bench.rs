@@ -142,7 +142,7 @@ fn fleet(args: &Args) -> serde_json::Value {
             ..ManagerOptions::default()
         });
         let started = Instant::now();
-        let report = manager.connect_servers(&configs, &BTreeMap::new());
+        let report = manager.connect_servers(&configs);
         times.push(started.elapsed());
         assert_eq!(report.connected.len(), args.fleet, "{report:?}");
         tools_total = manager.get_tools().len();

@@ -411,7 +411,7 @@ impl McpCommands {
         };
         let configs = BTreeMap::from([(name.to_owned(), config.clone())]);
         let sources = BTreeMap::from([(name.to_owned(), source.clone())]);
-        let report = manager.connect_servers(&configs, &sources);
+        let report = manager.connect_with(&configs, &sources);
         self.session.refresh_from_manager();
         summary(&report)
     }

@@ -16,7 +16,7 @@
 //!
 //! let loaded = discover_and_load_mcp_tools(&std::env::current_dir()?, LoaderOptions::default());
 //! for t in &loaded.tools {
-//!     println!("{} from {}", t.tool.name(), t.path);
+//!     println!("{} from {}", t.tool.name(), t.label);
 //! }
 //! loaded.manager.disconnect_all();
 //! # Ok::<(), std::io::Error>(())
@@ -117,4 +117,4 @@ pub use loader::{
 };
 pub use manager::{ManagerOptions, McpManager};
 pub use session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
-pub use tool::{Aborted, Tool, ToolContext, ToolOutput};
+pub use tool::{Aborted, AgentTool, ToolContext, ToolOutput};

@@ -19,16 +19,16 @@ use std::sync::Arc;
 
 use crate::cache::{FileToolCache, ToolCache};
 use crate::config::{
-    load_all_mcp_configs, needs_approval_message, DiscoveredServer, LoadOptions, LoadedConfigs,
+    load_all_mcp_configs, needs_approval_message, DiscoveredServer, DiscoveryOptions, LoadedConfigs,
 };
 use crate::manager::{ConnectReport, ManagerOptions, McpManager};
-use crate::tool::{build_tools, Tool};
+use crate::tool::{build_tools, AgentTool};
 
 /// How to load.
 #[derive(Clone, Debug)]
 pub struct LoaderOptions {
     /// Discovery (project config on/off, Exa filter, home, the host's own files, sources).
-    pub config: LoadOptions,
+    pub config: DiscoveryOptions,
     /// The manager (gate, cache, auth storage, connect options). Its `project_dir` is set to
     /// the loader's `cwd`.
     pub manager: ManagerOptions,
@@ -42,7 +42,7 @@ pub struct LoaderOptions {
 impl Default for LoaderOptions {
     fn default() -> Self {
         LoaderOptions {
-            config: LoadOptions::default(),
+            config: DiscoveryOptions::default(),
             manager: ManagerOptions::default(),
             default_cache: true,
         }
@@ -65,18 +65,19 @@ impl LoaderOptions {
 /// A tool ready to register, with where it came from.
 #[derive(Clone)]
 pub struct LoadedTool {
-    /// `mcp:<server> via <providerName>` (or `mcp:<server>` when the source is unknown).
-    pub path: String,
+    /// Where it came from, for display: `mcp:<server> via <providerName>` (or `mcp:<server>`
+    /// when the source is unknown).
+    pub label: String,
     /// The config file the server came from.
-    pub resolved_path: String,
+    pub config_file: String,
     /// The tool.
-    pub tool: Arc<dyn Tool>,
+    pub tool: Arc<dyn AgentTool>,
 }
 
 impl std::fmt::Debug for LoadedTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoadedTool")
-            .field("path", &self.path)
+            .field("label", &self.label)
             .field("name", &self.tool.name())
             .finish()
     }
@@ -126,7 +127,7 @@ pub fn display_path(server: &str, provider_name: Option<&str>) -> String {
 /// the `/mcp` commands) goes through here, so none of them can be cut short by a source.
 pub fn try_load_all_mcp_configs(
     cwd: &Path,
-    options: &LoadOptions,
+    options: &DiscoveryOptions,
 ) -> Result<LoadedConfigs, LoadError> {
     let discovered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         load_all_mcp_configs(cwd, options)
@@ -154,7 +155,11 @@ pub fn discover_and_load_mcp_tools(cwd: &Path, options: LoaderOptions) -> McpLoa
 /// [`discover_and_load_mcp_tools`] with a manager the caller built (from
 /// [`LoaderOptions::manager_options`]) and may already have handed elsewhere, e.g. to a
 /// signal handler that must be able to close every server while they are still connecting.
-pub fn load_with_manager(manager: McpManager, cwd: &Path, config: &LoadOptions) -> McpLoadResult {
+pub fn load_with_manager(
+    manager: McpManager,
+    cwd: &Path,
+    config: &DiscoveryOptions,
+) -> McpLoadResult {
     let loaded = match try_load_all_mcp_configs(cwd, config) {
         Ok(l) => l,
         Err(error) => {
@@ -170,7 +175,7 @@ pub fn load_with_manager(manager: McpManager, cwd: &Path, config: &LoadOptions) 
             };
         }
     };
-    let report = manager.connect_servers(&loaded.configs, &loaded.sources);
+    let report = manager.connect_found(&loaded);
     let mut errors: Vec<LoadError> = loaded
         .problems
         .iter()
@@ -218,7 +223,7 @@ pub fn approval_errors(loaded: &LoadedConfigs) -> Vec<LoadError> {
 /// nothing is approved.
 pub fn trust_servers(
     cwd: &Path,
-    options: &LoadOptions,
+    options: &DiscoveryOptions,
     names: &[String],
 ) -> Result<Vec<DiscoveredServer>, crate::Error> {
     let mut report_only = options.clone();
@@ -271,7 +276,11 @@ pub fn trust_servers(
 
 /// Forgets the approval of the project server `name` (it asks again next time). False when
 /// it had none.
-pub fn untrust_server(cwd: &Path, options: &LoadOptions, name: &str) -> Result<bool, crate::Error> {
+pub fn untrust_server(
+    cwd: &Path,
+    options: &DiscoveryOptions,
+    name: &str,
+) -> Result<bool, crate::Error> {
     options.trust_store(cwd).revoke(cwd, name)
 }
 
@@ -286,8 +295,8 @@ pub fn loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
                 .unwrap_or_default();
             let source = manager.source(&server);
             LoadedTool {
-                path: display_path(&server, source.as_ref().map(|s| s.provider_name.as_str())),
-                resolved_path: source
+                label: display_path(&server, source.as_ref().map(|s| s.provider_name.as_str())),
+                config_file: source
                     .map(|s| s.path.display().to_string())
                     .unwrap_or_default(),
                 tool,

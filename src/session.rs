@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::cache::ToolCache;
-use crate::config::{AuthStorage, DiscoveredServer, LoadOptions, ProjectTrust};
+use crate::config::{AuthStorage, DiscoveredServer, DiscoveryOptions, ProjectTrust};
 use crate::loader::{
     load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
@@ -31,16 +31,17 @@ use crate::manager::{
     ManagerOptions, McpManager, ServerInfo,
 };
 use crate::protocol::{CompleteResult, CompletionRef, GetPromptResult, ReadResourceResult};
-use crate::tool::Tool;
+use crate::tool::AgentTool;
 use crate::Error;
 
 /// A registered tool.
 #[derive(Clone)]
 pub struct RegisteredTool {
     /// The tool.
-    pub tool: Arc<dyn Tool>,
-    /// Where it came from (`mcp:<server> via <provider>` for MCP tools; the host's label else).
-    pub path: String,
+    pub tool: Arc<dyn AgentTool>,
+    /// Where it came from, for display (`mcp:<server> via <provider>` for MCP tools; the
+    /// host's label else).
+    pub label: String,
     /// Whether it is an MCP tool (refreshes replace exactly these).
     pub mcp: bool,
 }
@@ -54,13 +55,13 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// Registers one of the host's own tools (active).
-    pub fn add_host_tool(&mut self, tool: Arc<dyn Tool>, path: impl Into<String>) {
+    pub fn add_host_tool(&mut self, tool: Arc<dyn AgentTool>, path: impl Into<String>) {
         let name = tool.name().to_owned();
         self.tools.insert(
             name.clone(),
             RegisteredTool {
                 tool,
-                path: path.into(),
+                label: path.into(),
                 mcp: false,
             },
         );
@@ -104,7 +105,7 @@ impl ToolRegistry {
                 name.clone(),
                 RegisteredTool {
                     tool: t.tool,
-                    path: t.path,
+                    label: t.label,
                     mcp: true,
                 },
             );
@@ -188,7 +189,7 @@ pub struct SessionOptions {
     pub enable_project_config: bool,
     /// Discovery settings (home, the host's own files, extra sources). Its
     /// `enable_project_config` is set from the field above.
-    pub config: LoadOptions,
+    pub config: DiscoveryOptions,
     /// Manager settings (gate, cache, auth, connection template).
     pub manager: ManagerOptions,
     /// The tool cache (overrides `manager.cache` when set).
@@ -203,7 +204,7 @@ pub struct SessionOptions {
     /// OAuth credentials (overrides `manager.auth` when set).
     pub auth_storage: Option<Arc<dyn AuthStorage>>,
     /// The host's own tools.
-    pub host_tools: Vec<Arc<dyn Tool>>,
+    pub host_tools: Vec<Arc<dyn AgentTool>>,
     /// Refresh the MCP tools by itself when the manager's tool set changes, and the
     /// resources, templates and prompts when those change (default true).
     pub auto_refresh: bool,
@@ -219,7 +220,7 @@ impl Default for SessionOptions {
             cwd: std::env::current_dir().unwrap_or_default(),
             enable_mcp: true,
             enable_project_config: true,
-            config: LoadOptions::default(),
+            config: DiscoveryOptions::default(),
             manager: ManagerOptions::default(),
             cache: None,
             default_cache: true,
@@ -254,7 +255,7 @@ pub struct AgentSession {
 
 struct Inner {
     cwd: PathBuf,
-    config: LoadOptions,
+    config: DiscoveryOptions,
     manager: Option<McpManager>,
     registry: Mutex<ToolRegistry>,
     listeners: Mutex<Vec<RefreshListener>>,
@@ -359,7 +360,7 @@ impl AgentSession {
     }
 
     /// The discovery settings the session uses (for reloads).
-    pub fn config_options(&self) -> &LoadOptions {
+    pub fn config_options(&self) -> &DiscoveryOptions {
         &self.inner.config
     }
 
@@ -389,7 +390,7 @@ impl AgentSession {
     }
 
     /// A tool by name.
-    pub fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn AgentTool>> {
         self.inner
             .registry
             .lock()
@@ -555,7 +556,7 @@ impl AgentSession {
     pub fn discover_and_connect(&self) -> Option<Result<ConnectReport, LoadError>> {
         let manager = self.inner.manager.as_ref()?;
         Some(self.discover().map(|loaded| {
-            let report = manager.connect_servers(&loaded.configs, &loaded.sources);
+            let report = manager.connect_found(&loaded);
             self.refresh_from_manager();
             report
         }))
@@ -568,7 +569,7 @@ impl AgentSession {
         let manager = self.inner.manager.as_ref()?;
         Some(self.discover().map(|loaded| {
             manager.disconnect_all();
-            let report = manager.connect_servers(&loaded.configs, &loaded.sources);
+            let report = manager.connect_found(&loaded);
             self.refresh_from_manager();
             report
         }))

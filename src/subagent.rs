@@ -12,7 +12,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::manager::McpManager;
-use crate::tool::{build_tools, call_through, Aborted, Tool, ToolContext, ToolDetails, ToolOutput};
+use crate::tool::{
+    build_tools, call_through, Aborted, AgentTool, ToolContext, ToolDetails, ToolOutput,
+};
 use crate::Error;
 
 /// The default cap on one proxied call.
@@ -35,7 +37,7 @@ impl SubagentTools {
     }
 
     /// The proxies for the parent's current tools.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    pub fn tools(&self) -> Vec<Arc<dyn AgentTool>> {
         build_tools(&self.manager)
             .into_iter()
             .filter_map(|inner| {
@@ -47,7 +49,7 @@ impl SubagentTools {
                     manager: self.manager.clone(),
                     cap: self.cap,
                 };
-                Some(Arc::new(proxy) as Arc<dyn Tool>)
+                Some(Arc::new(proxy) as Arc<dyn AgentTool>)
             })
             .collect()
     }
@@ -57,7 +59,7 @@ impl SubagentTools {
 #[derive(Clone)]
 pub struct ProxyTool {
     /// The parent's tool object: the presentation is its own (shared, not copied).
-    inner: Arc<dyn Tool>,
+    inner: Arc<dyn AgentTool>,
     server: String,
     tool: String,
     manager: McpManager,
@@ -76,7 +78,7 @@ impl ProxyTool {
     }
 }
 
-impl Tool for ProxyTool {
+impl AgentTool for ProxyTool {
     fn name(&self) -> &str {
         self.inner.name()
     }

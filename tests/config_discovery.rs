@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use mcp_runtime::config::{
     load_all_mcp_configs, resolve_server_config, AuthStorage, ConfigSource, Credential,
-    DiscoveryContext, FileAuthStorage, FoundServer, Level, LoadOptions, ServerConfig, SourceOutput,
-    ToolVerdict,
+    DiscoveryContext, DiscoveryOptions, FileAuthStorage, FoundServer, Level, ServerConfig,
+    SourceOutput, ToolVerdict,
 };
 use mcp_runtime::Endpoint;
 use serde_json::{json, Map};
@@ -328,7 +328,7 @@ fn project_config_can_be_turned_off() {
     every_source(&f);
     let loaded = load_all_mcp_configs(
         &f.project(),
-        &LoadOptions {
+        &DiscoveryOptions {
             enable_project_config: false,
             ..f.options()
         },
@@ -399,7 +399,7 @@ fn exa_servers_are_filtered_and_their_keys_returned() {
     assert_eq!(keys, ["k-env", "k-url"]);
     let kept = load_all_mcp_configs(
         &f.project(),
-        &LoadOptions {
+        &DiscoveryOptions {
             filter_exa: false,
             ..f.options()
         },
@@ -497,7 +497,7 @@ fn a_host_adds_its_own_source() {
     sources.insert(0, Arc::new(HostSource));
     let loaded = load_all_mcp_configs(
         &f.project(),
-        &LoadOptions {
+        &DiscoveryOptions {
             sources: Some(sources),
             ..f.options()
         },

@@ -10,8 +10,8 @@ use mcp_runtime::config::sources::{
     OpenCode, RooCode, VsCode, Windsurf, Zed, GEMINI_DEFAULT_TIMEOUT_MS,
 };
 use mcp_runtime::config::{
-    load_all_mcp_configs, resolve_server_config, ConfigSource, DiscoveryContext, Level,
-    LoadOptions, LoadedConfigs, ProjectTrust, ServerConfig,
+    load_all_mcp_configs, resolve_server_config, ConfigSource, DiscoveryContext, DiscoveryOptions,
+    Level, LoadedConfigs, ProjectTrust, ServerConfig,
 };
 
 struct Fixture {
@@ -43,12 +43,12 @@ impl Fixture {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(&from, to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
     }
-    fn options(&self, sources: Vec<Arc<dyn ConfigSource>>) -> LoadOptions {
-        LoadOptions {
+    fn options(&self, sources: Vec<Arc<dyn ConfigSource>>) -> DiscoveryOptions {
+        DiscoveryOptions {
             home: Some(self.home()),
             project_trust: ProjectTrust::TrustAll,
             sources: Some(sources),
-            ..LoadOptions::default()
+            ..DiscoveryOptions::default()
         }
     }
     fn load(&self, source: impl ConfigSource + 'static) -> LoadedConfigs {

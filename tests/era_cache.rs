@@ -51,7 +51,7 @@ fn manager(cache: &Arc<FileToolCache>) -> McpManager {
 fn run_once(cache: &Arc<FileToolCache>, config: &ServerConfig) -> Option<mcp_runtime::Client> {
     let manager = manager(cache);
     let configs = BTreeMap::from([("srv".to_owned(), config.clone())]);
-    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    let report = manager.connect_servers(&configs);
     assert_eq!(report.connected, ["srv"], "{:?}", report.errors);
     let client = manager.client("srv");
     manager.disconnect_all();
@@ -126,7 +126,7 @@ fn a_listing_past_its_ttl_is_fetched_again_when_the_tools_are_next_needed() {
     let manager = manager(&cache);
     let config = server_config(&["--mode", "modern", "--ttl", "0", "--log", &log]);
     let configs = BTreeMap::from([("srv".to_owned(), config)]);
-    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    let report = manager.connect_servers(&configs);
     assert_eq!(report.connected, ["srv"], "{:?}", report.errors);
     assert!(
         !manager.client("srv").unwrap().tools_fresh(),

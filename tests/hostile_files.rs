@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcp_runtime::config::{load_all_mcp_configs, LoadOptions, LoadedConfigs};
+use mcp_runtime::config::{load_all_mcp_configs, DiscoveryOptions, LoadedConfigs};
 
 /// What to put where a config file is expected.
 #[derive(Debug, Clone, Copy)]
@@ -50,9 +50,9 @@ impl Fixture {
     /// Discovery, on its own thread, bounded: a hang fails the test instead of hanging it.
     fn load(&self) -> LoadedConfigs {
         let project = self.root.join("project");
-        let options = LoadOptions {
+        let options = DiscoveryOptions {
             home: Some(self.root.join("home")),
-            ..LoadOptions::default()
+            ..DiscoveryOptions::default()
         };
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {

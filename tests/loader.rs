@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::config::{
-    ConfigSource, DiscoveryContext, LoadOptions, ProjectTrust, SourceOutput,
+    ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
 };
 use mcp_runtime::loader::{discover_and_load_mcp_tools, LoaderOptions};
 use mcp_runtime::{ManagerOptions, ToolContext};
@@ -16,11 +16,11 @@ fn options(home: &std::path::Path) -> LoaderOptions {
     let mut manager = ManagerOptions::default();
     manager.connect.timeout = Duration::from_secs(20);
     LoaderOptions {
-        config: LoadOptions {
+        config: DiscoveryOptions {
             home: Some(home.to_path_buf()),
             // The test wrote its project files itself (the trust gate: tests/trust.rs).
             project_trust: ProjectTrust::TrustAll,
-            ..LoadOptions::default()
+            ..DiscoveryOptions::default()
         },
         manager,
         // The user's real cache directory stays untouched.
@@ -51,9 +51,9 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
         .iter()
         .find(|t| t.tool.name() == "mcp_good_echo")
         .unwrap();
-    assert_eq!(echo.path, "mcp:good via MCP Config");
+    assert_eq!(echo.label, "mcp:good via MCP Config");
     assert_eq!(
-        echo.resolved_path,
+        echo.config_file,
         project.join("mcp.json").display().to_string()
     );
     let out = echo

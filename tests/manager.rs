@@ -9,12 +9,12 @@ use std::time::Duration;
 use common::{server_path, wait_gone, Hold};
 use crossbeam_channel::Receiver;
 use mcp_runtime::cache::{config_hash, FileToolCache, ToolCache};
-use mcp_runtime::config::{ServerConfig, SourceMeta};
+use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{
     ConnectionState, ManagerOptions, McpManager, ReconnectPolicy, ToolsChanged,
 };
 use mcp_runtime::protocol::Tool as ToolDef;
-use mcp_runtime::tool::{build_tools, Tool, ToolContext};
+use mcp_runtime::tool::{build_tools, AgentTool, ToolContext};
 use mcp_runtime::{CallOptions, CancelToken, Error};
 use serde_json::json;
 
@@ -57,7 +57,7 @@ fn changes(manager: &McpManager) -> Receiver<ToolsChanged> {
     rx
 }
 
-fn tool_named<'a>(tools: &'a [Arc<dyn Tool>], name: &str) -> &'a Arc<dyn Tool> {
+fn tool_named<'a>(tools: &'a [Arc<dyn AgentTool>], name: &str) -> &'a Arc<dyn AgentTool> {
     tools.iter().find(|t| t.name() == name).unwrap_or_else(|| {
         panic!(
             "no {name} in {:?}",
@@ -66,20 +66,13 @@ fn tool_named<'a>(tools: &'a [Arc<dyn Tool>], name: &str) -> &'a Arc<dyn Tool> {
     })
 }
 
-fn no_sources() -> BTreeMap<String, SourceMeta> {
-    BTreeMap::new()
-}
-
 #[test]
 fn parallel_connect_returns_live_tools_and_calls_route_by_map() {
     let manager = McpManager::new(options());
-    let report = manager.connect_servers(
-        &configs(&[
-            ("alpha", server(&[])),
-            ("beta-2", server(&["--tools", "2"])),
-        ]),
-        &no_sources(),
-    );
+    let report = manager.connect_servers(&configs(&[
+        ("alpha", server(&[])),
+        ("beta-2", server(&["--tools", "2"])),
+    ]));
     assert_eq!(report.connected, ["alpha", "beta-2"]);
     assert!(report.errors.is_empty() && report.deferred.is_empty());
     let tools = build_tools(&manager);
@@ -98,7 +91,7 @@ fn parallel_connect_returns_live_tools_and_calls_route_by_map() {
         ConnectionState::Connected
     );
     // A second connect_servers leaves connected servers alone.
-    let again = manager.connect_servers(&configs(&[("alpha", server(&[]))]), &no_sources());
+    let again = manager.connect_servers(&configs(&[("alpha", server(&[]))]));
     assert_eq!(again.skipped, ["alpha"]);
     manager.disconnect_all();
     assert!(manager.get_tools().is_empty());
@@ -115,18 +108,15 @@ fn failure_table_invalid_config_and_init_errors_are_per_server() {
         url: Some("http://127.0.0.1:1/mcp".into()),
         ..server(&[])
     };
-    let report = manager.connect_servers(
-        &configs(&[
-            ("good", server(&[])),
-            ("invalid", invalid),
-            ("broken", server(&["--exit-on-initialize", "2"])),
-            (
-                "missing",
-                ServerConfig::stdio("/nonexistent/server", Vec::<String>::new()),
-            ),
-        ]),
-        &no_sources(),
-    );
+    let report = manager.connect_servers(&configs(&[
+        ("good", server(&[])),
+        ("invalid", invalid),
+        ("broken", server(&["--exit-on-initialize", "2"])),
+        (
+            "missing",
+            ServerConfig::stdio("/nonexistent/server", Vec::<String>::new()),
+        ),
+    ]));
     assert_eq!(report.connected, ["good"]);
     assert!(
         report.errors["invalid"]
@@ -159,13 +149,10 @@ fn failure_table_connect_timeout_is_per_server() {
     let mut o = options();
     o.connect.timeout = Duration::from_millis(300);
     let manager = McpManager::new(o);
-    let report = manager.connect_servers(
-        &configs(&[
-            ("silent", server(&["--silent-initialize"])),
-            ("fine", server(&[])),
-        ]),
-        &no_sources(),
-    );
+    let report = manager.connect_servers(&configs(&[
+        ("silent", server(&["--silent-initialize"])),
+        ("fine", server(&[])),
+    ]));
     assert_eq!(report.connected, ["fine"]);
     assert!(report.errors["silent"]
         .to_string()
@@ -188,10 +175,7 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
         .unwrap();
     let manager = McpManager::new(o);
     let changed = changes(&manager);
-    let report = manager.connect_servers(
-        &configs(&[("slow", slow), ("fast", server(&[]))]),
-        &no_sources(),
-    );
+    let report = manager.connect_servers(&configs(&[("slow", slow), ("fast", server(&[]))]));
     let held = hold.wait();
     assert_eq!(report.connected, ["fast"]);
     assert_eq!(report.deferred, ["slow"]);
@@ -260,7 +244,7 @@ fn failure_table_pending_without_cache_is_waited_for() {
     let cfg = configs(&[("slow", server(&["--hold-port", &hold.port()]))]);
     let (tx, rx) = crossbeam_channel::bounded(1);
     let m2 = manager.clone();
-    std::thread::spawn(move || tx.send(m2.connect_servers(&cfg, &BTreeMap::new())).unwrap());
+    std::thread::spawn(move || tx.send(m2.connect_servers(&cfg)).unwrap());
     let held = hold.wait();
     assert!(
         rx.try_recv().is_err(),
@@ -281,10 +265,10 @@ fn without_waiting_late_tools_arrive_through_on_tools_changed() {
     };
     let manager = McpManager::new(o);
     let changed = changes(&manager);
-    let report = manager.connect_servers(
-        &configs(&[("late", server(&["--hold-port", &hold.port()]))]),
-        &no_sources(),
-    );
+    let report = manager.connect_servers(&configs(&[(
+        "late",
+        server(&["--hold-port", &hold.port()]),
+    )]));
     assert_eq!(report.pending, ["late"]);
     assert!(build_tools(&manager).is_empty());
     hold.wait().release();
@@ -313,7 +297,7 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
         .unwrap();
     let manager = McpManager::new(o);
     let changed = changes(&manager);
-    let report = manager.connect_servers(&configs(&[("doomed", doomed)]), &no_sources());
+    let report = manager.connect_servers(&configs(&[("doomed", doomed)]));
     assert_eq!(report.deferred, ["doomed"]);
     let tools = build_tools(&manager);
     let deferred = Arc::clone(tool_named(&tools, "mcp_doomed_echo"));
@@ -354,10 +338,7 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
 #[test]
 fn failure_table_a_transport_that_dies_at_runtime() {
     let manager = McpManager::new(options());
-    manager.connect_servers(
-        &configs(&[("dies", server(&[])), ("lives", server(&[]))]),
-        &no_sources(),
-    );
+    manager.connect_servers(&configs(&[("dies", server(&[])), ("lives", server(&[]))]));
     // The host holds tool objects built before the death.
     let tools = build_tools(&manager);
     let changed = changes(&manager);
@@ -422,7 +403,7 @@ fn a_reconnect_policy_brings_a_dead_server_back() {
         ..options()
     };
     let manager = McpManager::new(o);
-    manager.connect_servers(&configs(&[("phoenix", server(&[]))]), &no_sources());
+    manager.connect_servers(&configs(&[("phoenix", server(&[]))]));
     let first = manager.client("phoenix").unwrap().pid().unwrap();
     let _ = manager.call_tool("phoenix", "crash", json!({}), CallOptions::default());
     let client = manager
@@ -445,7 +426,7 @@ fn a_reconnect_policy_brings_a_dead_server_back() {
 fn list_changed_refreshes_the_tools_and_tells_the_host() {
     let manager = McpManager::new(options());
     let changed = changes(&manager);
-    manager.connect_servers(&configs(&[("grows", server(&[]))]), &no_sources());
+    manager.connect_servers(&configs(&[("grows", server(&[]))]));
     assert_eq!(build_tools(&manager).len(), 17);
     manager
         .call_tool("grows", "list_changed", json!({}), CallOptions::default())
@@ -470,7 +451,7 @@ fn tool_filters_apply_at_list_and_call_time() {
         disabled_tools: Some(vec!["add".into()]),
         ..server(&[])
     };
-    manager.connect_servers(&configs(&[("filtered", only)]), &no_sources());
+    manager.connect_servers(&configs(&[("filtered", only)]));
     let names: Vec<String> = build_tools(&manager)
         .iter()
         .map(|t| t.name().to_owned())
@@ -489,10 +470,7 @@ fn tool_filters_apply_at_list_and_call_time() {
 #[test]
 fn names_are_deterministic_across_colliding_servers() {
     let manager = McpManager::new(options());
-    manager.connect_servers(
-        &configs(&[("a-b", server(&[])), ("a_b", server(&[]))]),
-        &no_sources(),
-    );
+    manager.connect_servers(&configs(&[("a-b", server(&[])), ("a_b", server(&[]))]));
     let names: Vec<String> = build_tools(&manager)
         .iter()
         .map(|t| t.name().to_owned())
@@ -514,10 +492,7 @@ fn names_are_deterministic_across_colliding_servers() {
 fn disconnect_server_removes_tools_by_identity_not_by_prefix() {
     let manager = McpManager::new(options());
     let changed = changes(&manager);
-    manager.connect_servers(
-        &configs(&[("git", server(&[])), ("git_hub", server(&[]))]),
-        &no_sources(),
-    );
+    manager.connect_servers(&configs(&[("git", server(&[])), ("git_hub", server(&[]))]));
     let pid = manager.client("git").unwrap().pid().unwrap();
     manager.disconnect_server("git");
     assert_eq!(
@@ -547,7 +522,7 @@ fn disconnect_during_connect_leaves_no_process() {
         "held",
         server(&["--tag", &tag, "--grandchild", "--hold-port", &hold.port()]),
     )]);
-    let report = manager.connect_servers(&cfg, &no_sources());
+    let report = manager.connect_servers(&cfg);
     assert_eq!(report.pending, ["held"]);
     let _held = hold.wait();
     assert_eq!(
@@ -580,10 +555,10 @@ fn wait_for_connection_honours_cancel_and_timeout() {
         ..options()
     };
     let manager = McpManager::new(o);
-    manager.connect_servers(
-        &configs(&[("held", server(&["--hold-port", &hold.port()]))]),
-        &no_sources(),
-    );
+    manager.connect_servers(&configs(&[(
+        "held",
+        server(&["--hold-port", &hold.port()]),
+    )]));
     let held = hold.wait();
     let err = manager
         .wait_for_connection("held", Duration::from_millis(100), None)
@@ -627,10 +602,7 @@ fn cache_miss_on_config_change_and_corrupt_entry() {
         ..o
     };
     let manager = McpManager::new(o);
-    let report = manager.connect_servers(
-        &configs(&[("changed", cfg.clone()), ("corrupt", cfg)]),
-        &no_sources(),
-    );
+    let report = manager.connect_servers(&configs(&[("changed", cfg.clone()), ("corrupt", cfg)]));
     let mut pending = report.pending.clone();
     pending.sort();
     assert_eq!(pending, ["changed", "corrupt"]);
@@ -649,7 +621,7 @@ fn cache_miss_on_config_change_and_corrupt_entry() {
 #[test]
 fn an_aborted_call_stays_an_abort() {
     let manager = McpManager::new(options());
-    manager.connect_servers(&configs(&[("abort", server(&[]))]), &no_sources());
+    manager.connect_servers(&configs(&[("abort", server(&[]))]));
     let tools = build_tools(&manager);
     let hang = Arc::clone(tool_named(&tools, "mcp_abort_hang"));
     let cancel = CancelToken::new();

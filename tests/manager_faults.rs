@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::{processes_tagged, server_path, Hold};
 use mcp_runtime::cache::{config_hash, ToolCache};
-use mcp_runtime::config::{ServerConfig, SourceMeta};
+use mcp_runtime::config::ServerConfig;
 use mcp_runtime::jsonrpc::Notification;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
 use mcp_runtime::protocol::Tool as ToolDef;
@@ -27,10 +27,6 @@ fn server(args: &[&str]) -> ServerConfig {
 
 fn one(name: &str, config: ServerConfig) -> BTreeMap<String, ServerConfig> {
     BTreeMap::from([(name.to_owned(), config)])
-}
-
-fn no_sources() -> BTreeMap<String, SourceMeta> {
-    BTreeMap::new()
 }
 
 fn options() -> ManagerOptions {
@@ -168,7 +164,7 @@ fn a_server_whose_listing_fails_after_initialize_never_hangs_the_host() {
         let manager = McpManager::new(options());
         let m = manager.clone();
         let report = ends_within(Duration::from_secs(30), move || {
-            m.connect_servers(&one("flaky", config), &no_sources())
+            m.connect_servers(&one("flaky", config))
         });
         assert!(
             report.errors.contains_key("flaky"),
@@ -198,7 +194,7 @@ fn disconnect_all_during_a_handshake_returns_with_the_server_gone() {
         "--tag",
         tag,
     ]);
-    let report = manager.connect_servers(&one("stubborn", stubborn), &no_sources());
+    let report = manager.connect_servers(&one("stubborn", stubborn));
     assert_eq!(report.pending, ["stubborn"]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while processes_tagged(tag).len() < 2 && Instant::now() < deadline {
@@ -230,7 +226,7 @@ fn a_failed_handshake_frees_the_gate_before_its_teardown_and_disconnect_waits_fo
         tag,
     ]);
     stubborn.timeout = Some(300);
-    let report = manager.connect_servers(&one("stubborn", stubborn), &no_sources());
+    let report = manager.connect_servers(&one("stubborn", stubborn));
     assert!(
         matches!(
             report.errors.get("stubborn"),
@@ -257,7 +253,7 @@ fn disconnect_all_releases_a_connect_servers_still_waiting() {
     let config = server(&["--hold-port", &hold.port()]);
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
-        let _ = tx.send(m.connect_servers(&one("held", config), &no_sources()));
+        let _ = tx.send(m.connect_servers(&one("held", config)));
     });
     let held = hold.wait();
     // connect_servers waits for the uncached server (the seed's rule) until it is dropped.
@@ -281,7 +277,7 @@ fn a_connect_cancelled_while_resolving_a_command_stops_it_and_starts_nothing() {
         "SECRET".into(),
         format!("!sh -c 'sleep 30; echo late' {command_tag}"),
     );
-    let report = manager.connect_servers(&one("slow-secret", config), &no_sources());
+    let report = manager.connect_servers(&one("slow-secret", config));
     assert_eq!(report.pending, ["slow-secret"]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while processes_tagged(command_tag).is_empty() && Instant::now() < deadline {
@@ -311,7 +307,7 @@ fn a_servers_timeout_bounds_its_tool_calls_and_tool_timeout_overrides_it() {
         ("bounded".to_owned(), bounded),
         ("tool-bounded".to_owned(), tool_bounded),
     ]);
-    let report = manager.connect_servers(&configs, &no_sources());
+    let report = manager.connect_servers(&configs);
     assert_eq!(report.connected.len(), 2, "{report:?}");
     let err = manager
         .call_tool("bounded", "hang", json!({}), CallOptions::default())
@@ -362,7 +358,7 @@ fn a_deferred_tool_waits_for_the_handshake_not_the_listing() {
         cache: Some(cache.clone()),
         ..options()
     });
-    let report = manager.connect_servers(&one("listing", config), &no_sources());
+    let report = manager.connect_servers(&one("listing", config));
     assert_eq!(report.deferred, ["listing"]);
     let held = hold.wait();
     let tools = build_tools(&manager);
@@ -387,7 +383,7 @@ fn a_deferred_tool_is_bounded_by_the_callers_timeout() {
         cache: Some(cache.clone()),
         ..options()
     });
-    let report = manager.connect_servers(&one("held", config), &no_sources());
+    let report = manager.connect_servers(&one("held", config));
     assert_eq!(report.deferred, ["held"]);
     let held = hold.wait();
     let tools = build_tools(&manager);
@@ -434,7 +430,7 @@ fn a_flood_of_list_changed_is_coalesced() {
         seen,
     });
     let manager = McpManager::new(o);
-    let report = manager.connect_servers(&one("noisy", server(&[])), &no_sources());
+    let report = manager.connect_servers(&one("noisy", server(&[])));
     assert_eq!(report.connected, ["noisy"]);
     let before = cache.writes.load(Ordering::SeqCst);
     let out = manager

@@ -41,7 +41,7 @@ fn connect(entries: &[(&str, &[&str])]) -> (McpManager, crossbeam_channel::Recei
             )
         })
         .collect();
-    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    let report = manager.connect_servers(&configs);
     assert_eq!(report.connected.len(), entries.len(), "{report:?}");
     (manager, rx)
 }
@@ -172,7 +172,7 @@ fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
         hold.wait().release();
         hold
     });
-    first.connect_servers(&configs, &BTreeMap::new());
+    first.connect_servers(&configs);
     let hold = releasing.join().unwrap();
     let hash = mcp_runtime::cache::config_hash(&config);
     eventually("features cached", || {
@@ -183,7 +183,7 @@ fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
     first.disconnect_all();
     // Second run: held in its handshake past the gate, it offers its cached prompts already.
     let second = McpManager::new(options(&cache));
-    let report = second.connect_servers(&configs, &BTreeMap::new());
+    let report = second.connect_servers(&configs);
     assert_eq!(report.deferred, ["rich"], "{report:?}");
     let prompts = second.prompts();
     assert_eq!(prompts.len(), 1);

@@ -45,7 +45,7 @@ fn a_protected_server_needs_a_login_then_works_and_refreshes_on_401() {
     let storage = storage("mcp-e2e");
     let manager = manager(storage.clone());
     let configs = protected(&server, json!({"clientId": "pre-registered"}));
-    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    let report = manager.connect_servers(&configs);
     // Without a login the background connect neither blocks nor asks anybody.
     assert!(report.errors.contains_key("protected"), "{report:?}");
     let status = manager.connection_status("protected");
@@ -110,7 +110,7 @@ fn a_server_with_its_own_authorization_header_gets_no_oauth() {
     config
         .headers
         .insert("Authorization".into(), "Bearer static-and-wrong".into());
-    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    let report = manager.connect_servers(&configs);
     assert!(matches!(
         report.errors.get("protected"),
         Some(Error::Http { status: 401, .. })

@@ -53,10 +53,7 @@ fn the_manager_forwards_log_messages_to_the_hosts_handler() {
     let manager = McpManager::new(options);
     let config: ServerConfig =
         serde_json::from_value(json!({"command": common::server_path()})).unwrap();
-    let report = manager.connect_servers(
-        &[("logger".to_owned(), config)].into_iter().collect(),
-        &Default::default(),
-    );
+    let report = manager.connect_servers(&[("logger".to_owned(), config)].into_iter().collect());
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let args = json!({"level": "error", "message": {"code": 7}});
     let out = manager

@@ -10,19 +10,19 @@ use common::{server_path, wait_gone, Hold};
 use mcp_runtime::commands::McpCommands;
 use mcp_runtime::config::sources::default_sources;
 use mcp_runtime::config::{
-    ConfigSource, DiscoveryContext, LoadOptions, ProjectTrust, SourceOutput,
+    ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
 };
 use mcp_runtime::loader::LoadedTool;
 use mcp_runtime::manager::ConnectionState;
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::subagent::SubagentTools;
-use mcp_runtime::{Aborted, ManagerOptions, Tool, ToolContext, ToolOutput};
+use mcp_runtime::{Aborted, AgentTool, ManagerOptions, ToolContext, ToolOutput};
 use serde_json::{json, Value};
 
 /// A host's own tool.
 struct HostTool(&'static str);
 
-impl Tool for HostTool {
+impl AgentTool for HostTool {
     fn name(&self) -> &str {
         self.0
     }
@@ -70,11 +70,11 @@ impl Project {
         manager.connect.stdio.close_grace = Duration::from_millis(500);
         SessionOptions {
             cwd: self.cwd(),
-            config: LoadOptions {
+            config: DiscoveryOptions {
                 home: Some(self.root.join("home")),
                 // The test wrote its project files itself (the trust gate: tests/trust.rs).
                 project_trust: ProjectTrust::TrustAll,
-                ..LoadOptions::default()
+                ..DiscoveryOptions::default()
             },
             manager,
             // The user's real cache directory stays untouched.

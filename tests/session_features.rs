@@ -6,7 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_runtime::config::{LoadOptions, ProjectTrust};
+use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
 use mcp_runtime::protocol::CompletionRef;
 use mcp_runtime::session::{create_agent_session, McpFeatures, SessionOptions};
 use mcp_runtime::{CallOptions, ManagerOptions};
@@ -26,10 +26,10 @@ fn session_with_features(name: &str) -> (mcp_runtime::session::AgentSession, std
     };
     let session = create_agent_session(SessionOptions {
         cwd: project,
-        config: LoadOptions {
+        config: DiscoveryOptions {
             home: Some(root.join("home")),
             project_trust: ProjectTrust::TrustAll,
-            ..LoadOptions::default()
+            ..DiscoveryOptions::default()
         },
         manager,
         default_cache: false,

@@ -24,7 +24,7 @@ fn structured_content_is_checked_against_the_output_schema() {
         "typed".to_owned(),
         ServerConfig::stdio(server_path(), ["--typed-tool"]),
     )]);
-    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    let report = manager.connect_servers(&configs);
     assert_eq!(report.connected, ["typed"]);
     let tools = build_tools(&manager);
     let typed = tools

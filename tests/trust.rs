@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::commands::McpCommands;
 use mcp_runtime::config::{
-    load_all_mcp_configs, LoadOptions, ProjectTrust, TrustDecision, TrustState, TrustStore,
+    load_all_mcp_configs, DiscoveryOptions, ProjectTrust, TrustDecision, TrustState, TrustStore,
 };
 use mcp_runtime::loader::{
     discover_and_load_mcp_tools, trust_servers, untrust_server, LoaderOptions,
@@ -59,11 +59,11 @@ impl Clone_ {
                     "FROM_ENV": "MCP_TRUST_TEST_SECRET"}
         })
     }
-    fn config(&self, policy: ProjectTrust) -> LoadOptions {
-        LoadOptions {
+    fn config(&self, policy: ProjectTrust) -> DiscoveryOptions {
+        DiscoveryOptions {
             home: Some(self.home()),
             project_trust: policy,
-            ..LoadOptions::default()
+            ..DiscoveryOptions::default()
         }
     }
     fn loader(&self, policy: ProjectTrust) -> LoaderOptions {

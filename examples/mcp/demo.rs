@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_runtime::cache::{FileToolCache, ToolCache};
-use mcp_runtime::config::{load_all_mcp_configs, LoadOptions, LoadedConfigs, ProjectTrust};
+use mcp_runtime::config::{load_all_mcp_configs, DiscoveryOptions, LoadedConfigs, ProjectTrust};
 use mcp_runtime::loader::{loaded_tools, LoadedTool};
 use mcp_runtime::manager::{ConnectReport, McpManager};
 use mcp_runtime::ToolContext;
@@ -45,11 +45,11 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
     let mut ok = true;
 
     println!("== 1. Discovery");
-    let discovery = LoadOptions {
+    let discovery = DiscoveryOptions {
         home: Some(home),
         // The demo wrote this project itself, so its servers need no approval.
         project_trust: ProjectTrust::TrustAll,
-        ..LoadOptions::default()
+        ..DiscoveryOptions::default()
     };
     let found = load_all_mcp_configs(&project, &discovery);
     for (name, c) in &found.configs {
@@ -88,7 +88,7 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
             "   {:22} {:40} {}",
             t.tool.name(),
             t.tool.description(),
-            t.path
+            t.label
         );
     }
 
@@ -135,7 +135,7 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
 
 fn connect(manager: &McpManager, found: &LoadedConfigs) -> (ConnectReport, u128) {
     let started = Instant::now();
-    let report = manager.connect_servers(&found.configs, &found.sources);
+    let report = manager.connect_found(&found);
     (report, started.elapsed().as_millis())
 }
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 use args::{Args, Command};
 use mcp_runtime::cache::FileToolCache;
 use mcp_runtime::config::{
-    DiscoveredServer, LoadOptions, LoadedConfigs, ProjectTrust, ServerConfig,
+    DiscoveredServer, DiscoveryOptions, LoadedConfigs, ProjectTrust, ServerConfig,
 };
 use mcp_runtime::loader::{trust_servers, untrust_server};
 use mcp_runtime::manager::{ConnectionState, ManagerOptions};
@@ -169,15 +169,15 @@ fn run(args: &Args) -> Result<u8, String> {
 
 /// Discovery settings from the command line: project config on or off, and the trust policy
 /// (report unapproved project servers, or trust them for this run with --trust-project).
-pub fn load_options(args: &Args) -> LoadOptions {
-    LoadOptions {
+pub fn load_options(args: &Args) -> DiscoveryOptions {
+    DiscoveryOptions {
         enable_project_config: !args.no_project_config,
         project_trust: if args.trust_project {
             ProjectTrust::TrustAll
         } else {
             ProjectTrust::Report
         },
-        ..LoadOptions::default()
+        ..DiscoveryOptions::default()
     }
 }
 

@@ -187,7 +187,12 @@ impl Session {
         if configs.is_empty() {
             return;
         }
-        let report = self.manager.connect_servers(&configs, &self.sources);
+        let found = mcp_runtime::config::LoadedConfigs {
+            configs,
+            sources: self.sources.clone(),
+            ..Default::default()
+        };
+        let report = self.manager.connect_found(&found);
         for (name, e) in &report.errors {
             let provider = self.sources.get(name).map(|s| s.provider_name.as_str());
             self.errors.push(LoadError {

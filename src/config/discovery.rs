@@ -20,7 +20,7 @@ use super::trust::{self, ProjectTrust, TrustRequest, TrustState, TrustStore};
 
 /// How to discover.
 #[derive(Clone)]
-pub struct LoadOptions {
+pub struct DiscoveryOptions {
     /// Whether project-level servers count (default true).
     pub enable_project_config: bool,
     /// Whether Exa servers are dropped and their keys returned (default true).
@@ -40,9 +40,9 @@ pub struct LoadOptions {
     pub trust_store: Option<PathBuf>,
 }
 
-impl Default for LoadOptions {
+impl Default for DiscoveryOptions {
     fn default() -> Self {
-        LoadOptions {
+        DiscoveryOptions {
             enable_project_config: true,
             filter_exa: true,
             home: None,
@@ -54,9 +54,9 @@ impl Default for LoadOptions {
     }
 }
 
-impl std::fmt::Debug for LoadOptions {
+impl std::fmt::Debug for DiscoveryOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadOptions")
+        f.debug_struct("DiscoveryOptions")
             .field("enable_project_config", &self.enable_project_config)
             .field("filter_exa", &self.filter_exa)
             .field("home", &self.home)
@@ -74,7 +74,7 @@ impl std::fmt::Debug for LoadOptions {
     }
 }
 
-impl LoadOptions {
+impl DiscoveryOptions {
     /// The discovery context for `cwd`.
     pub fn context(&self, cwd: &Path) -> DiscoveryContext {
         let home = self.home.clone().unwrap_or_else(home_dir);
@@ -172,7 +172,7 @@ impl LoadedConfigs {
 
 /// Discovers the MCP servers for the project at `cwd`. Never fails as a whole: a source that
 /// cannot be read becomes a warning.
-pub fn load_all_mcp_configs(cwd: &Path, options: &LoadOptions) -> LoadedConfigs {
+pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedConfigs {
     let ctx = options.context(cwd);
     let sources = options
         .sources

@@ -25,7 +25,9 @@ mod trust;
 mod writer;
 
 pub use auth::{AuthStorage, Credential, FileAuthStorage};
-pub use discovery::{home_dir, load_all_mcp_configs, DiscoveredServer, LoadOptions, LoadedConfigs};
+pub use discovery::{
+    home_dir, load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs,
+};
 pub use exa::{exa_api_key, is_exa};
 pub use expand::{expand_str, expand_value};
 pub use file::{parse_mcp_json, read_mcp_json, McpJson};

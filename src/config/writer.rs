@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::atomic::write_private;
-use super::discovery::LoadOptions;
+use super::discovery::DiscoveryOptions;
 use super::jsonc::{self, ReadError};
 use super::server::{validate_server_name, ServerConfig};
 use super::source::SourceMeta;
@@ -33,7 +33,7 @@ pub struct ConfigWriter {
 
 impl ConfigWriter {
     /// The writer for the project at `cwd`, with the host's file locations from `options`.
-    pub fn new(cwd: &Path, options: &LoadOptions) -> ConfigWriter {
+    pub fn new(cwd: &Path, options: &DiscoveryOptions) -> ConfigWriter {
         let ctx = options.context(cwd);
         ConfigWriter {
             project_file: options.host.project_file(&ctx),

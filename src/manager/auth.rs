@@ -92,7 +92,7 @@ impl McpManager {
         self.disconnect_server(name);
         let configs = BTreeMap::from([(name.to_owned(), config)]);
         let sources: BTreeMap<_, _> = source.map(|s| (name.to_owned(), s)).into_iter().collect();
-        let report = self.connect_servers(&configs, &sources);
+        let report = self.connect_with(&configs, &sources);
         match report.errors.get(name) {
             Some(e) => Err(e.clone()),
             None => Ok(()),

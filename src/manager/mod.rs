@@ -58,7 +58,7 @@ use state::{Phase, Server, State};
 
 /// A tool as the manager holds it: the raw definition and the server it belongs to.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ManagedTool {
+pub struct ServerTool {
     /// The server's configured name.
     pub server: String,
     /// The tool as the server listed it (or as the cache remembered it), shared with the
@@ -236,7 +236,7 @@ impl McpManager {
     /// The current tools of every server (live ones, and deferred ones from the cache), by
     /// server then tool name. A 2026-07-28 server whose listing is past its `ttlMs` is
     /// re-listed in the background (its current tools are returned meanwhile).
-    pub fn get_tools(&self) -> Vec<ManagedTool> {
+    pub fn get_tools(&self) -> Vec<ServerTool> {
         let state = self.shared.state.lock();
         let mut out = Vec::new();
         let mut connected = Vec::new();
@@ -245,7 +245,7 @@ impl McpManager {
                 connected.push((name.clone(), client.clone()));
             }
             for tool in &server.tools {
-                out.push(ManagedTool {
+                out.push(ServerTool {
                     server: name.clone(),
                     tool: tool.clone(),
                     deferred: server.deferred,

@@ -1,4 +1,4 @@
-//! Startup: `connect_servers` = start (one task per server) → the gate → after the gate
+//! Startup: `connect_servers` / `connect_found` = start (one task per server) → the gate → after the gate
 //! (deferred tools from the cache, or waiting for the uncached) → the report.
 
 use std::collections::{BTreeMap, HashSet};
@@ -15,14 +15,25 @@ use super::task::Task;
 use super::{McpManager, Shared};
 use crate::cache::config_hash;
 use crate::cancel::CancelToken;
-use crate::config::{validate_server_config, ServerConfig, SourceMeta};
+use crate::config::{validate_server_config, LoadedConfigs, ServerConfig, SourceMeta};
 use crate::error::Error;
 use crate::protocol::Tool;
 
 impl McpManager {
     /// Connects `configs` in parallel, each on its own thread, and returns after the startup
     /// gate (see the module docs). Servers already connected or connecting are skipped.
-    pub fn connect_servers(
+    pub fn connect_servers(&self, configs: &BTreeMap<String, ServerConfig>) -> ConnectReport {
+        self.connect_with(configs, &BTreeMap::new())
+    }
+
+    /// [`McpManager::connect_servers`] for the servers discovery found, each with the file it
+    /// came from (shown in status, kept for reconnects and logins).
+    pub fn connect_found(&self, found: &LoadedConfigs) -> ConnectReport {
+        self.connect_with(&found.configs, &found.sources)
+    }
+
+    /// Connects `configs`, each with its source from `sources` where it has one.
+    pub(crate) fn connect_with(
         &self,
         configs: &BTreeMap<String, ServerConfig>,
         sources: &BTreeMap<String, SourceMeta>,

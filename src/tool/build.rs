@@ -5,13 +5,13 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::naming::exposed_names;
-use super::{DeferredMcpTool, McpTool, Spec, Tool};
+use super::{AgentTool, DeferredMcpTool, McpTool, Spec};
 use crate::manager::McpManager;
 
 /// The tool objects for the manager's current tools: an [`McpTool`] for each live tool, a
 /// [`DeferredMcpTool`] for each tool of a server still connecting. Names are computed over the
 /// whole set (so collisions resolve the same way every time), sorted by name.
-pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn Tool>> {
+pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
     let managed = manager.get_tools();
     let identities: Vec<(&str, &str)> = managed
         .iter()
@@ -19,7 +19,7 @@ pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn Tool>> {
         .collect();
     let names = exposed_names(&identities);
     let connect_timeout = manager.options().connect.timeout;
-    let mut tools: Vec<(String, Arc<dyn Tool>)> = managed
+    let mut tools: Vec<(String, Arc<dyn AgentTool>)> = managed
         .into_iter()
         .zip(names)
         .map(|(m, name)| {
@@ -37,7 +37,7 @@ pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn Tool>> {
                 definition: m.tool,
                 source: m.source,
             };
-            let tool: Arc<dyn Tool> = if m.deferred {
+            let tool: Arc<dyn AgentTool> = if m.deferred {
                 let wait = manager
                     .config(&spec.server)
                     .and_then(|c| c.timeout())

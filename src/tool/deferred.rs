@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Aborted, Spec, Tool, ToolContext, ToolOutput};
+use super::{Aborted, AgentTool, Spec, ToolContext, ToolOutput};
 use crate::manager::McpManager;
 use crate::Error;
 
@@ -19,7 +19,7 @@ pub struct DeferredMcpTool {
     pub(crate) wait: Duration,
 }
 
-impl Tool for DeferredMcpTool {
+impl AgentTool for DeferredMcpTool {
     spec_accessors!();
 
     fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Aborted, Spec, Tool, ToolContext, ToolOutput};
+use super::{Aborted, AgentTool, Spec, ToolContext, ToolOutput};
 use crate::manager::McpManager;
 
 /// A tool of a connected server; calls go through the manager to the server's connection.
@@ -12,7 +12,7 @@ pub struct McpTool {
     pub(crate) manager: McpManager,
 }
 
-impl Tool for McpTool {
+impl AgentTool for McpTool {
     spec_accessors!();
 
     fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {

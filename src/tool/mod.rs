@@ -1,6 +1,6 @@
 //! The tools layer: MCP tools as a host sees them.
 //!
-//! [`Tool`] is the host-facing trait (name, label, description, parameters, `execute`).
+//! [`AgentTool`] is the host-facing trait (a tool as an agent sees it; the MCP definition is [`crate::protocol::Tool`]) (name, label, description, parameters, `execute`).
 //! [`McpTool`] calls a connected server; [`DeferredMcpTool`] comes from the cache while its
 //! server is still connecting, and waits for it. [`build_tools`] turns the manager's current
 //! tool set into tool objects with their exposed names ([`naming`]); results render as text
@@ -15,7 +15,7 @@ use crate::config::SourceMeta;
 use crate::protocol::{CallToolResult, ContentBlock, Progress, Tool as ToolDefinition};
 use crate::CancelToken;
 
-/// The accessors every tool built on a [`Spec`] shares (inside an `impl Tool`).
+/// The accessors every tool built on a [`Spec`] shares (inside an `impl AgentTool`).
 macro_rules! spec_accessors {
     () => {
         fn name(&self) -> &str {
@@ -54,7 +54,7 @@ pub use naming::{exposed_name, exposed_names};
 pub use render::render_text;
 
 /// A tool a host can register and call.
-pub trait Tool: Send + Sync {
+pub trait AgentTool: Send + Sync {
     /// The exposed name, e.g. `mcp_files_read`.
     fn name(&self) -> &str;
     /// A short label, e.g. `files/read`.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use mcp_runtime::config::{load_all_mcp_configs, LoadOptions, ProjectTrust};
+use mcp_runtime::config::{load_all_mcp_configs, DiscoveryOptions, ProjectTrust};
 
 /// A temporary home and project.
 pub struct Fixture {
@@ -32,11 +32,11 @@ impl Fixture {
     }
     /// Discovery over the fixture, trusting its project servers (the trust gate has its own
     /// tests in tests/trust.rs).
-    pub fn options(&self) -> LoadOptions {
-        LoadOptions {
+    pub fn options(&self) -> DiscoveryOptions {
+        DiscoveryOptions {
             home: Some(self.home()),
             project_trust: ProjectTrust::TrustAll,
-            ..LoadOptions::default()
+            ..DiscoveryOptions::default()
         }
     }
     pub fn load(&self) -> mcp_runtime::config::LoadedConfigs {
