@@ -54,7 +54,7 @@ fn a_stateless_server_is_spoken_to_without_a_handshake() {
         client.initialize_result().server_info.name,
         "modern-test-server"
     );
-    assert_eq!(client.instructions(), Some("Stateless."));
+    assert_eq!(client.instructions().as_deref(), Some("Stateless."));
     let tools = client.list_tools().unwrap();
     assert_eq!(tools.len(), 7);
     let out = client

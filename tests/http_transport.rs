@@ -104,34 +104,6 @@ fn sse_replies_deliver_progress_then_the_response() {
     assert_eq!(client.list_tools().unwrap().len(), 1);
 }
 
-#[test]
-fn an_expired_session_is_re_initialized_once_and_only_idempotent_requests_are_re_sent() {
-    let server = TestHttp::start(Behaviour {
-        expire_after: Some(1),
-        ..Behaviour::default()
-    });
-    let client = Client::connect("expiring", &http(&server), options()).unwrap();
-    assert_eq!(client.list_tools().unwrap().len(), 1);
-    // The session is now forgotten: tools/list re-initializes and is re-sent.
-    assert_eq!(client.list_tools().unwrap().len(), 1);
-    let inits = server
-        .seen()
-        .iter()
-        .filter(|r| r.rpc_method() == Some("initialize"))
-        .count();
-    assert_eq!(inits, 2);
-    // Forgotten again: a tool call is not re-sent.
-    assert_eq!(echo(&client, "twice?").unwrap_err(), Error::SessionExpired);
-    let calls = server
-        .seen()
-        .iter()
-        .filter(|r| r.rpc_method() == Some("tools/call"))
-        .count();
-    assert_eq!(calls, 1);
-    // The new session works.
-    assert_eq!(echo(&client, "again").unwrap(), "again");
-}
-
 struct Roots {
     changed: Sender<String>,
 }

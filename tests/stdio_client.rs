@@ -18,7 +18,7 @@ fn handshake_lists_and_calls() {
         client.initialize_result().server_info.name,
         "mcp-test-server"
     );
-    assert_eq!(client.instructions(), Some("Use echo to test."));
+    assert_eq!(client.instructions().as_deref(), Some("Use echo to test."));
     assert!(client.server_capabilities().tools_list_changed());
     assert_eq!(client.transport_kind(), "stdio");
 

@@ -30,7 +30,8 @@ enum Needs {
 
 impl Client {
     fn declares(&self, needs: Needs) -> bool {
-        let caps = self.server_capabilities();
+        let init = self.initialize_result();
+        let caps = &init.capabilities;
         match needs {
             Needs::Resources => caps.resources.is_some(),
             Needs::Prompts => caps.prompts.is_some(),

@@ -51,6 +51,15 @@ pub trait ClientHandler: Send + Sync + 'static {
         let _ = server;
     }
 
+    /// The server forgot our HTTP session (a restart, an expiry) and the client established a
+    /// new one: the handshake ran again, so the server's version, capabilities, instructions,
+    /// and what it lists (tools, resources, prompts) may all have changed. Called once per new
+    /// session, on the thread of the request that noticed, before that request is re-sent (or
+    /// fails): return quickly.
+    fn on_session_reinitialized(&self, server: &str) {
+        let _ = server;
+    }
+
     /// `notifications/message`: a log message of the server (also logged through the `log`
     /// crate, target `mcp::<server>`), so a host can show it. Called in order with the other
     /// notifications, on the connection's event thread.

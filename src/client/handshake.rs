@@ -1,11 +1,13 @@
 //! The handshake of the 2024-11-05 … 2025-11-25 revisions: `initialize`, version negotiation,
-//! `notifications/initialized`.
+//! `notifications/initialized`. It runs when a client connects, and again when an HTTP server
+//! forgot the session (see `session`).
 
 use std::time::Instant;
 
 use super::{ConnectOptions, Connection, Wait};
 use crate::protocol::{
-    methods, InitializeParams, InitializeResult, ProtocolVersion, LATEST_PROTOCOL_VERSION,
+    methods, Implementation, InitializeParams, InitializeResult, ProtocolVersion,
+    LATEST_PROTOCOL_VERSION,
 };
 use crate::Error;
 
@@ -15,12 +17,6 @@ pub(super) fn run(
     options: &ConnectOptions,
     started: Instant,
 ) -> Result<(InitializeResult, ProtocolVersion), Error> {
-    let params = InitializeParams {
-        protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
-        capabilities: conn.declared.clone(),
-        client_info: options.client_info.clone(),
-    };
-    let params = serde_json::to_value(params).map_err(|e| Error::protocol(e.to_string()))?;
     let wait = Wait {
         timeout: options.timeout,
         hard_deadline: started + options.timeout,
@@ -28,16 +24,34 @@ pub(super) fn run(
         on_progress: None,
         notify_cancel: false,
     };
-    let value = conn
-        .request(methods::INITIALIZE, Some(params), wait)
-        .map_err(|e| match e {
-            Error::Timeout { .. } => Error::ConnectTimeout {
-                server: conn.name.clone(),
-                after: options.timeout,
-                stderr_tail: conn.transport.stderr_tail(),
-            },
-            other => other,
-        })?;
+    initialize(conn, &options.client_info, wait).map_err(|e| match e {
+        Error::Timeout { .. } => Error::ConnectTimeout {
+            server: conn.name.clone(),
+            after: options.timeout,
+            stderr_tail: conn.transport.stderr_tail(),
+        },
+        other => other,
+    })
+}
+
+/// `initialize` (waiting as `wait` says; it is never cancelled on the wire), the version
+/// check, `notifications/initialized`, and the transport told of each step.
+pub(super) fn initialize(
+    conn: &Connection,
+    client_info: &Implementation,
+    wait: Wait<'_>,
+) -> Result<(InitializeResult, ProtocolVersion), Error> {
+    let params = InitializeParams {
+        protocol_version: LATEST_PROTOCOL_VERSION.to_owned(),
+        capabilities: conn.declared.clone(),
+        client_info: client_info.clone(),
+    };
+    let params = serde_json::to_value(params).map_err(|e| Error::protocol(e.to_string()))?;
+    let wait = Wait {
+        notify_cancel: false,
+        ..wait
+    };
+    let value = conn.request(methods::INITIALIZE, Some(params), wait)?;
     let init: InitializeResult = serde_json::from_value(value)
         .map_err(|e| Error::protocol(format!("invalid initialize result: {e}")))?;
     let parsed = ProtocolVersion::parse(&init.protocol_version).filter(|v| !v.is_stateless());

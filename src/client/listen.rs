@@ -33,7 +33,8 @@ impl Client {
         let SessionEra::Stateless(session) = &inner.era else {
             return client;
         };
-        let caps = &inner.init.capabilities;
+        let init = client.initialize_result();
+        let caps = &init.capabilities;
         let wants = |cap: &Option<Value>| {
             cap.as_ref()
                 .and_then(|c| c.get("listChanged"))

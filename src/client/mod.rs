@@ -4,6 +4,12 @@
 //! A [`Client`] is cheap to clone and safe to share: any number of threads may call it at once,
 //! and each caller gets its own answer. Every wait is bounded: a request ends with its response,
 //! its timeout, its cancellation, or [`Error::TransportClosed`] when the connection dies.
+//!
+//! The client owns the session: when a Streamable HTTP server forgets it (a restart), the
+//! client runs the handshake again, takes the new server's version, capabilities and
+//! instructions, tells its handler ([`ClientHandler::on_session_reinitialized`]), and re-sends
+//! the request only if it just reads or lists; a tool call fails with
+//! [`Error::SessionExpired`] (see `session`).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -16,10 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::Message;
-use crate::protocol::{
-    methods, CallToolResult, ClientCapabilities, InitializeResult, ProtocolVersion,
-    ServerCapabilities, Tool,
-};
+use crate::protocol::{methods, CallToolResult, ClientCapabilities, Implementation, Tool};
 use crate::transport::{
     Connector, HttpTransport, Inbound, SendHint, SseTransport, StdioTransport, Transport,
 };
@@ -36,6 +39,7 @@ mod options;
 mod page;
 mod probe;
 mod router;
+mod session;
 mod tasks;
 
 pub use budget::MAX_RESULT_VALUES;
@@ -75,8 +79,10 @@ struct Inner {
     conn: Connection,
     request_timeout: Duration,
     max_request_timeout: Duration,
-    init: InitializeResult,
-    version: ProtocolVersion,
+    /// What the latest handshake settled, and its renewal when an HTTP session expires.
+    session: session::Session,
+    /// Who we say we are (again, in a new session's `initialize`).
+    client_info: Implementation,
     /// How requests go on the wire: the one place the era decides.
     era: SessionEra,
     /// What the last `tools/list` said of itself (version, `ttlMs`, `cacheScope`).
@@ -472,7 +478,7 @@ impl Client {
             None => params,
         };
         match &inner.era {
-            SessionEra::Handshake => inner.conn.request_raw(method, params, wait),
+            SessionEra::Handshake => self.handshake_request(method, params, wait),
             SessionEra::Stateless(session) => {
                 let relist = || self.list_tools().map(drop);
                 session.request(&inner.conn, method, params, wait, &relist)
@@ -492,7 +498,7 @@ impl Client {
     /// cursor the server already sent or after [`MAX_LIST_PAGES`] pages. A server that did not
     /// declare the `tools` capability has no tools.
     pub fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        if self.inner.init.capabilities.tools.is_none() {
+        if self.initialize_result().capabilities.tools.is_none() {
             return Ok(Vec::new());
         }
         let mut tools: Vec<Tool> = self.list_all(methods::TOOLS_LIST, "tools")?;
@@ -557,26 +563,6 @@ impl Client {
         &self.inner.conn.name
     }
 
-    /// The negotiated protocol revision.
-    pub fn protocol_version(&self) -> ProtocolVersion {
-        self.inner.version
-    }
-
-    /// The server's `initialize` result (server info, capabilities, instructions).
-    pub fn initialize_result(&self) -> &InitializeResult {
-        &self.inner.init
-    }
-
-    /// The server's capabilities.
-    pub fn server_capabilities(&self) -> &ServerCapabilities {
-        &self.inner.init.capabilities
-    }
-
-    /// The server's instructions for the model, if it gave any.
-    pub fn instructions(&self) -> Option<&str> {
-        self.inner.init.instructions.as_deref()
-    }
-
     /// The transport kind: `stdio`, `http` or `sse`.
     pub fn transport_kind(&self) -> &'static str {
         self.inner.conn.transport.kind()
@@ -598,7 +584,7 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("name", &self.inner.conn.name)
             .field("transport", &self.inner.conn.transport.kind())
-            .field("protocol_version", &self.inner.version)
+            .field("protocol_version", &self.protocol_version())
             .finish_non_exhaustive()
     }
 }

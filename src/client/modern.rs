@@ -284,13 +284,13 @@ impl super::Client {
         let mut listing = self.inner.listing.lock();
         if first {
             *listing = crate::cache::Listing {
-                protocol_version: Some(self.inner.version.as_str().to_owned()),
+                protocol_version: Some(self.protocol_version().as_str().to_owned()),
                 ttl_ms: None,
                 cache_scope: None,
             };
             *self.inner.listed_at.lock() = Some(Instant::now());
         }
-        if self.inner.version.is_stateless() {
+        if self.protocol_version().is_stateless() {
             // Absent means 0; every page has its own clock, so the listing is as fresh as
             // its stalest page.
             let ttl = ttl.unwrap_or(0);

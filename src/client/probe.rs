@@ -12,6 +12,7 @@ use super::era::{Probe, ProbeEvent, Step};
 use super::modern::{
     base_meta, is_stateless_refusal, rpc_in_http_body, stamp, typed, SessionEra, Stateless,
 };
+use super::session::Session;
 use super::{
     handshake, Client, ConnectFailure, ConnectOptions, Connection, EraChoice, Inner, Leftover, Wait,
 };
@@ -47,8 +48,8 @@ impl Client {
                     conn: n.conn,
                     request_timeout: options.request_timeout,
                     max_request_timeout: options.max_request_timeout,
-                    init: n.init,
-                    version: n.version,
+                    session: Session::new(n.init, n.version),
+                    client_info: options.client_info.clone(),
                     era: n.era,
                     listing: parking_lot::Mutex::new(crate::cache::Listing::default()),
                     listed_at: parking_lot::Mutex::new(None),

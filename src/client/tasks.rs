@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::{CallOptions, Client};
 use crate::error::Error;
-use crate::protocol::{methods, CallToolResult, Progress, Tool};
+use crate::protocol::{methods, CallToolResult, Progress, ServerCapabilities, Tool};
 
 /// The shortest and longest wait between two `tasks/get` polls.
 const MIN_POLL: Duration = Duration::from_millis(50);
@@ -33,16 +33,20 @@ pub(crate) fn requires_task(tool: &Tool) -> bool {
         == Some("required")
 }
 
+/// Whether a server with `caps` runs tool calls as tasks on request.
+pub(crate) fn runs_tool_tasks(caps: &ServerCapabilities) -> bool {
+    caps.extra
+        .get("tasks")
+        .and_then(|t| t.get("requests"))
+        .and_then(|r| r.get("tools"))
+        .and_then(|t| t.get("call"))
+        .is_some()
+}
+
 impl Client {
     /// Whether the server runs tool calls as tasks on request.
     pub(crate) fn server_runs_tool_tasks(&self) -> bool {
-        self.server_capabilities()
-            .extra
-            .get("tasks")
-            .and_then(|t| t.get("requests"))
-            .and_then(|r| r.get("tools"))
-            .and_then(|t| t.get("call"))
-            .is_some()
+        self.inner.session.runs_tool_tasks()
     }
 
     /// Calls `name` as a task (see the module docs).

@@ -1,6 +1,7 @@
 //! The client handler the manager gives each connection: it forwards everything to the host's
-//! handler, and also refreshes the server's tools on `tools/list_changed` and notices a dead
-//! transport at once.
+//! handler, and also refreshes the server's tools on `tools/list_changed` (and its tools and
+//! features when the client established a new session with it) and notices a dead transport
+//! at once.
 
 use std::sync::{Arc, Weak};
 
@@ -63,6 +64,16 @@ impl ClientHandler for ManagedHandler {
             manager.request_refresh(&self.server, Refresh::Tools);
         }
         self.host.on_tools_list_changed(server);
+    }
+
+    fn on_session_reinitialized(&self, server: &str) {
+        // A new session may be a new server behind the same URL: list what it offers again
+        // (on manager threads, coalesced with any list_changed refresh).
+        if let Some(manager) = self.manager.upgrade() {
+            manager.request_refresh(&self.server, Refresh::Tools);
+            manager.request_refresh(&self.server, Refresh::Features);
+        }
+        self.host.on_session_reinitialized(server);
     }
 
     fn on_notification(&self, server: &str, notification: &Notification) {

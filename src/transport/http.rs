@@ -12,15 +12,19 @@
 //! - After the handshake a GET stream (thread `mcp-<server>-listen`) carries server-initiated
 //!   messages; a 405 or another 4xx means the server has none, and we carry on without it.
 //!   It reconnects with `Last-Event-ID` and a capped backoff that empty streams do not reset.
-//! - A 404 to a request that carried a session means the server forgot it: one transparent
-//!   re-initialize, after which only idempotent requests are re-sent; others fail with
-//!   [`Error::SessionExpired`].
+//! - A 404 to a request that carried a session means the server forgot it (it restarted, or
+//!   expired the session): the request fails with [`Error::SessionExpired`] and the session id
+//!   is forgotten. Until an `initialize` succeeds again, every other request fails the same
+//!   way without being sent (it could only be refused). Re-initializing is the client's job
+//!   (`client::session`): it runs the handshake again, once however many requests noticed,
+//!   and re-sends only the idempotent ones. After it, [`Transport::on_ready`] brings back the
+//!   GET stream if it ended meanwhile.
 //! - Close sends DELETE (bounded by `close_timeout`, 1 s by default) and shuts the agents
 //!   down, which interrupts every read.
 //!
 //! Bounds and endings:
 //! - Every phase of a request (connect, send, response headers, body or stream, the resuming
-//!   GETs and the pauses between them, a re-initialization) is bounded by the caller's
+//!   GETs and the pauses between them) is bounded by the caller's
 //!   deadline, as one overall timeout. At the deadline the caller reports its own
 //!   [`Error::Timeout`]; the transport reports nothing else for a request whose time ran out.
 //!   A call with a progress callback (whose deadline moves with each progress) has
@@ -33,12 +37,11 @@
 //! - Redirects are never followed (see `web`): a 3xx is [`Error::Redirect`].
 
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, RwLock};
-use serde_json::Value;
+use parking_lot::{Mutex, RwLock};
 use ureq::http::header::{ACCEPT, CONTENT_TYPE};
 use ureq::http::{HeaderName, HeaderValue, Response, Uri};
 use ureq::Body;
@@ -57,20 +60,10 @@ const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The protocol version header (2025-06-18+).
 const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
-/// Requests that may be re-sent after a session was re-established.
-const IDEMPOTENT: &[&str] = &[
-    methods::PING,
-    methods::TOOLS_LIST,
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-];
-
 mod auth;
 mod ending;
 mod get_stream;
+mod session;
 mod stateless;
 use ending::{cancelled_id, has_progress_token};
 pub use get_stream::MAX_DEAD_LISTENS;
@@ -94,23 +87,19 @@ struct Shared {
     /// Read on every request, written once per session: a read-write lock keeps concurrent
     /// requests from queueing on it. A header value, so each request shares it uncopied.
     session: RwLock<Option<HeaderValue>>,
+    /// The server forgot the session (a 404 to a request that carried it) and no `initialize`
+    /// has succeeded since. Set and cleared under the `session` write lock.
+    expired: AtomicBool,
     version: RwLock<Option<ProtocolVersion>>,
     /// 2026-07-28: the `x-mcp-header` arguments of each listed tool.
     tool_headers: RwLock<stateless::ToolHeaders>,
-    init_params: Mutex<Option<Value>>,
-    reinit: Mutex<Reinit>,
-    reinit_done: Condvar,
-    reinit_count: AtomicU64,
+    /// Whether the GET stream's listener runs (see `get_stream`).
+    listening: Mutex<get_stream::Listening>,
     pool: WorkerPool,
     /// The abort switches of the requests running on workers, by id.
     exchanges: Mutex<std::collections::HashMap<i64, Arc<Abort>>>,
     closed: AtomicBool,
     stop: CancelToken,
-}
-
-#[derive(Default)]
-struct Reinit {
-    running: bool,
 }
 
 /// What a POST (or a resumed stream) produced.
@@ -145,12 +134,10 @@ impl HttpTransport {
                 options: options.clone(),
                 inbound,
                 session: RwLock::new(None),
+                expired: AtomicBool::new(false),
                 version: RwLock::new(None),
                 tool_headers: RwLock::new(stateless::ToolHeaders::new()),
-                init_params: Mutex::new(None),
-                reinit: Mutex::new(Reinit::default()),
-                reinit_done: Condvar::new(),
-                reinit_count: AtomicU64::new(0),
+                listening: Mutex::new(get_stream::Listening::default()),
                 pool: WorkerPool::new(name),
                 exchanges: Mutex::new(std::collections::HashMap::new()),
                 closed: AtomicBool::new(false),
@@ -173,9 +160,6 @@ impl HttpTransport {
         let Message::Request(request) = message else {
             return;
         };
-        if request.method == methods::INITIALIZE {
-            *s.init_params.lock() = request.params.clone();
-        }
         // A caller with a progress callback moves its deadline with each progress: its
         // exchange ends when the caller gives up (the cancellation), or at `exchange_timeout`.
         let deadline = deadline.filter(|_| !has_progress_token(request));
@@ -312,12 +296,18 @@ impl Transport for HttpTransport {
         *self.shared.tool_headers.write() = headers;
     }
 
+    /// Opens the GET stream: after the first handshake, and again after each re-initialization
+    /// (a listener still running carries on with the new session instead).
     fn on_ready(&self) {
+        if !self.shared.listening.lock().start() {
+            return;
+        }
         let shared = Arc::clone(&self.shared);
         let spawned = std::thread::Builder::new()
             .name(format!("mcp-{}-listen", self.shared.name))
             .spawn(move || shared.listen());
         if let Err(e) = spawned {
+            self.shared.listening.lock().stopped();
             log::warn!(
                 "[{}] cannot start the GET stream listener: {e}",
                 self.shared.name
@@ -339,30 +329,6 @@ impl Shared {
                 request.header(VERSION_HEADER, HeaderValue::from_static(v.as_str()))
             }
             _ => request,
-        }
-    }
-
-    fn with_session<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
-        match self.session.read().clone() {
-            Some(id) => request.header(SESSION_HEADER, id),
-            None => request,
-        }
-    }
-
-    fn remember_session(&self, response: &Response<Body>) {
-        let Some(id) = response.headers().get(SESSION_HEADER) else {
-            return;
-        };
-        if self.is_stateless() {
-            return;
-        }
-        if self.session.read().as_ref() == Some(id) {
-            return;
-        }
-        let mut session = self.session.write();
-        if session.as_ref() != Some(id) {
-            log::debug!("[{}] session assigned", self.name);
-            *session = Some(id.clone());
         }
     }
 
@@ -403,33 +369,6 @@ impl Shared {
                     self.inbound.on_request_failed(id, e);
                 }
             }
-        }
-    }
-
-    /// A request's exchange; `message` is that request.
-    fn exchange(
-        &self,
-        message: &Message,
-        deadline: Option<Instant>,
-        abort: Option<&Abort>,
-    ) -> Result<Option<RpcResponse>, Error> {
-        let Message::Request(request) = message else {
-            return Ok(None);
-        };
-        let sent_with = self.session.read().clone();
-        let method = request.method.as_str();
-        match self.post_authorized(message, &request.id, deadline, abort) {
-            Err(Error::Http { status: 404, .. })
-                if sent_with.is_some() && method != methods::INITIALIZE =>
-            {
-                self.reinitialize(sent_with.as_ref(), deadline)?;
-                if IDEMPOTENT.contains(&method) {
-                    self.post_authorized(message, &request.id, deadline, abort)
-                } else {
-                    Err(Error::SessionExpired)
-                }
-            }
-            other => other,
         }
     }
 
@@ -515,7 +454,9 @@ impl Shared {
         if web::is_redirect(&response) {
             return Err(web::redirect_error(&response, &self.uri));
         }
-        self.remember_session(&response);
+        let to_initialize =
+            matches!(message, Message::Request(r) if r.method == methods::INITIALIZE);
+        self.remember_session(&response, to_initialize);
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(web::status_error(response));

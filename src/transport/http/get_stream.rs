@@ -1,5 +1,6 @@
-//! The Streamable HTTP transport's session upkeep: the GET stream that carries server-initiated
-//! messages, and re-initializing a session the server forgot.
+//! The Streamable HTTP transport's GET stream, which carries server-initiated messages: one
+//! listener thread at a time, started after each handshake (the first, and each one the client
+//! runs again for a session the server forgot) unless one still runs.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
@@ -8,13 +9,10 @@ use std::time::{Duration, Instant};
 use ureq::http::header::ACCEPT;
 use ureq::http::HeaderValue;
 
-use super::{Reply, Shared};
-use crate::jsonrpc::{Message, Request, RequestId, Response as RpcResponse};
-use crate::protocol::methods;
+use super::Shared;
 use crate::transport::abort::Abort;
 use crate::transport::sse_parser::SseDecoder;
 use crate::transport::web::{self, StreamEnd};
-use crate::Error;
 
 /// Consecutive failed GET-stream connections before the listener gives up.
 const MAX_LISTEN_FAILURES: u32 = 10;
@@ -24,70 +22,28 @@ pub const MAX_DEAD_LISTENS: u32 = 3;
 /// A GET stream open this long counts as healthy even if it carried nothing.
 const HEALTHY_STREAM: Duration = Duration::from_secs(30);
 
+/// Whether the listener runs, and whether a handshake asked for the stream since the listener
+/// last connected (a listener about to give up then tries again, with the new session).
+#[derive(Debug, Default)]
+pub(super) struct Listening {
+    running: bool,
+    wanted: bool,
+}
+
+impl Listening {
+    /// A handshake is done: true when no listener runs, and the caller must start one.
+    pub(super) fn start(&mut self) -> bool {
+        self.wanted = true;
+        !std::mem::replace(&mut self.running, true)
+    }
+
+    /// The listener could not be started, or ended.
+    pub(super) fn stopped(&mut self) {
+        self.running = false;
+    }
+}
+
 impl Shared {
-    /// Re-establishes a forgotten session: once, however many requests noticed it. Bounded by
-    /// the request's `deadline` (or `post_timeout`).
-    pub(super) fn reinitialize(
-        &self,
-        stale: Option<&HeaderValue>,
-        deadline: Option<Instant>,
-    ) -> Result<(), Error> {
-        let deadline = deadline.unwrap_or_else(|| Instant::now() + self.options.post_timeout);
-        {
-            let mut state = self.reinit.lock();
-            while state.running {
-                if self
-                    .reinit_done
-                    .wait_until(&mut state, deadline)
-                    .timed_out()
-                {
-                    return Err(Error::SessionExpired);
-                }
-            }
-            if self.session.read().as_ref() != stale {
-                return Ok(()); // another request already re-initialized
-            }
-            state.running = true;
-        }
-        let result = self.run_initialize(deadline);
-        self.reinit.lock().running = false;
-        self.reinit_done.notify_all();
-        result
-    }
-
-    fn run_initialize(&self, deadline: Instant) -> Result<(), Error> {
-        let params = self
-            .init_params
-            .lock()
-            .clone()
-            .ok_or(Error::SessionExpired)?;
-        *self.session.write() = None;
-        let n = self.reinit_count.fetch_add(1, Ordering::SeqCst) + 1;
-        let id = RequestId::String(format!("mcp-runtime-reinitialize-{n}"));
-        let init = Message::Request(Request {
-            id: id.clone(),
-            method: methods::INITIALIZE.to_owned(),
-            params: Some(params),
-        });
-        match self.post(&init, Some(&id), Some(deadline))? {
-            Reply::Answer(RpcResponse { outcome: Ok(_), .. }) => {}
-            Reply::Answer(RpcResponse {
-                outcome: Err(e), ..
-            }) => return Err(e.into()),
-            _ => return Err(Error::SessionExpired),
-        }
-        self.post(
-            &Message::notification(methods::INITIALIZED, None),
-            None,
-            Some(deadline),
-        )?;
-        log::info!(
-            "[{}] the server forgot the session; re-initialized",
-            self.name
-        );
-        Ok(())
-    }
-
     /// Waits `delay`, or less if the transport closes or the exchange is aborted; false when
     /// either happened.
     pub(super) fn pause(&self, delay: Duration, abort: Option<&Abort>) -> bool {
@@ -107,13 +63,29 @@ impl Shared {
         !self.stop.is_cancelled() && !abort.is_some_and(Abort::is_aborted)
     }
 
-    /// The GET stream: server requests and notifications, reconnected with a capped backoff.
+    /// The listener thread: [`Shared::listen_once`] until it ends with nobody asking for the
+    /// stream again meanwhile.
     pub(super) fn listen(&self) {
+        loop {
+            self.listen_once();
+            let mut listening = self.listening.lock();
+            if !listening.wanted || self.closed.load(Ordering::SeqCst) {
+                listening.stopped();
+                return;
+            }
+        }
+    }
+
+    /// The GET stream: server requests and notifications, reconnected with a capped backoff,
+    /// until the server offers none, it keeps failing, or the transport closes.
+    fn listen_once(&self) {
         let mut last_event_id: Option<String> = None;
         let mut retry: Option<Duration> = None;
         let mut failures: u32 = 0;
         let mut dead: u32 = 0;
         while !self.closed.load(Ordering::SeqCst) {
+            // This connection uses the session as it is now: what a handshake asked for.
+            self.listening.lock().wanted = false;
             // The GET stream may stay open, and silent, for as long as it likes.
             let mut request = self
                 .agents
@@ -158,7 +130,7 @@ impl Shared {
                     if !response.status().is_success() || !web::is_event_stream(&response) {
                         log::debug!("[{}] GET stream refused ({status})", self.name);
                     } else {
-                        self.remember_session(&response);
+                        self.remember_session(&response, false);
                         let mut decoder = SseDecoder::new(self.options.max_message_bytes);
                         let end = web::read_events(
                             web::stream_body(response),
