@@ -527,7 +527,7 @@ fn the_manager_lists_the_new_servers_tools_and_prompts_after_a_restart() {
         ..ServerConfig::default()
     };
     let configs = BTreeMap::from([("restarting".to_owned(), config)]);
-    let report = manager.connect_servers(&configs, &BTreeMap::new());
+    let report = manager.connect_servers(&configs);
     assert!(report.errors.is_empty(), "{report:?}");
     assert!(manager.has_tool("restarting", "echo"));
     assert!(!manager.has_tool("restarting", "reverse"));
