@@ -127,8 +127,8 @@ fn every_source_is_read_with_its_real_shape() {
     let c = &loaded.configs;
     assert_eq!(c["codex-u"].args, ["-y", "server"]);
     assert_eq!(c["codex-u"].env.get("K").map(String::as_str), Some("v"));
-    assert_eq!(c["codex-u"].timeout, Some(20_000));
-    assert_eq!(c["codex-u"].tool_timeout, Some(90_500));
+    assert_eq!(c["codex-u"].timeout_ms, Some(20_000));
+    assert_eq!(c["codex-u"].tool_timeout_ms, Some(90_500));
     assert_eq!(c["codex-u"].enabled_tools, Some(vec!["a".to_owned()]));
     assert_eq!(c["codex-u"].disabled_tools, Some(vec!["b".to_owned()]));
     assert_eq!(c["codex-http"].transport.as_deref(), Some("http"));

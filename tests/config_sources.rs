@@ -298,7 +298,7 @@ fn gemini_cli_timeouts_variables_lists_and_extensions() {
     assert_eq!(env(s, "BRACED"), Some("gm-token"));
     assert_eq!(s.cwd.as_deref(), Some("./server-directory"));
     assert_eq!(
-        (s.timeout, s.tool_timeout),
+        (s.timeout_ms, s.tool_timeout_ms),
         (Some(30_000), Some(30_000)),
         "timeout bounds the connect and the tool calls"
     );
@@ -310,8 +310,11 @@ fn gemini_cli_timeouts_variables_lists_and_extensions() {
     assert_eq!(http.transport.as_deref(), Some("http"));
     assert_eq!(http.url.as_deref(), Some("http://localhost:3000/mcp"));
     assert_eq!(http.disabled_tools, Some(vec!["dangerous_tool".to_owned()]));
-    assert_eq!(http.tool_timeout, Some(GEMINI_DEFAULT_TIMEOUT_MS));
-    assert_eq!(http.timeout, None, "the connect keeps the host's default");
+    assert_eq!(http.tool_timeout_ms, Some(GEMINI_DEFAULT_TIMEOUT_MS));
+    assert_eq!(
+        http.timeout_ms, None,
+        "the connect keeps the host's default"
+    );
     assert_eq!(c["sseServer"].transport.as_deref(), Some("sse"));
     assert_eq!(
         skipped(&loaded, "notAllowed"),
@@ -346,7 +349,7 @@ fn codex_headers_from_the_environment_resolve_at_connect_time() {
     assert_eq!(ctx7.args, ["-y", "@upstash/context7-mcp"]);
     assert_eq!(env(ctx7, "MY_ENV_VAR"), Some("MY_ENV_VALUE"));
     assert_eq!(
-        (ctx7.timeout, ctx7.tool_timeout),
+        (ctx7.timeout_ms, ctx7.tool_timeout_ms),
         (Some(20_000), Some(60_000))
     );
     assert_eq!(
@@ -433,7 +436,7 @@ fn opencode_local_remote_environment_and_enabled() {
     let remote = &c["my-remote-mcp"];
     assert_eq!(remote.url.as_deref(), Some("https://my-mcp-server.com"));
     assert_eq!(header(remote, "Authorization"), Some("Bearer oc"));
-    assert_eq!(remote.timeout, Some(5000));
+    assert_eq!(remote.timeout_ms, Some(5000));
     assert_eq!(skipped(&loaded, "jira"), Some("enabled: false"));
     assert_eq!(loaded.sources["my-remote-mcp"].level, Level::Project);
     // The user file, under the config directory.
@@ -473,7 +476,7 @@ fn goose_extensions_from_yaml() {
         ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
     );
     assert_eq!(
-        (fs.timeout, fs.tool_timeout),
+        (fs.timeout_ms, fs.tool_timeout_ms),
         (Some(300_000), Some(300_000))
     );
     let remote = &c["remote-tools"];
@@ -504,7 +507,7 @@ fn cline_and_roo_code() {
     let s = &c["my-server"];
     assert_eq!(s.args, ["/path/to/server.js"]);
     assert_eq!(env(s, "API_KEY"), Some("your_api_key"));
-    assert_eq!(s.tool_timeout, Some(90_000), "seconds");
+    assert_eq!(s.tool_timeout_ms, Some(90_000), "seconds");
     assert!(!s.extra.contains_key("autoApprove"), "ignored");
     assert_eq!(skipped(&loaded, "remote"), Some("disabled: true"));
 
@@ -521,13 +524,13 @@ fn cline_and_roo_code() {
     assert_eq!(local.args, [format!("{}/server.js", f.project().display())]);
     assert_eq!(env(local, "API_KEY"), Some("rk"));
     assert_eq!(local.cwd.as_deref(), Some("/path/to/project/root"));
-    assert_eq!(local.tool_timeout, Some(30_000));
+    assert_eq!(local.tool_timeout_ms, Some(30_000));
     assert_eq!(local.disabled_tools, Some(vec!["tool3".to_owned()]));
     assert!(!local.extra.contains_key("alwaysAllow"));
     let remote = &c["remote-server"];
     assert_eq!(remote.transport.as_deref(), Some("streamable-http"));
     assert_eq!(header(remote, "X-API-Key"), Some("your-api-key"));
-    assert_eq!(remote.tool_timeout, Some(60_000), "Roo's default");
+    assert_eq!(remote.tool_timeout_ms, Some(60_000), "Roo's default");
     assert_eq!(skipped(&loaded, "global-only"), Some("disabled: true"));
 }
 
@@ -580,7 +583,7 @@ fn amazon_q_and_junie() {
     let loaded = f.load(AmazonQ);
     let md = &loaded.configs["markdown-tools"];
     assert_eq!(md.args, ["-y", "@example/markdown-mcp"]);
-    assert_eq!(md.timeout, Some(60_000));
+    assert_eq!(md.timeout_ms, Some(60_000));
     assert_eq!(loaded.sources["markdown-tools"].level, Level::User);
     assert_eq!(skipped(&loaded, "aws-docs"), Some("disabled: true"));
     f.place("amazonq/mcp.json", &f.project().join(".amazonq/mcp.json"));

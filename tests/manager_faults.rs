@@ -158,7 +158,7 @@ fn a_server_whose_listing_fails_after_initialize_never_hangs_the_host() {
         let config = ServerConfig {
             transport: Some("http".into()),
             url: Some(url),
-            timeout: Some(1000),
+            timeout_ms: Some(1000),
             ..ServerConfig::default()
         };
         let manager = McpManager::new(options());
@@ -225,7 +225,7 @@ fn a_failed_handshake_frees_the_gate_before_its_teardown_and_disconnect_waits_fo
         "--tag",
         tag,
     ]);
-    stubborn.timeout = Some(300);
+    stubborn.timeout_ms = Some(300);
     let report = manager.connect_servers(&one("stubborn", stubborn));
     assert!(
         matches!(
@@ -299,10 +299,10 @@ fn a_connect_cancelled_while_resolving_a_command_stops_it_and_starts_nothing() {
 fn a_servers_timeout_bounds_its_tool_calls_and_tool_timeout_overrides_it() {
     let manager = McpManager::new(options());
     let mut bounded = server(&[]);
-    bounded.timeout = Some(700);
+    bounded.timeout_ms = Some(700);
     let mut tool_bounded = server(&[]);
-    tool_bounded.timeout = Some(5000);
-    tool_bounded.tool_timeout = Some(300);
+    tool_bounded.timeout_ms = Some(5000);
+    tool_bounded.tool_timeout_ms = Some(300);
     let configs = BTreeMap::from([
         ("bounded".to_owned(), bounded),
         ("tool-bounded".to_owned(), tool_bounded),

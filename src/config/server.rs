@@ -83,20 +83,24 @@ pub struct ServerConfig {
         deserialize_with = "lenient::bool"
     )]
     pub disabled: Option<bool>,
-    /// Connect (handshake) timeout in milliseconds (a numeric string is read too).
+    /// `timeout`: the connect (handshake) timeout in milliseconds (a numeric string is read
+    /// too); see [`ServerConfig::timeout`] for the `Duration`.
     #[serde(
+        rename = "timeout",
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient::millis"
     )]
-    pub timeout: Option<u64>,
-    /// Default bound on each tool call, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// `toolTimeout`: the default bound on each tool call, in milliseconds; see
+    /// [`ServerConfig::tool_timeout`].
     #[serde(
+        rename = "toolTimeout",
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient::millis"
     )]
-    pub tool_timeout: Option<u64>,
+    pub tool_timeout_ms: Option<u64>,
     /// http/sse: the name of an environment variable whose value is sent as
     /// `Authorization: Bearer <value>`, read at connect time (Codex's `bearer_token_env_var`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,8 +143,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("headers", &names(&self.headers))
             .field("enabled", &self.enabled)
             .field("disabled", &self.disabled)
-            .field("timeout", &self.timeout)
-            .field("tool_timeout", &self.tool_timeout)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("tool_timeout_ms", &self.tool_timeout_ms)
             .field("oauth", &self.oauth.is_some())
             .finish_non_exhaustive()
     }
@@ -229,12 +233,14 @@ impl ServerConfig {
 
     /// The configured handshake timeout.
     pub fn timeout(&self) -> Option<Duration> {
-        self.timeout.filter(|ms| *ms > 0).map(Duration::from_millis)
+        self.timeout_ms
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
     }
 
     /// The configured default bound on tool calls.
     pub fn tool_timeout(&self) -> Option<Duration> {
-        self.tool_timeout
+        self.tool_timeout_ms
             .filter(|ms| *ms > 0)
             .map(Duration::from_millis)
     }
@@ -401,13 +407,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.enabled, Some(false));
-        assert_eq!(c.timeout, Some(1500));
+        assert_eq!(c.timeout_ms, Some(1500));
         assert_eq!(c.env.get("PORT").map(String::as_str), Some("3000"));
         assert_eq!(c.env.get("DEBUG").map(String::as_str), Some("true"));
         assert!(!c.env.contains_key("N"));
         let c: ServerConfig =
             serde_json::from_value(json!({"enabled": "maybe", "timeout": -1})).unwrap();
-        assert_eq!((c.enabled, c.timeout), (None, None));
+        assert_eq!((c.enabled, c.timeout_ms), (None, None));
     }
 
     #[test]

@@ -49,7 +49,7 @@ fn entry(
     }
     let mut config = convert(entry)?;
     let ms = seconds_as_ms(timeout.as_ref()).unwrap_or(DEFAULT_TIMEOUT_SECS * 1000);
-    config.tool_timeout = Some(ms);
+    config.tool_timeout_ms = Some(ms);
     Ok(config)
 }
 

@@ -115,9 +115,9 @@ fn convert(entry: &Value) -> Result<ServerConfig, String> {
         headers,
         enabled: obj.get("enabled").and_then(Value::as_bool),
         disabled: None,
-        timeout: seconds_to_ms(obj.get("startup_timeout_sec"))
+        timeout_ms: seconds_to_ms(obj.get("startup_timeout_sec"))
             .or_else(|| obj.get("startup_timeout_ms").and_then(Value::as_u64)),
-        tool_timeout: seconds_to_ms(obj.get("tool_timeout_sec")),
+        tool_timeout_ms: seconds_to_ms(obj.get("tool_timeout_sec")),
         bearer_token_env_var: text("bearer_token_env_var"),
         auth: None,
         oauth: None,

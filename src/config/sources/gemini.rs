@@ -47,9 +47,9 @@ fn entry(mut entry: Value, extra: &dyn Fn(&str) -> Option<String>) -> Result<Ser
     rename(&mut entry, "includeTools", "enabledTools");
     rename(&mut entry, "excludeTools", "disabledTools");
     let mut config = plain_entry(entry)?;
-    config.tool_timeout = config
-        .tool_timeout
-        .or(config.timeout)
+    config.tool_timeout_ms = config
+        .tool_timeout_ms
+        .or(config.timeout_ms)
         .or(Some(GEMINI_DEFAULT_TIMEOUT_MS));
     Ok(config)
 }

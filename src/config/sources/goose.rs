@@ -85,8 +85,8 @@ fn convert(entry: &Value) -> Result<Option<ServerConfig>, String> {
     }
     let mut config = plain_entry(Value::Object(out))?;
     if let Some(ms) = seconds_as_ms(obj.get("timeout")) {
-        config.timeout = Some(ms);
-        config.tool_timeout = Some(ms);
+        config.timeout_ms = Some(ms);
+        config.tool_timeout_ms = Some(ms);
     }
     Ok(Some(config))
 }
