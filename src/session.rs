@@ -21,8 +21,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::cache::ToolCache;
-use crate::config::{AuthStorage, DiscoveredServer, DiscoveryOptions, ProjectTrust};
+use crate::config::{DiscoveredServer, DiscoveryOptions};
 use crate::loader::{
     load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
@@ -185,33 +184,26 @@ pub struct SessionOptions {
     pub cwd: PathBuf,
     /// Whether to use MCP at all (default true). False skips discovery entirely.
     pub enable_mcp: bool,
-    /// Whether project-level MCP configs count (default true).
-    pub enable_project_config: bool,
-    /// Discovery settings (home, the host's own files, extra sources). Its
-    /// `enable_project_config` is set from the field above.
+    /// Discovery settings: project configs on or off (`enable_project_config`), the policy
+    /// for project servers nobody approved yet (`project_trust`: without a choice they are
+    /// reported by [`AgentSession::needs_approval`], never started), home, the host's own
+    /// files, extra sources.
     pub config: DiscoveryOptions,
-    /// Manager settings (gate, cache, auth, connection template).
+    /// Manager settings: the gate, the tool cache (`cache`), OAuth credentials (`auth`), the
+    /// connection template.
     pub manager: ManagerOptions,
-    /// The tool cache (overrides `manager.cache` when set).
-    pub cache: Option<Arc<dyn ToolCache>>,
-    /// Whether, with neither `cache` nor `manager.cache` set, the file-backed cache in the
-    /// user's cache directory is used (default true; see [`LoaderOptions::default_cache`]).
-    /// False runs without a tool cache.
+    /// Whether, without `manager.cache`, the file-backed cache in the user's cache directory
+    /// is used (default true; see [`LoaderOptions::default_cache`]). False runs without a
+    /// tool cache.
     pub default_cache: bool,
     /// Called with the manager once it exists, before any server connects: a host that must be
     /// able to close every server from elsewhere (a signal handler) takes its clone here.
     pub on_manager: Option<ManagerHook>,
-    /// OAuth credentials (overrides `manager.auth` when set).
-    pub auth_storage: Option<Arc<dyn AuthStorage>>,
     /// The host's own tools.
     pub host_tools: Vec<Arc<dyn AgentTool>>,
     /// Refresh the MCP tools by itself when the manager's tool set changes, and the
     /// resources, templates and prompts when those change (default true).
     pub auto_refresh: bool,
-    /// The policy for project servers nobody approved yet (overrides
-    /// `config.project_trust` when set). Without one, such servers are reported
-    /// ([`AgentSession::needs_approval`]), never started.
-    pub project_trust: Option<ProjectTrust>,
 }
 
 impl Default for SessionOptions {
@@ -219,16 +211,12 @@ impl Default for SessionOptions {
         SessionOptions {
             cwd: std::env::current_dir().unwrap_or_default(),
             enable_mcp: true,
-            enable_project_config: true,
             config: DiscoveryOptions::default(),
             manager: ManagerOptions::default(),
-            cache: None,
             default_cache: true,
             on_manager: None,
-            auth_storage: None,
             host_tools: Vec::new(),
             auto_refresh: true,
-            project_trust: None,
         }
     }
 }
@@ -238,7 +226,7 @@ impl std::fmt::Debug for SessionOptions {
         f.debug_struct("SessionOptions")
             .field("cwd", &self.cwd)
             .field("enable_mcp", &self.enable_mcp)
-            .field("enable_project_config", &self.enable_project_config)
+            .field("enable_project_config", &self.config.enable_project_config)
             .field("default_cache", &self.default_cache)
             .field("host_tools", &self.host_tools.len())
             .field("auto_refresh", &self.auto_refresh)
@@ -273,11 +261,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     for tool in &options.host_tools {
         registry.add_host_tool(Arc::clone(tool), "host");
     }
-    let mut config = options.config.clone();
-    config.enable_project_config = options.enable_project_config;
-    if let Some(policy) = &options.project_trust {
-        config.project_trust = policy.clone();
-    }
+    let config = options.config.clone();
     if !options.enable_mcp {
         return AgentSession {
             inner: Arc::new(Inner {
@@ -294,16 +278,9 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             }),
         };
     }
-    let mut manager = options.manager.clone();
-    if options.cache.is_some() {
-        manager.cache = options.cache.clone();
-    }
-    if options.auth_storage.is_some() {
-        manager.auth = options.auth_storage.clone();
-    }
     let loader = LoaderOptions {
         config: config.clone(),
-        manager,
+        manager: options.manager.clone(),
         default_cache: options.default_cache,
     };
     let manager = McpManager::new(loader.manager_options(&options.cwd));

@@ -60,7 +60,7 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
         .tool
         .execute(json!({"message": "loaded"}), &ToolContext::default())
         .unwrap();
-    assert_eq!(out.text(), "loaded");
+    assert_eq!(out.model_text(), "loaded");
     assert_eq!(out.details.provider_name.as_deref(), Some("MCP Config"));
     let paths: Vec<&str> = loaded.errors.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(

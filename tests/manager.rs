@@ -84,7 +84,7 @@ fn parallel_connect_returns_live_tools_and_calls_route_by_map() {
     let out = echo
         .execute(json!({"message": "routed"}), &ToolContext::default())
         .unwrap();
-    assert_eq!(out.text(), "routed");
+    assert_eq!(out.model_text(), "routed");
     assert_eq!(out.details.server, "beta-2");
     assert_eq!(
         manager.connection_status("alpha").state,
@@ -196,7 +196,7 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
                 let out = deferred
                     .execute(json!({"message": format!("m{i}")}), &ToolContext::default())
                     .unwrap();
-                results.lock().unwrap().push((i, out.text(), out.is_error));
+                results.lock().unwrap().push((i, out.model_text(), out.is_error));
             });
         }
         held.release();

@@ -367,8 +367,8 @@ fn a_deferred_tool_waits_for_the_handshake_not_the_listing() {
         echo.execute(json!({"message": "early"}), &ToolContext::default())
             .unwrap()
     });
-    assert!(!out.is_error, "{:?}", out.text());
-    assert_eq!(out.text(), "early");
+    assert!(!out.is_error, "{:?}", out.model_text());
+    assert_eq!(out.model_text(), "early");
     held.release();
     manager.disconnect_all();
 }

@@ -380,7 +380,7 @@ fn subagents_share_the_parents_server_process() {
                     let out = echo
                         .execute(json!({ "message": message }), &ToolContext::default())
                         .unwrap();
-                    assert_eq!(out.text(), message);
+                    assert_eq!(out.model_text(), message);
                 }
             });
         }
@@ -410,9 +410,9 @@ fn subagents_share_the_parents_server_process() {
         .execute(json!({"message": "x"}), &ToolContext::default())
         .unwrap();
     assert!(
-        out.is_error && out.text().contains("no longer available"),
+        out.is_error && out.model_text().contains("no longer available"),
         "{}",
-        out.text()
+        out.model_text()
     );
     assert!(proxies.tools().is_empty());
 }
@@ -427,9 +427,9 @@ fn a_proxied_call_is_capped_and_an_abort_stays_an_abort() {
     let out = hang.execute(json!({}), &ToolContext::default()).unwrap();
     assert!(out.is_error);
     assert!(
-        out.text().contains("Request timeout after"),
+        out.model_text().contains("Request timeout after"),
         "{}",
-        out.text()
+        out.model_text()
     );
     let cancel = mcp_runtime::CancelToken::new();
     cancel.cancel();

@@ -66,7 +66,7 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
                     serde_json::to_string(&output.result).unwrap_or_default()
                 );
             } else {
-                println!("{}", output.text());
+                println!("{}", output.model_text());
             }
             let _ = std::io::stdout().flush();
             Ok(u8::from(output.is_error))

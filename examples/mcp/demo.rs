@@ -169,7 +169,7 @@ fn call(tools: &[LoadedTool], name: &str, args: Value) -> bool {
         Ok(out) => {
             println!(
                 "   {name} {args} → {} ({} ms)",
-                out.text(),
+                out.model_text(),
                 started.elapsed().as_millis()
             );
             let progress = progress.lock().map(|p| p.clone()).unwrap_or_default();

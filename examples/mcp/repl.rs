@@ -135,7 +135,7 @@ fn call(session: &AgentSession, line: &str, args: &Args) -> (String, bool) {
         ..ToolContext::default()
     };
     match tool.execute(arguments, &ctx) {
-        Ok(out) => (out.text(), out.is_error),
+        Ok(out) => (out.model_text(), out.is_error),
         Err(e) => (format!("Error: {e}"), true),
     }
 }

@@ -171,8 +171,10 @@ impl ToolOutput {
         self.result.structured_content.as_ref()
     }
 
-    /// The text rendering (see [`render_text`]).
-    pub fn text(&self) -> String {
+    /// What the model is shown: every block rendered (text as it is, other blocks as
+    /// placeholders, structured content when there is no text), `Error: ` first for an error
+    /// (see [`render_text`]). [`CallToolResult::text`] is the text blocks only.
+    pub fn model_text(&self) -> String {
         render_text(&self.result)
     }
 }
