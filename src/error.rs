@@ -103,10 +103,13 @@ pub enum Error {
         /// transport). Renders as `MCP server not connected: <name> (<reason>)`.
         reason: Option<String>,
     },
-    /// A local I/O failure outside the transport (writing a file, ...).
+    /// A local I/O failure outside the transport (writing a file, ...). The operating
+    /// system's error, when there is one, is the [`std::error::Error::source`].
     Io {
-        /// What the operating system said.
+        /// What failed, and what the operating system said.
         message: String,
+        /// The operating system's error.
+        source: Option<IoSource>,
     },
     /// The OAuth authorization of an HTTP server failed (discovery, registration, the
     /// authorization step, the token endpoint). The message never holds a token, code,
@@ -266,7 +269,7 @@ impl fmt::Display for Error {
                 server,
                 reason: Some(reason),
             } => write!(f, "MCP server not connected: {server} ({reason})"),
-            Error::Io { message } => write!(f, "I/O error: {message}"),
+            Error::Io { message, .. } => write!(f, "I/O error: {message}"),
             Error::OAuth { message, .. } => write!(f, "OAuth: {message}"),
             Error::Redirect { status, location } => {
                 write!(f, "HTTP {status}: redirect to {location} not followed")
@@ -275,11 +278,59 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io {
+                source: Some(source),
+                ..
+            } => Some(&*source.0),
+            _ => None,
+        }
+    }
+}
+
+/// The [`std::io::Error`] behind an [`Error::Io`], shared so that [`Error`] stays `Clone`.
+/// Two are equal when their kinds and messages are.
+#[derive(Debug, Clone)]
+pub struct IoSource(pub std::sync::Arc<std::io::Error>);
+
+impl PartialEq for IoSource {
+    fn eq(&self, other: &IoSource) -> bool {
+        self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Error {
+    /// An [`Error::Io`]: `what` failed because of `error` (which stays the `source`).
+    pub fn io(what: impl fmt::Display, error: std::io::Error) -> Error {
+        Error::Io {
+            message: format!("{what}: {error}"),
+            source: Some(IoSource(std::sync::Arc::new(error))),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_io_error_keeps_the_system_error_as_its_source() {
+        use std::error::Error as _;
+        let e = Error::io(
+            "writing /x",
+            std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied"),
+        );
+        assert_eq!(e.to_string(), "I/O error: writing /x: denied");
+        let source = e.source().expect("a source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::PermissionDenied);
+        assert_eq!(e.clone(), e);
+        assert!(Error::protocol("x").source().is_none());
+    }
 
     #[test]
     fn texts_match_the_design() {

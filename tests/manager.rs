@@ -196,7 +196,10 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
                 let out = deferred
                     .execute(json!({"message": format!("m{i}")}), &ToolContext::default())
                     .unwrap();
-                results.lock().unwrap().push((i, out.model_text(), out.is_error));
+                results
+                    .lock()
+                    .unwrap()
+                    .push((i, out.model_text(), out.is_error));
             });
         }
         held.release();

@@ -10,9 +10,8 @@ use crate::Error;
 
 /// Writes `bytes` to `path` atomically.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let io = |what: &str, e: std::io::Error| Error::Io {
-        message: format!("{what} {}: {e}", path.display()),
-    };
+    let io =
+        |what: &str, e: std::io::Error| Error::io(format_args!("{what} {}", path.display()), e);
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

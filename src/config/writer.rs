@@ -57,7 +57,9 @@ impl ConfigWriter {
     /// Adds a server; fails if the name is invalid or already in that file.
     pub fn add(&self, scope: Scope, name: &str, config: &ServerConfig) -> Result<(), Error> {
         validate_server_name(name)?;
-        let value = serde_json::to_value(config).map_err(|e| Error::protocol(e.to_string()))?;
+        let value = serde_json::to_value(config).map_err(|e| Error::Config {
+            message: format!("the config of {name} cannot be written as JSON: {e}"),
+        })?;
         self.edit(self.path(scope), |root| {
             let servers = servers_mut(root);
             if servers.contains_key(name) {

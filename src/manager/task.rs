@@ -73,9 +73,7 @@ impl Task {
             .work
             .spawn(&name, format!("mcp-{name}-connect"), move || self.run());
         if let Err(e) = spawned {
-            let error = Error::Io {
-                message: format!("cannot start a connect thread: {e}"),
-            };
+            let error = Error::io("cannot start a connect thread", e);
             shared.apply(
                 &name,
                 None,

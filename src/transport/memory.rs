@@ -101,9 +101,7 @@ impl MemoryConnector {
                     recv(stopped) -> _ => return,
                 }
             })
-            .map_err(|e| Error::Io {
-                message: format!("cannot start the memory transport's reader: {e}"),
-            })?;
+            .map_err(|e| Error::io("cannot start the memory transport's reader", e))?;
         Ok(MemoryTransport {
             to_server: Mutex::new(Some(self.to_server)),
             stop: Mutex::new(Some(stop)),

@@ -112,13 +112,11 @@ impl Authorizer for BrowserAuthorizer {
             })?;
         let port = listener
             .local_addr()
-            .map_err(|e| Error::Io {
-                message: e.to_string(),
-            })?
+            .map_err(|e| Error::io("the login listener's address", e))?
             .port();
-        listener.set_nonblocking(true).map_err(|e| Error::Io {
-            message: e.to_string(),
-        })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io("the login listener", e))?;
         Ok(Box::new(LoopbackSession {
             listener,
             redirect_uri: format!("http://127.0.0.1:{port}/callback"),
