@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::transport::{HttpTarget, StdioCommand};
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+use mcp_runtime::{Client, ConnectOptions, Endpoint};
 use perf::{Args, Mode, MESSAGE};
 use serde_json::json;
 
@@ -50,11 +50,7 @@ fn connect(args: &Args) -> Client {
 
 fn echo(client: &Client) {
     let out = client
-        .call_tool(
-            "echo",
-            json!({ "message": MESSAGE }),
-            CallOptions::default(),
-        )
+        .call_tool("echo", json!({ "message": MESSAGE }))
         .expect("echo");
     assert_eq!(out.content[0].as_text(), Some(MESSAGE));
 }

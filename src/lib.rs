@@ -22,7 +22,17 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
-//! One server, directly:
+//! One server, one call (`Client::stdio` starts the server and runs the handshake; dropping
+//! the client stops it):
+//!
+//! ```no_run
+//! let client = mcp_runtime::Client::stdio("files", "mcp-server-files", ["/tmp"])?;
+//! let result = client.call_tool("read", serde_json::json!({"path": "/tmp/a.txt"}))?;
+//! println!("{}", result.text());
+//! # Ok::<(), mcp_runtime::Error>(())
+//! ```
+//!
+//! One server, with every option spelled out:
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -43,7 +53,7 @@
 //! let options = CallOptions::timeout(Duration::from_secs(10))
 //!     .with_cancel(cancel.clone())
 //!     .with_progress(|p| eprintln!("{}/{:?}", p.progress, p.total));
-//! let result = client.call_tool("echo", json!({"message": "hello"}), options)?;
+//! let result = client.call_tool_with("echo", json!({"message": "hello"}), options)?;
 //! println!("{}", mcp_runtime::tool::render_text(&result));
 //!
 //! client.close(); // also on drop: stdin closed, SIGTERM, SIGKILL, always reaped

@@ -70,9 +70,7 @@ fn a_call_is_answered_and_a_stray_reply_changes_nothing() {
     });
     let client = Client::with_transport("mem", connector, options()).unwrap();
     assert_eq!(client.transport_kind(), "memory");
-    let out = client
-        .call_tool("echo", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("echo", json!({})).unwrap();
     assert_eq!(out.text(), "hi");
     client.close();
     let seen = seen.recv_timeout(Duration::from_secs(10)).unwrap();
@@ -108,7 +106,7 @@ fn a_server_that_goes_away_mid_call_fails_it_at_once() {
     });
     let client = Client::with_transport("mem", connector, options()).unwrap();
     let err = client
-        .call_tool(
+        .call_tool_with(
             "echo",
             json!({}),
             CallOptions::timeout(Duration::from_secs(60)),
@@ -142,7 +140,7 @@ fn a_timed_out_call_is_cancelled_on_the_wire() {
     let seen = serve(server, "2025-06-18", |_, _| {});
     let client = Client::with_transport("mem", connector, options()).unwrap();
     let err = client
-        .call_tool(
+        .call_tool_with(
             "hang",
             json!({}),
             CallOptions::timeout(Duration::from_millis(50)),

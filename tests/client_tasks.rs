@@ -80,7 +80,7 @@ fn a_required_task_tool_is_one_blocking_call_with_progress() {
     let (client, seen) = task_server(3);
     let mut messages = Vec::new();
     let out = client
-        .call_tool(
+        .call_tool_with(
             "research",
             json!({"q": "rust"}),
             CallOptions::timeout(Duration::from_secs(10))
@@ -102,9 +102,7 @@ fn a_required_task_tool_is_one_blocking_call_with_progress() {
     let call = seen.lock().unwrap()[2].params.clone().unwrap();
     assert_eq!(call["task"], json!({"ttl": 10_000}));
     // An optional one is called the ordinary way.
-    let out = client
-        .call_tool("quick", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("quick", json!({})).unwrap();
     assert_eq!(out.text(), "plain call");
     client.close();
 }
@@ -113,7 +111,7 @@ fn a_required_task_tool_is_one_blocking_call_with_progress() {
 fn a_task_that_outlives_its_call_is_cancelled() {
     let (client, seen) = task_server(usize::MAX);
     let err = client
-        .call_tool(
+        .call_tool_with(
             "research",
             json!({}),
             CallOptions::timeout(Duration::from_millis(1000)),
@@ -138,7 +136,7 @@ fn a_task_that_outlives_its_call_is_cancelled() {
         firing.cancel();
     });
     let err = client
-        .call_tool(
+        .call_tool_with(
             "research",
             json!({}),
             CallOptions::timeout(Duration::from_secs(30)).with_cancel(cancel),

@@ -21,11 +21,7 @@ fn sixteen_threads_times_five_hundred_calls_each_get_their_own_answer() {
                 for i in 0..500 {
                     let message = format!("thread {t} call {i}");
                     let out = client
-                        .call_tool(
-                            "echo",
-                            json!({ "message": message }),
-                            CallOptions::default(),
-                        )
+                        .call_tool("echo", json!({ "message": message }))
                         .unwrap();
                     assert_eq!(out.text(), message);
                 }
@@ -33,9 +29,7 @@ fn sixteen_threads_times_five_hundred_calls_each_get_their_own_answer() {
         }
     });
     // Nothing is left pending: one more call still works.
-    let out = client
-        .call_tool("add", json!({"a": 1, "b": 1}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("add", json!({"a": 1, "b": 1})).unwrap();
     assert_eq!(out.text(), "2");
 }
 
@@ -61,7 +55,7 @@ fn callers_that_read_their_own_answers_and_callers_that_wait_never_lose_one() {
                     }
                     let started = Instant::now();
                     let out = client
-                        .call_tool("echo", json!({ "message": message }), options)
+                        .call_tool_with("echo", json!({ "message": message }), options)
                         .unwrap();
                     assert_eq!(out.text(), message);
                     // An answer that arrived but was noticed only at the deadline is a hang.

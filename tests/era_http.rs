@@ -7,7 +7,7 @@ mod modern_http;
 use std::time::Duration;
 
 use mcp_runtime::protocol::ProtocolVersion;
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint, EraChoice, Error};
+use mcp_runtime::{Client, ConnectOptions, Endpoint, EraChoice, Error};
 use modern_http::{Mode, ModernHttp};
 use serde_json::json;
 
@@ -51,20 +51,15 @@ fn a_stateless_server_gets_every_header_rule_and_no_session() {
         .call_tool(
             "regional",
             json!({"region": "eu-west", "count": 3, "note": "n"}),
-            CallOptions::default(),
         )
         .unwrap();
     assert_eq!(out.text(), "eu-west");
     let out = client
-        .call_tool(
-            "regional",
-            json!({"region": "Zürich ", "count": null}),
-            CallOptions::default(),
-        )
+        .call_tool("regional", json!({"region": "Zürich ", "count": null}))
         .unwrap();
     assert_eq!(out.text(), "Zürich ");
     let out = client
-        .call_tool("echo", json!({"message": "plain"}), CallOptions::default())
+        .call_tool("echo", json!({"message": "plain"}))
         .unwrap();
     assert_eq!(out.text(), "plain");
     client.close();
@@ -121,9 +116,7 @@ fn an_empty_400_or_a_404_to_the_probe_means_the_handshake_without_stateless_head
         let server = ModernHttp::start(mode);
         let client = connect(&server).unwrap();
         assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-        let out = client
-            .call_tool("echo", json!({"message": "old"}), CallOptions::default())
-            .unwrap();
+        let out = client.call_tool("echo", json!({"message": "old"})).unwrap();
         assert_eq!(out.text(), "old");
         client.close();
         let seen = server.seen();
@@ -183,7 +176,7 @@ fn a_header_mismatch_re_lists_the_tools_and_retries_once() {
     let server = ModernHttp::start_with(Mode::Modern, 1);
     let client = connect(&server).unwrap();
     let out = client
-        .call_tool("echo", json!({"message": "again"}), CallOptions::default())
+        .call_tool("echo", json!({"message": "again"}))
         .unwrap();
     assert_eq!(out.text(), "again");
     assert_eq!(
@@ -194,7 +187,7 @@ fn a_header_mismatch_re_lists_the_tools_and_retries_once() {
     let server = ModernHttp::start_with(Mode::Modern, 2);
     let client = connect(&server).unwrap();
     let err = client
-        .call_tool("echo", json!({"message": "again"}), CallOptions::default())
+        .call_tool("echo", json!({"message": "again"}))
         .unwrap_err();
     assert_eq!(err.rpc_code(), Some(-32020), "{err:?}");
 }
@@ -227,7 +220,7 @@ fn a_listen_stream_that_drops_is_issued_again_under_a_new_id() {
     }
     // The connection itself carried on.
     let out = client
-        .call_tool("echo", json!({"message": "still"}), CallOptions::default())
+        .call_tool("echo", json!({"message": "still"}))
         .unwrap();
     assert_eq!(out.text(), "still");
     client.close();

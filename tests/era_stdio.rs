@@ -57,13 +57,9 @@ fn a_stateless_server_is_spoken_to_without_a_handshake() {
     assert_eq!(client.instructions().as_deref(), Some("Stateless."));
     let tools = client.list_tools().unwrap();
     assert_eq!(tools.len(), 7);
-    let out = client
-        .call_tool("echo", json!({"message": "hi"}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("echo", json!({"message": "hi"})).unwrap();
     assert_eq!(out.text(), "hi");
-    let out = client
-        .call_tool("meta", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("meta", json!({})).unwrap();
     let meta = out.structured_content.unwrap();
     assert_eq!(
         meta["io.modelcontextprotocol/protocolVersion"],
@@ -99,7 +95,7 @@ fn a_stateless_server_is_spoken_to_without_a_handshake() {
 fn a_progress_token_joins_the_meta() {
     let client = connect(&["--mode", "modern"]);
     let out = client
-        .call_tool(
+        .call_tool_with(
             "meta",
             json!({}),
             CallOptions::default().with_progress(|_| {}),
@@ -119,9 +115,7 @@ fn a_log_level_travels_in_each_requests_meta() {
     client
         .set_log_level(mcp_runtime::protocol::LoggingLevel::Warning)
         .unwrap();
-    let out = client
-        .call_tool("meta", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("meta", json!({})).unwrap();
     assert_eq!(
         out.structured_content.unwrap()["io.modelcontextprotocol/logLevel"],
         "warning"
@@ -144,7 +138,7 @@ fn a_server_that_exits_on_the_probe_is_started_again_for_initialize() {
     let client = connect(&["--mode", "legacy-exit", "--log", &log]);
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     let out = client
-        .call_tool("echo", json!({"message": "again"}), CallOptions::default())
+        .call_tool("echo", json!({"message": "again"}))
         .unwrap();
     assert_eq!(out.text(), "again");
     client.close();
@@ -267,13 +261,9 @@ fn with_host(block: bool) -> ConnectOptions {
 #[test]
 fn input_required_is_answered_through_the_handler_and_retried_with_the_state() {
     let client = connect_with(&["--mode", "modern"], with_host(false)).unwrap();
-    let out = client
-        .call_tool("ask", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("ask", json!({})).unwrap();
     assert_eq!(out.text(), "accept Ada state=s1");
-    let out = client
-        .call_tool("meta", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("meta", json!({})).unwrap();
     assert_eq!(
         out.structured_content.unwrap()["io.modelcontextprotocol/clientCapabilities"],
         json!({"elicitation": {}}),
@@ -284,18 +274,14 @@ fn input_required_is_answered_through_the_handler_and_retried_with_the_state() {
 #[test]
 fn a_state_only_round_is_retried_at_once_with_the_state_echoed() {
     let client = connect(&["--mode", "modern"]);
-    let out = client
-        .call_tool("state", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("state", json!({})).unwrap();
     assert_eq!(out.text(), "state opaque-42");
 }
 
 #[test]
 fn input_for_an_undeclared_capability_fails_the_call() {
     let client = connect(&["--mode", "modern"]);
-    let err = client
-        .call_tool("ask", json!({}), CallOptions::default())
-        .unwrap_err();
+    let err = client.call_tool("ask", json!({})).unwrap_err();
     assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
     assert!(err.to_string().contains("elicitation/create"), "{err}");
 }
@@ -303,9 +289,7 @@ fn input_for_an_undeclared_capability_fails_the_call() {
 #[test]
 fn endless_input_rounds_end_at_the_bound() {
     let client = connect(&["--mode", "modern"]);
-    let err = client
-        .call_tool("forever", json!({}), CallOptions::default())
-        .unwrap_err();
+    let err = client.call_tool("forever", json!({})).unwrap_err();
     assert!(err.to_string().contains("rounds"), "{err}");
 }
 
@@ -320,13 +304,13 @@ fn a_blocked_handler_does_not_outlive_the_callers_cancel_or_deadline() {
     });
     let started = Instant::now();
     let err = client
-        .call_tool("ask", json!({}), CallOptions::default().with_cancel(cancel))
+        .call_tool_with("ask", json!({}), CallOptions::default().with_cancel(cancel))
         .unwrap_err();
     assert_eq!(err, Error::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(10));
     let started = Instant::now();
     let err = client
-        .call_tool(
+        .call_tool_with(
             "ask",
             json!({}),
             CallOptions::timeout(Duration::from_millis(300)),
@@ -339,9 +323,7 @@ fn a_blocked_handler_does_not_outlive_the_callers_cancel_or_deadline() {
 #[test]
 fn an_unknown_result_type_is_a_protocol_error() {
     let client = connect(&["--mode", "modern"]);
-    let err = client
-        .call_tool("bogus", json!({}), CallOptions::default())
-        .unwrap_err();
+    let err = client.call_tool("bogus", json!({})).unwrap_err();
     assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
     assert!(err.to_string().contains("mystery"), "{err}");
 }
@@ -349,9 +331,7 @@ fn an_unknown_result_type_is_a_protocol_error() {
 #[test]
 fn a_missing_capability_is_named() {
     let client = connect(&["--mode", "modern"]);
-    let err = client
-        .call_tool("needs_roots", json!({}), CallOptions::default())
-        .unwrap_err();
+    let err = client.call_tool("needs_roots", json!({})).unwrap_err();
     assert_eq!(err.rpc_code(), Some(-32021));
     assert!(err.to_string().contains("roots"), "{err}");
 }
@@ -394,9 +374,7 @@ fn change_notifications_come_over_subscriptions_listen_and_only_ours_count() {
         seen.clone()
     };
     wait_for("notifications/subscriptions/acknowledged");
-    client
-        .call_tool("change", json!({}), CallOptions::default())
-        .unwrap();
+    client.call_tool("change", json!({})).unwrap();
     let seen = wait_for("notifications/done");
     assert_eq!(
         seen,
@@ -430,9 +408,7 @@ fn the_hosts_trace_context_travels_in_the_meta() {
         ..common::options()
     };
     let client = connect_with(&["--mode", "modern"], options).unwrap();
-    let out = client
-        .call_tool("meta", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("meta", json!({})).unwrap();
     let meta = out.structured_content.unwrap();
     assert_eq!(
         meta["traceparent"],

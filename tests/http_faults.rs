@@ -31,7 +31,7 @@ fn http(url: String) -> Endpoint {
 
 fn echo(client: &Client, message: &str, options: CallOptions<'_>) -> Result<String, Error> {
     client
-        .call_tool("echo", json!({ "message": message }), options)
+        .call_tool_with("echo", json!({ "message": message }), options)
         .map(|r| r.text())
 }
 

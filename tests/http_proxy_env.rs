@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::transport::HttpTarget;
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+use mcp_runtime::{Client, ConnectOptions, Endpoint};
 use serde_json::json;
 
 #[test]
@@ -41,7 +41,7 @@ fn proxy_variables_in_the_environment_neither_divert_nor_break_calls() {
     )
     .unwrap();
     let out = client
-        .call_tool("echo", json!({"message": "direct"}), CallOptions::default())
+        .call_tool("echo", json!({"message": "direct"}))
         .unwrap();
     assert_eq!(out.text(), "direct");
     client.close();

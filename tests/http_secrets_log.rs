@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::transport::{AuthProvider, HttpTarget};
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+use mcp_runtime::{Client, ConnectOptions, Endpoint};
 use serde_json::json;
 
 const HEADER: &str = "hdr-SECRET-value-1";
@@ -78,9 +78,7 @@ fn no_secret_reaches_any_log_record_at_trace() {
         options.clone(),
     )
     .unwrap();
-    let out = client
-        .call_tool("echo", json!({"message": "hi"}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("echo", json!({"message": "hi"})).unwrap();
     assert_eq!(out.text(), "hi");
     client.close();
     let legacy = TestHttp::start(Behaviour::default());

@@ -17,7 +17,7 @@ use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::protocol::ProtocolVersion;
 use mcp_runtime::transport::HttpTarget;
-use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, Error};
+use mcp_runtime::{Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, Error};
 use serde_json::{json, Value};
 
 /// How long any wait of these tests may take (generous: the machine may be loaded).
@@ -366,11 +366,7 @@ fn until(done: impl Fn() -> bool, state: impl Fn() -> String) {
 
 fn echo(client: &Client, message: &str) -> Result<String, Error> {
     client
-        .call_tool(
-            "echo",
-            json!({ "message": message }),
-            CallOptions::default(),
-        )
+        .call_tool("echo", json!({ "message": message }))
         .map(|r| r.text())
 }
 

@@ -27,11 +27,7 @@ fn http(server: &TestHttp) -> Endpoint {
 
 fn echo(client: &Client, message: &str) -> Result<String, Error> {
     client
-        .call_tool(
-            "echo",
-            json!({ "message": message }),
-            CallOptions::default(),
-        )
+        .call_tool("echo", json!({ "message": message }))
         .map(|r| r.text())
 }
 
@@ -93,7 +89,7 @@ fn sse_replies_deliver_progress_then_the_response() {
     let client = Client::connect("sse-replies", &http(&server), options()).unwrap();
     let mut progress = Vec::new();
     let out = client
-        .call_tool(
+        .call_tool_with(
             "echo",
             json!({"message": "streamed"}),
             CallOptions::default().with_progress(|p| progress.push(p.progress)),
@@ -312,7 +308,7 @@ fn a_hanging_server_times_the_call_out_and_close_interrupts_it() {
     });
     let client = Client::connect("hanging", &http(&server), options()).unwrap();
     let err = client
-        .call_tool(
+        .call_tool_with(
             "echo",
             json!({}),
             CallOptions::timeout(Duration::from_millis(200)),

@@ -44,18 +44,16 @@ fn lists_calls_and_follows_progress() {
     // Without the capabilities, the conditional tools are not offered.
     assert!(!names.contains(&"trigger-sampling-request"));
 
-    let out = client
-        .call_tool("echo", json!({"message": "hi"}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("echo", json!({"message": "hi"})).unwrap();
     assert_eq!(out.text(), "Echo: hi");
     let out = client
-        .call_tool("get-sum", json!({"a": 2, "b": 3}), CallOptions::default())
+        .call_tool("get-sum", json!({"a": 2, "b": 3}))
         .unwrap();
     assert_eq!(out.text(), "The sum of 2 and 3 is 5.");
 
     let mut progress = Vec::new();
     let out = client
-        .call_tool(
+        .call_tool_with(
             "trigger-long-running-operation",
             json!({"duration": 0.4, "steps": 4}),
             CallOptions::default().with_progress(|p| progress.push((p.progress, p.total))),
@@ -77,11 +75,7 @@ fn lists_calls_and_follows_progress() {
     );
 
     let out = client
-        .call_tool(
-            "get-structured-content",
-            json!({"location": "Chicago"}),
-            CallOptions::default(),
-        )
+        .call_tool("get-structured-content", json!({"location": "Chicago"}))
         .unwrap();
     assert!(out.structured_content.as_ref().unwrap()["temperature"].is_number());
     client.close();
@@ -149,9 +143,7 @@ fn answers_roots_and_sampling_when_declared() {
     wait_for_tool(&client, &rx, "get-roots-list");
     wait_for_tool(&client, &rx, "trigger-sampling-request");
 
-    let out = client
-        .call_tool("get-roots-list", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("get-roots-list", json!({})).unwrap();
     assert!(
         out.text().contains("file:///interop/root"),
         "{}",
@@ -162,7 +154,6 @@ fn answers_roots_and_sampling_when_declared() {
         .call_tool(
             "trigger-sampling-request",
             json!({"prompt": "ping?", "maxTokens": 5}),
-            CallOptions::default(),
         )
         .unwrap();
     assert!(out.text().contains("canned reply"), "{}", out.text());

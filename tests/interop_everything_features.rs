@@ -96,7 +96,7 @@ fn a_task_required_tool_is_one_blocking_call() {
     );
     let mut stages = Vec::new();
     let out = client
-        .call_tool(
+        .call_tool_with(
             "simulate-research-query",
             json!({"topic": "sync clients"}),
             CallOptions::timeout(Duration::from_secs(60))

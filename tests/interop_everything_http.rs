@@ -26,20 +26,16 @@ fn exercise(client: &Client) {
     let tools = client.list_tools().unwrap();
     assert!(tools.iter().any(|t| t.name == "get-sum"), "{tools:?}");
     let out = client
-        .call_tool(
-            "echo",
-            json!({"message": "over the wire"}),
-            CallOptions::default(),
-        )
+        .call_tool("echo", json!({"message": "over the wire"}))
         .unwrap();
     assert_eq!(out.text(), "Echo: over the wire");
     let out = client
-        .call_tool("get-sum", json!({"a": 20, "b": 22}), CallOptions::default())
+        .call_tool("get-sum", json!({"a": 20, "b": 22}))
         .unwrap();
     assert_eq!(out.text(), "The sum of 20 and 22 is 42.");
     let mut progress = 0;
     let out = client
-        .call_tool(
+        .call_tool_with(
             "trigger-long-running-operation",
             json!({"duration": 0.3, "steps": 3}),
             CallOptions::default().with_progress(|_| progress += 1),

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use mcp_runtime::protocol::ProtocolVersion;
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+use mcp_runtime::{Client, ConnectOptions, Endpoint};
 use serde_json::{json, Value};
 
 const FASTMCP: &str = "4.2.3";
@@ -114,11 +114,7 @@ fn check(name: &str, endpoint: &Endpoint) {
     let tools = client.list_tools().unwrap();
     assert!(tools.iter().any(|t| t.name == "echo"), "{name}: {tools:?}");
     let out = client
-        .call_tool(
-            "echo",
-            json!({"message": "interop"}),
-            CallOptions::default(),
-        )
+        .call_tool("echo", json!({"message": "interop"}))
         .unwrap();
     assert_eq!(out.text(), "interop", "{name}");
     assert!(!out.is_error());

@@ -46,7 +46,7 @@ fn a_result_that_would_unfold_past_the_budget_is_refused_and_the_connection_goes
     let client = common::connect("budget", &[]);
     let count = MAX_RESULT_VALUES + 1000;
     let err = client
-        .call_tool(
+        .call_tool_with(
             "numbers",
             json!({ "count": count }),
             CallOptions::timeout(Duration::from_secs(60)),
@@ -60,11 +60,7 @@ fn a_result_that_would_unfold_past_the_budget_is_refused_and_the_connection_goes
         other => panic!("unexpected {other:?}"),
     }
     let echo = client
-        .call_tool(
-            "echo",
-            json!({"message": "still here"}),
-            CallOptions::default(),
-        )
+        .call_tool("echo", json!({"message": "still here"}))
         .unwrap();
     assert_eq!(echo.text(), "still here");
     assert!(client.closed_reason().is_none());

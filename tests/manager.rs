@@ -15,7 +15,7 @@ use mcp_runtime::manager::{
 };
 use mcp_runtime::protocol::Tool as ToolDef;
 use mcp_runtime::tool::{build_tools, AgentTool, ToolContext};
-use mcp_runtime::{CallOptions, CancelToken, Error};
+use mcp_runtime::{CancelToken, Error};
 use serde_json::json;
 
 fn server(args: &[&str]) -> ServerConfig {
@@ -345,18 +345,14 @@ fn failure_table_a_transport_that_dies_at_runtime() {
     // The host holds tool objects built before the death.
     let tools = build_tools(&manager);
     let changed = changes(&manager);
-    let err = manager
-        .call_tool("dies", "crash", json!({}), CallOptions::default())
-        .unwrap_err();
+    let err = manager.call_tool("dies", "crash", json!({})).unwrap_err();
     assert!(matches!(err, Error::TransportClosed { .. }));
     // Noticed at once: the status says why, without any call having to time out.
     let status = manager.connection_status("dies");
     assert_eq!(status.state, ConnectionState::Disconnected);
     let reason = status.error.unwrap().to_string();
     assert!(reason.contains("exited"), "{reason}");
-    let again = manager
-        .call_tool("dies", "echo", json!({}), CallOptions::default())
-        .unwrap_err();
+    let again = manager.call_tool("dies", "echo", json!({})).unwrap_err();
     assert_eq!(
         again,
         Error::NotConnected {
@@ -386,12 +382,7 @@ fn failure_table_a_transport_that_dies_at_runtime() {
     );
     // The other server is untouched.
     let out = manager
-        .call_tool(
-            "lives",
-            "echo",
-            json!({"message": "ok"}),
-            CallOptions::default(),
-        )
+        .call_tool("lives", "echo", json!({"message": "ok"}))
         .unwrap();
     assert_eq!(out.text(), "ok");
 }
@@ -408,18 +399,13 @@ fn a_reconnect_policy_brings_a_dead_server_back() {
     let manager = McpManager::new(o);
     manager.connect_servers(&configs(&[("phoenix", server(&[]))]));
     let first = manager.client("phoenix").unwrap().pid().unwrap();
-    let _ = manager.call_tool("phoenix", "crash", json!({}), CallOptions::default());
+    let _ = manager.call_tool("phoenix", "crash", json!({}));
     let client = manager
         .wait_for_connection("phoenix", Duration::from_secs(20), None)
         .unwrap();
     assert_ne!(client.pid().unwrap(), first);
     let out = manager
-        .call_tool(
-            "phoenix",
-            "echo",
-            json!({"message": "back"}),
-            CallOptions::default(),
-        )
+        .call_tool("phoenix", "echo", json!({"message": "back"}))
         .unwrap();
     assert_eq!(out.text(), "back");
     manager.disconnect_all();
@@ -432,7 +418,7 @@ fn list_changed_refreshes_the_tools_and_tells_the_host() {
     manager.connect_servers(&configs(&[("grows", server(&[]))]));
     assert_eq!(build_tools(&manager).len(), 17);
     manager
-        .call_tool("grows", "list_changed", json!({}), CallOptions::default())
+        .call_tool("grows", "list_changed", json!({}))
         .unwrap();
     assert_eq!(
         changed
@@ -461,7 +447,7 @@ fn tool_filters_apply_at_list_and_call_time() {
         .collect();
     assert_eq!(names, ["mcp_filtered_echo"]);
     let err = manager
-        .call_tool("filtered", "crash", json!({}), CallOptions::default())
+        .call_tool("filtered", "crash", json!({}))
         .unwrap_err();
     assert!(matches!(err, Error::Config { .. }), "{err:?}");
     assert!(

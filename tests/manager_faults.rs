@@ -309,9 +309,7 @@ fn a_servers_timeout_bounds_its_tool_calls_and_tool_timeout_overrides_it() {
     ]);
     let report = manager.connect_servers(&configs);
     assert_eq!(report.connected.len(), 2, "{report:?}");
-    let err = manager
-        .call_tool("bounded", "hang", json!({}), CallOptions::default())
-        .unwrap_err();
+    let err = manager.call_tool("bounded", "hang", json!({})).unwrap_err();
     assert_eq!(
         err,
         Error::Timeout {
@@ -320,12 +318,12 @@ fn a_servers_timeout_bounds_its_tool_calls_and_tool_timeout_overrides_it() {
         }
     );
     let err = manager
-        .call_tool("tool-bounded", "hang", json!({}), CallOptions::default())
+        .call_tool("tool-bounded", "hang", json!({}))
         .unwrap_err();
     assert_eq!(err.to_string(), "Request timeout after 300ms");
     // The caller's own bound still wins.
     let err = manager
-        .call_tool(
+        .call_tool_with(
             "bounded",
             "hang",
             json!({}),
@@ -434,12 +432,7 @@ fn a_flood_of_list_changed_is_coalesced() {
     assert_eq!(report.connected, ["noisy"]);
     let before = cache.writes.load(Ordering::SeqCst);
     let out = manager
-        .call_tool(
-            "noisy",
-            "list_changed",
-            json!({"count": 10_000}),
-            CallOptions::default(),
-        )
+        .call_tool("noisy", "list_changed", json!({"count": 10_000}))
         .unwrap();
     assert_eq!(out.text(), "sent");
     // Every notification has been handled once the marker that followed them arrives.

@@ -12,7 +12,7 @@ use mcp_runtime::config::ServerConfig;
 use mcp_runtime::jsonrpc::Notification;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::protocol::{CompletionRef, LoggingLevel};
-use mcp_runtime::{CallOptions, ClientHandler};
+use mcp_runtime::ClientHandler;
 use serde_json::json;
 
 struct Updates(crossbeam_channel::Sender<Notification>);
@@ -115,12 +115,7 @@ fn prompts_list_changed_refreshes_and_tells_the_host() {
         let _ = tx.send(c.servers.clone());
     });
     manager
-        .call_tool(
-            "rich",
-            "features_changed",
-            json!({}),
-            CallOptions::default(),
-        )
+        .call_tool("rich", "features_changed", json!({}))
         .unwrap();
     assert_eq!(
         changed.recv_timeout(Duration::from_secs(20)).unwrap(),
@@ -196,9 +191,7 @@ fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
 #[test]
 fn resource_links_and_embedded_resources_in_a_result_are_followed_in_one_call() {
     let (manager, _) = connect(&[("rich", &["--features"])]);
-    let out = manager
-        .call_tool("rich", "rich", json!({}), CallOptions::default())
-        .unwrap();
+    let out = manager.call_tool("rich", "rich", json!({})).unwrap();
     let link = out
         .content
         .iter()

@@ -14,7 +14,7 @@ use std::time::Duration;
 use mcp_runtime::config::oauth::HeadlessAuthorizer;
 use mcp_runtime::config::{AuthStorage, ServerConfig};
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
-use mcp_runtime::{CallOptions, Error};
+use mcp_runtime::Error;
 use oauth_server::*;
 use serde_json::json;
 
@@ -64,9 +64,7 @@ fn a_protected_server_needs_a_login_then_works_and_refreshes_on_401() {
         ConnectionState::Connected
     );
     assert!(manager.auth_status("protected").unwrap().logged_in);
-    let out = manager
-        .call_tool("protected", "whoami", json!({}), CallOptions::default())
-        .unwrap();
+    let out = manager.call_tool("protected", "whoami", json!({})).unwrap();
     assert!(out.text().starts_with("scope"), "{}", out.text());
 
     // The access token is revoked server-side: the next call gets a 401, refreshes, re-sends.
@@ -78,9 +76,7 @@ fn a_protected_server_needs_a_login_then_works_and_refreshes_on_401() {
     };
     let before = refreshes(&server);
     server.expire_access_tokens();
-    let out = manager
-        .call_tool("protected", "whoami", json!({}), CallOptions::default())
-        .unwrap();
+    let out = manager.call_tool("protected", "whoami", json!({})).unwrap();
     assert!(out.text().starts_with("scope"));
     assert_eq!(refreshes(&server), before + 1);
 

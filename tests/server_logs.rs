@@ -10,7 +10,7 @@ use crossbeam_channel::{Receiver, Sender};
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::McpManager;
 use mcp_runtime::protocol::{LoggingLevel, LoggingMessageParams};
-use mcp_runtime::{CallOptions, Client, ClientHandler, ManagerOptions};
+use mcp_runtime::{Client, ClientHandler, ManagerOptions};
 use serde_json::json;
 
 struct Logs(Sender<(String, LoggingMessageParams)>);
@@ -33,9 +33,7 @@ fn a_log_message_reaches_the_client_handler() {
     options.handler = logs;
     let client = Client::connect("srv", &common::endpoint(&[]), options).unwrap();
     let args = json!({"level": "warning", "message": "disk almost full"});
-    client
-        .call_tool("log", args, CallOptions::default())
-        .unwrap();
+    client.call_tool("log", args).unwrap();
     let (server, message) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(server, "srv");
     assert_eq!(message.level, LoggingLevel::Warning);
@@ -56,9 +54,7 @@ fn the_manager_forwards_log_messages_to_the_hosts_handler() {
     let report = manager.connect_servers(&[("logger".to_owned(), config)].into_iter().collect());
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let args = json!({"level": "error", "message": {"code": 7}});
-    let out = manager
-        .call_tool("logger", "log", args, CallOptions::default())
-        .unwrap();
+    let out = manager.call_tool("logger", "log", args).unwrap();
     assert!(!out.is_error());
     let (server, message) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(server, "logger");

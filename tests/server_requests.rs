@@ -65,11 +65,7 @@ fn with_host(name: &str) -> (Client, Receiver<String>) {
 /// Makes the server send `method` to us and returns (our answer, whether it was an error).
 fn ask(client: &Client, method: &str, params: Value) -> (Value, bool) {
     let out = client
-        .call_tool(
-            "ask",
-            json!({"method": method, "params": params}),
-            CallOptions::default(),
-        )
+        .call_tool("ask", json!({"method": method, "params": params}))
         .unwrap();
     let is_error = out.is_error();
     (
@@ -81,9 +77,7 @@ fn ask(client: &Client, method: &str, params: Value) -> (Value, bool) {
 #[test]
 fn declares_exactly_what_the_handler_implements() {
     let (client, _) = with_host("caps");
-    let init = client
-        .call_tool("client_info", json!({}), CallOptions::default())
-        .unwrap();
+    let init = client.call_tool("client_info", json!({})).unwrap();
     let init = init.structured_content.unwrap();
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert_eq!(
@@ -93,9 +87,7 @@ fn declares_exactly_what_the_handler_implements() {
     assert_eq!(init["clientInfo"]["name"], "mcp-runtime");
 
     let plain = common::connect("no-caps", &[]);
-    let init = plain
-        .call_tool("client_info", json!({}), CallOptions::default())
-        .unwrap();
+    let init = plain.call_tool("client_info", json!({})).unwrap();
     assert_eq!(init.structured_content.unwrap()["capabilities"], json!({}));
 }
 
@@ -171,9 +163,7 @@ fn without_a_handler_every_server_request_but_ping_is_method_not_found() {
 #[test]
 fn tools_list_changed_reaches_the_handler() {
     let (client, changed) = with_host("changing");
-    client
-        .call_tool("list_changed", json!({}), CallOptions::default())
-        .unwrap();
+    client.call_tool("list_changed", json!({})).unwrap();
     assert_eq!(
         changed.recv_timeout(Duration::from_secs(10)).unwrap(),
         "changing"
@@ -188,7 +178,6 @@ fn log_messages_go_to_the_log_crate_under_the_server_target() {
         .call_tool(
             "log",
             json!({"level": "warning", "message": "disk almost full"}),
-            CallOptions::default(),
         )
         .unwrap();
     // The notification precedes the response on the same stream, so it was logged already.
@@ -205,7 +194,7 @@ fn progress_reaches_the_callback_on_the_calling_thread() {
     let seen: Mutex<Vec<Progress>> = Mutex::new(Vec::new());
     let caller = std::thread::current().id();
     let out = client
-        .call_tool(
+        .call_tool_with(
             "progress",
             json!({"steps": 5}),
             CallOptions::default().with_progress(|p| {
@@ -221,9 +210,7 @@ fn progress_reaches_the_callback_on_the_calling_thread() {
     assert_eq!(seen[4].total, Some(5.0));
     assert_eq!(seen[0].message.as_deref(), Some("step 1"));
     // Without a callback no token is sent, so the server sends no progress.
-    let out = client
-        .call_tool("progress", json!({"steps": 2}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("progress", json!({"steps": 2})).unwrap();
     assert_eq!(out.text(), "2 steps");
 }
 
@@ -233,7 +220,7 @@ fn progress_extends_the_timeout_up_to_the_hard_maximum() {
     let client = common::connect("long", &[]);
     let mut count = 0;
     let out = client
-        .call_tool(
+        .call_tool_with(
             "progress",
             json!({"steps": 15, "interval_ms": 100}),
             CallOptions::timeout(Duration::from_millis(1000)).with_progress(|_| count += 1),
@@ -248,7 +235,7 @@ fn progress_extends_the_timeout_up_to_the_hard_maximum() {
     };
     let capped = Client::connect("capped", &endpoint(&[]), opts).unwrap();
     let err = capped
-        .call_tool(
+        .call_tool_with(
             "progress",
             json!({"steps": 15, "interval_ms": 100}),
             CallOptions::timeout(Duration::from_millis(250)).with_progress(|_| {}),

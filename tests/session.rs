@@ -401,7 +401,7 @@ fn subagents_share_the_parents_server_process() {
             .unwrap(),
     );
     manager
-        .call_tool("shared", "list_changed", json!({}), Default::default())
+        .call_tool_with("shared", "list_changed", json!({}), Default::default())
         .unwrap();
     manager.refresh_server_tools("shared").unwrap();
     assert_eq!(proxies.tools().len(), before.len() + 1);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
 use mcp_runtime::protocol::CompletionRef;
 use mcp_runtime::session::{create_agent_session, McpFeatures, SessionOptions};
-use mcp_runtime::{CallOptions, ManagerOptions};
+use mcp_runtime::ManagerOptions;
 use serde_json::json;
 
 fn session_with_features(name: &str) -> (mcp_runtime::session::AgentSession, std::path::PathBuf) {
@@ -86,12 +86,7 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
     let out = session
         .manager()
         .unwrap()
-        .call_tool(
-            "docs",
-            "features_changed",
-            json!({}),
-            CallOptions::default(),
-        )
+        .call_tool("docs", "features_changed", json!({}))
         .unwrap();
     assert!(!out.is_error());
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -35,19 +35,15 @@ fn handshake_lists_and_calls() {
     );
 
     let out = client
-        .call_tool("echo", json!({"message": "hello"}), CallOptions::default())
+        .call_tool("echo", json!({"message": "hello"}))
         .unwrap();
     assert_eq!(out.text(), "hello");
     assert!(!out.is_error());
 
-    let out = client
-        .call_tool("add", json!({"a": 2, "b": 40}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("add", json!({"a": 2, "b": 40})).unwrap();
     assert_eq!(out.text(), "42");
 
-    let out = client
-        .call_tool("no_such_tool", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("no_such_tool", json!({})).unwrap();
     assert!(out.is_error());
     assert_eq!(out.text(), "Unknown tool: no_such_tool");
 
@@ -57,7 +53,7 @@ fn handshake_lists_and_calls() {
     assert!(wait_gone(pid, Duration::from_secs(5)));
     // After close every call fails with a typed error, at once.
     let err = client
-        .call_tool("echo", json!({"message": "x"}), CallOptions::default())
+        .call_tool("echo", json!({"message": "x"}))
         .unwrap_err();
     assert!(matches!(err, Error::TransportClosed { .. }), "{err:?}");
 }
@@ -78,9 +74,7 @@ fn unknown_method_is_an_rpc_error() {
 #[test]
 fn every_content_type_is_kept_exactly() {
     let client = connect("rich", &[]);
-    let out = client
-        .call_tool("rich", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("rich", json!({})).unwrap();
     let kinds: Vec<&str> = out.content.iter().map(ContentBlock::kind).collect();
     assert_eq!(
         kinds,
@@ -135,11 +129,7 @@ fn banners_and_garbage_lines_are_skipped() {
     assert_eq!(client.list_tools().unwrap().len(), 17);
     for i in 0..20 {
         let out = client
-            .call_tool(
-                "echo",
-                json!({"message": format!("m{i}")}),
-                CallOptions::default(),
-            )
+            .call_tool("echo", json!({"message": format!("m{i}")}))
             .unwrap();
         assert_eq!(out.text(), format!("m{i}"));
     }
@@ -148,9 +138,7 @@ fn banners_and_garbage_lines_are_skipped() {
 #[test]
 fn string_ids_match_their_numbers() {
     let client = connect("string-ids", &["--string-ids"]);
-    let out = client
-        .call_tool("echo", json!({"message": "s"}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("echo", json!({"message": "s"})).unwrap();
     assert_eq!(out.text(), "s");
 }
 
@@ -158,16 +146,10 @@ fn string_ids_match_their_numbers() {
 fn two_megabytes_of_stderr_do_not_block_the_server() {
     let client = connect("flood", &["--stderr-flood", "2000000"]);
     let out = client
-        .call_tool(
-            "echo",
-            json!({"message": "after the flood"}),
-            CallOptions::default(),
-        )
+        .call_tool("echo", json!({"message": "after the flood"}))
         .unwrap();
     assert_eq!(out.text(), "after the flood");
-    let out = client
-        .call_tool("stderr", json!({"lines": 3}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("stderr", json!({"lines": 3})).unwrap();
     assert_eq!(out.text(), "written");
     // The stderr lines are written before the response, so whoever read the response has read
     // them too; wait (bounded) in case they are not attached yet.
@@ -192,7 +174,7 @@ fn the_stderr_tail_is_current_when_a_call_returns() {
     // io thread) read them first.
     for lines in 1..=200 {
         let out = client
-            .call_tool("stderr", json!({ "lines": lines }), CallOptions::default())
+            .call_tool("stderr", json!({ "lines": lines }))
             .unwrap();
         assert_eq!(out.text(), "written");
         let tail = client.stderr_tail();
@@ -346,18 +328,12 @@ fn what_the_server_sends_between_calls_arrives_without_another_call() {
         // wake up for what comes after the last call.
         for i in 0..3 {
             let out = client
-                .call_tool(
-                    "echo",
-                    json!({ "message": i.to_string() }),
-                    CallOptions::default(),
-                )
+                .call_tool("echo", json!({ "message": i.to_string() }))
                 .unwrap();
             assert_eq!(out.text(), i.to_string());
         }
         let args = json!({ "ms": 50, "what": what });
-        let out = client
-            .call_tool("later", args, CallOptions::default())
-            .unwrap();
+        let out = client.call_tool("later", args).unwrap();
         assert_eq!(out.text(), "ok");
         let seen = rx.recv_timeout(Duration::from_secs(10));
         assert_eq!(seen, Ok(expected), "{what}");

@@ -12,9 +12,7 @@ use serde_json::{json, Value};
 
 /// The pid of the grandchild a `--grandchild` test server started.
 fn grandchild_pid(client: &Client) -> u32 {
-    let out = client
-        .call_tool("grandchild_pid", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("grandchild_pid", json!({})).unwrap();
     out.text().parse().unwrap()
 }
 
@@ -29,15 +27,13 @@ fn hang_in_background(client: &Client) -> (Pending, crossbeam_channel::Receiver<
         let options = CallOptions::default().with_progress(move |_| {
             let _ = started_tx.try_send(());
         });
-        c2.call_tool("hang", json!({}), options)
+        c2.call_tool_with("hang", json!({}), options)
     });
     (handle, started)
 }
 
 fn cancelled_ids(client: &Client) -> Vec<Value> {
-    let out = client
-        .call_tool("cancelled", json!({}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("cancelled", json!({})).unwrap();
     out.structured_content.unwrap()["ids"]
         .as_array()
         .unwrap()
@@ -48,7 +44,7 @@ fn cancelled_ids(client: &Client) -> Vec<Value> {
 fn a_timeout_fails_the_call_and_cancels_it_on_the_server() {
     let client = connect("timeout", &[]);
     let err = client
-        .call_tool(
+        .call_tool_with(
             "hang",
             json!({}),
             CallOptions::timeout(Duration::from_millis(100)),
@@ -67,9 +63,7 @@ fn a_timeout_fails_the_call_and_cancels_it_on_the_server() {
     assert_eq!(ids.len(), 1, "{ids:?}");
     assert!(ids[0].is_i64());
     // The connection is still good.
-    let out = client
-        .call_tool("echo", json!({"message": "ok"}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("echo", json!({"message": "ok"})).unwrap();
     assert_eq!(out.text(), "ok");
 }
 
@@ -85,7 +79,7 @@ fn a_cancel_token_ends_the_call_and_cancels_it_on_the_server() {
             .with_progress(move |_| {
                 let _ = started_tx.try_send(());
             });
-        c2.call_tool("hang", json!({}), options)
+        c2.call_tool_with("hang", json!({}), options)
     });
     started.recv_timeout(Duration::from_secs(10)).unwrap();
     token.cancel();
@@ -97,7 +91,7 @@ fn a_cancel_token_ends_the_call_and_cancels_it_on_the_server() {
 fn a_response_with_the_wrong_id_is_ignored() {
     let client = connect("wrong-id", &[]);
     let err = client
-        .call_tool(
+        .call_tool_with(
             "wrong_id",
             json!({}),
             CallOptions::timeout(Duration::from_millis(200)),
@@ -105,11 +99,7 @@ fn a_response_with_the_wrong_id_is_ignored() {
         .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
     let out = client
-        .call_tool(
-            "echo",
-            json!({"message": "still fine"}),
-            CallOptions::default(),
-        )
+        .call_tool("echo", json!({"message": "still fine"}))
         .unwrap();
     assert_eq!(out.text(), "still fine");
 }
@@ -121,9 +111,7 @@ fn a_crash_mid_call_fails_every_pending_call_with_the_stderr_tail() {
     let grandchild = grandchild_pid(&client);
     let (other, started) = hang_in_background(&client);
     started.recv_timeout(Duration::from_secs(10)).unwrap();
-    let err = client
-        .call_tool("crash", json!({}), CallOptions::default())
-        .unwrap_err();
+    let err = client.call_tool("crash", json!({})).unwrap_err();
     match &err {
         Error::TransportClosed {
             reason,
@@ -154,11 +142,7 @@ fn a_100_mb_line_closes_the_connection_with_message_too_large() {
     let (other, started) = hang_in_background(&client);
     started.recv_timeout(Duration::from_secs(10)).unwrap();
     let err = client
-        .call_tool(
-            "huge",
-            json!({"bytes": 100_000_000}),
-            CallOptions::default(),
-        )
+        .call_tool("huge", json!({"bytes": 100_000_000}))
         .unwrap_err();
     assert_eq!(
         err,
@@ -193,12 +177,10 @@ fn the_message_limit_is_configurable() {
         ..options()
     };
     let client = Client::connect("small-limit", &endpoint(&[]), opts).unwrap();
-    let out = client
-        .call_tool("huge", json!({"bytes": 1000}), CallOptions::default())
-        .unwrap();
+    let out = client.call_tool("huge", json!({"bytes": 1000})).unwrap();
     assert_eq!(out.text().len(), 1000);
     let err = client
-        .call_tool("huge", json!({"bytes": 5000}), CallOptions::default())
+        .call_tool("huge", json!({"bytes": 5000}))
         .unwrap_err();
     assert_eq!(err, Error::MessageTooLarge { limit: 4096 });
 }
@@ -310,7 +292,7 @@ fn an_already_fired_token_sends_nothing() {
     let token = CancelToken::new();
     token.cancel();
     let err = client
-        .call_tool(
+        .call_tool_with(
             "echo",
             json!({"message": "x"}),
             CallOptions::default().with_cancel(token),
@@ -324,15 +306,13 @@ fn an_already_fired_token_sends_nothing() {
 fn a_server_that_stops_reading_never_blocks_a_caller() {
     let client = connect("deaf", &[]);
     let pid = client.pid().unwrap();
-    client
-        .call_tool("stop_reading", json!({}), CallOptions::default())
-        .unwrap();
+    client.call_tool("stop_reading", json!({})).unwrap();
     // 200 calls of 64 KiB each: far more than a pipe holds. Every one must come back (with a
     // timeout), not block on the full pipe.
     let big = "x".repeat(64 * 1024);
     for _ in 0..200 {
         let err = client
-            .call_tool(
+            .call_tool_with(
                 "echo",
                 json!({ "message": big }),
                 CallOptions::timeout(Duration::from_millis(1)),

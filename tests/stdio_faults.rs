@@ -33,7 +33,9 @@ fn call(client: &Client, tool: &str, args: Value, inline: bool) -> Result<String
     if !inline {
         options = options.with_cancel(CancelToken::new());
     }
-    client.call_tool(tool, args, options).map(|out| out.text())
+    client
+        .call_tool_with(tool, args, options)
+        .map(|out| out.text())
 }
 
 #[test]
@@ -135,13 +137,11 @@ fn a_server_that_closes_stdout_and_lingers_ends_the_connection_at_once() {
         let options = CallOptions::default().with_progress(move |_| {
             let _ = started_tx.try_send(());
         });
-        other.call_tool("hang", json!({}), options)
+        other.call_tool_with("hang", json!({}), options)
     });
     started.recv_timeout(Duration::from_secs(10)).unwrap();
     let t = Instant::now();
-    let err = client
-        .call_tool("close_stdout", json!({}), CallOptions::default())
-        .unwrap_err();
+    let err = client.call_tool("close_stdout", json!({})).unwrap_err();
     let took = t.elapsed();
     match &err {
         Error::TransportClosed {
@@ -177,9 +177,7 @@ fn a_flood_of_error_responses_nobody_waits_for_logs_a_few_warnings() {
         json!({"count": 500, "id": "nobody"}),
     ] {
         // The errors come before the call's own answer, so all are read when it returns.
-        let out = client
-            .call_tool("unsolicited_errors", args, CallOptions::default())
-            .unwrap();
+        let out = client.call_tool("unsolicited_errors", args).unwrap();
         assert_eq!(out.text(), "sent");
     }
     let warnings: Vec<String> = logs("[unsolicited]")

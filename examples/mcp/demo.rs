@@ -135,7 +135,7 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
 
 fn connect(manager: &McpManager, found: &LoadedConfigs) -> (ConnectReport, u128) {
     let started = Instant::now();
-    let report = manager.connect_found(&found);
+    let report = manager.connect_found(found);
     (report, started.elapsed().as_millis())
 }
 

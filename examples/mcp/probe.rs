@@ -286,7 +286,7 @@ fn call_each(client: &Client, tools: &[Tool], timeout: Duration, call_all: bool)
                         return json!({"tool": tool.name, "skipped": "destructive"});
                     }
                     let args = arguments_for(&tool.input_schema);
-                    match client.call_tool(&tool.name, args, CallOptions::timeout(timeout)) {
+                    match client.call_tool_with(&tool.name, args, CallOptions::timeout(timeout)) {
                         Ok(r) => json!({"tool": tool.name, "ok": true, "isError": r.is_error(), "error": null}),
                         Err(e) => json!({"tool": tool.name, "ok": false, "isError": null, "error": e.to_string()}),
                     }

@@ -57,7 +57,7 @@ pub const MAX_LIST_PAGES: usize = 1000;
 /// A connection to one MCP server.
 ///
 /// ```no_run
-/// use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+/// use mcp_runtime::{Client, ConnectOptions, Endpoint};
 /// use serde_json::json;
 ///
 /// let endpoint = Endpoint::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]);
@@ -65,7 +65,7 @@ pub const MAX_LIST_PAGES: usize = 1000;
 /// for tool in client.list_tools()? {
 ///     println!("{}", tool.name);
 /// }
-/// let out = client.call_tool("echo", json!({"message": "hi"}), CallOptions::default())?;
+/// let out = client.call_tool("echo", json!({"message": "hi"}))?;
 /// println!("{}", out.text());
 /// client.close();
 /// # Ok::<(), mcp_runtime::Error>(())
@@ -513,11 +513,17 @@ impl Client {
         Ok(tools)
     }
 
+    /// Calls a tool with the connection's request timeout, and returns its result as the
+    /// server sent it (see [`Client::call_tool_with`]).
+    pub fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        self.call_tool_with(name, arguments, CallOptions::default())
+    }
+
     /// Calls a tool and returns its result as the server sent it. A tool that failed is a
     /// successful call whose result has `isError: true`; a protocol or transport failure is an
     /// `Err`. A tool the last listing marked `execution.taskSupport: "required"` runs as a task
     /// on a server that supports them (one blocking call all the same; see `client::tasks`).
-    pub fn call_tool(
+    pub fn call_tool_with(
         &self,
         name: &str,
         arguments: Value,

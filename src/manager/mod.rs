@@ -277,11 +277,22 @@ impl McpManager {
         self.shared.listeners.lock().push(Arc::new(listener));
     }
 
+    /// Calls a tool of a connected server with its default bound (see
+    /// [`McpManager::call_tool_with`]).
+    pub fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, Error> {
+        self.call_tool_with(server, tool, arguments, CallOptions::default())
+    }
+
     /// Calls a tool of a connected server (or of one whose handshake is done and whose tools
     /// are still being listed). The server's `enabledTools` / `disabledTools` apply here too;
     /// its `toolTimeout`, else its `timeout`, else the connection's request timeout, is the
     /// default bound.
-    pub fn call_tool(
+    pub fn call_tool_with(
         &self,
         server: &str,
         tool: &str,
@@ -307,7 +318,7 @@ impl McpManager {
         if options.timeout.is_none() {
             options.timeout = config.tool_timeout();
         }
-        client.call_tool(tool, arguments, options)
+        client.call_tool_with(tool, arguments, options)
     }
 
     /// Re-lists a connected server's tools (on `tools/list_changed`, or when asked).

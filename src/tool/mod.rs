@@ -266,7 +266,7 @@ pub(crate) fn call_through(
     if let Some(p) = ctx.on_progress.clone() {
         options.on_progress = Some(Box::new(move |update: &Progress| p(update)));
     }
-    match manager.call_tool(server, tool, arguments, options) {
+    match manager.call_tool_with(server, tool, arguments, options) {
         Ok(result) => Ok(ToolOutput::from_result(result, details)),
         Err(crate::Error::Cancelled) => Err(Aborted),
         Err(e) => Ok(ToolOutput::error(e, details)),

@@ -11,7 +11,7 @@
 //! test server at path SERVER and prints `blocks=N` or `error: ...`, then its own peak
 //! resident memory as `peak_kib=N` (the large-result tests).
 
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+use mcp_runtime::{Client, ConnectOptions, Endpoint};
 use serde_json::json;
 
 fn main() {
@@ -44,7 +44,7 @@ fn main() {
                     Client::connect(&format!("s{i}"), &endpoint, ConnectOptions::default())
                         .expect("connect to the test server");
                 let grandchild = client
-                    .call_tool("grandchild_pid", json!({}), CallOptions::default())
+                    .call_tool("grandchild_pid", json!({}))
                     .expect("ask for the grandchild's pid")
                     .text();
                 (client, grandchild)
@@ -73,7 +73,7 @@ fn call_once(server: &str, tool: &str, arguments: serde_json::Value) {
         ConnectOptions::default(),
     )
     .expect("connect to the test server");
-    match client.call_tool(tool, arguments, CallOptions::default()) {
+    match client.call_tool(tool, arguments) {
         Ok(result) => println!("blocks={}", result.content.len()),
         Err(e) => println!("error: {e}"),
     }
