@@ -305,9 +305,11 @@ pub fn loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
         .collect()
 }
 
-/// The convenience wrapper: discovery and connection with the default options.
-pub fn discover_mcp_servers(cwd: &Path) -> McpLoadResult {
-    discover_and_load_mcp_tools(cwd, LoaderOptions::default())
+/// Every server the default discovery finds (every source, [`DiscoveryOptions::default`]),
+/// with where each came from, what was skipped and why: nothing is started. To connect them
+/// too, [`discover_and_load_mcp_tools`].
+pub fn discover_mcp_servers(cwd: &Path) -> LoadedConfigs {
+    load_all_mcp_configs(cwd, &DiscoveryOptions::default())
 }
 
 #[cfg(test)]

@@ -146,13 +146,6 @@ impl HttpTransport {
         })
     }
 
-    /// The session id the server assigned, if any.
-    pub fn session_id(&self) -> Option<String> {
-        let session = self.shared.session.read();
-        session
-            .as_ref()
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-    }
 
     /// Runs a request's exchange on a worker, bounded by `deadline` when it has one.
     fn spawn_request(&self, message: &Message, deadline: Option<Instant>) {
@@ -567,5 +560,28 @@ impl Shared {
             }
         }
         answer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+    impl Inbound for Nothing {
+        fn on_message(&self, _: Message) {}
+        fn on_closed(&self, _: Error) {}
+        fn on_request_failed(&self, _: &RequestId, _: Error) {}
+    }
+
+    #[test]
+    fn the_debug_of_a_transport_shows_no_secret_of_its_url() {
+        let url = "http://user-secret:PASS-SECRET@127.0.0.1:1/mcp?apiKey=QUERY-SECRET";
+        let target = HttpTarget::new(url).header("X-Api-Key", "HEADER-SECRET");
+        let t = HttpTransport::new("t", &target, &HttpOptions::default(), Arc::new(Nothing));
+        let shown = format!("{:?}", t.unwrap());
+        for secret in ["user-secret", "PASS-SECRET", "QUERY-SECRET", "HEADER-SECRET"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
     }
 }

@@ -13,22 +13,26 @@ use crate::Error;
 
 mod abort;
 mod cork;
-pub mod http;
+pub(crate) mod http;
 pub(crate) mod lines;
 pub mod memory;
 mod pool;
 mod process;
-pub mod sse;
-pub mod sse_parser;
+pub(crate) mod sse;
+pub(crate) mod sse_parser;
 mod stdin;
-pub mod stdio;
+pub(crate) mod stdio;
 mod tcp;
 pub(crate) mod url;
 mod web;
 
-pub use http::HttpTransport;
-pub use sse::SseTransport;
-pub use stdio::{StdioCommand, StdioOptions, StdioTransport};
+// What a host sets or plugs in. The three transports themselves are built by the client from
+// an `Endpoint` (or by a `Connector` for `Client::with_transport`), not by hosts.
+pub use http::MAX_DEAD_LISTENS;
+pub(crate) use http::HttpTransport;
+pub(crate) use sse::SseTransport;
+pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
+pub(crate) use stdio::StdioTransport;
 pub use web::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 
 /// Builds a transport around a client's [`Inbound`] sink, for

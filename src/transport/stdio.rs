@@ -233,11 +233,6 @@ impl StdioTransport {
         }
         Ok(transport)
     }
-
-    /// The server's process id (its process group id too, on Unix).
-    pub fn pid(&self) -> u32 {
-        self.shared.process.pid()
-    }
 }
 
 fn thread(name: &str, role: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
