@@ -60,6 +60,17 @@ impl McpCommands {
         McpCommands { session }
     }
 
+    /// Whether `line` is a `/mcp` command that edits config files (`add`, `remove`/`rm`,
+    /// `enable`, `disable`): a host may want to confirm it first.
+    pub fn edits_config(line: &str) -> bool {
+        let words = split_words(line);
+        words.first().map(String::as_str) == Some("/mcp")
+            && matches!(
+                words.get(1).map(String::as_str),
+                Some("add" | "remove" | "rm" | "enable" | "disable")
+            )
+    }
+
     /// Runs one command line (with or without the leading `/mcp`); returns the text to show.
     pub fn run(&self, line: &str) -> String {
         let words = split_words(line);
@@ -541,7 +552,7 @@ fn parse_scope(s: &str) -> Result<Scope, crate::Error> {
 }
 
 /// Splits a command line into words: white space separates, `"..."` and `'...'` quote.
-pub fn split_words(line: &str) -> Vec<String> {
+pub(crate) fn split_words(line: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut current = String::new();
     let mut in_word = false;

@@ -67,7 +67,7 @@
 //! | layer | module | job |
 //! |---|---|---|
 //! | wire | [`jsonrpc`], [`protocol`] | JSON-RPC messages; MCP types by topic; protocol versions |
-//! | transport | [`transport`] | moves messages: [`transport::stdio`], [`transport::http`], [`transport::sse`] |
+//! | transport | [`transport`] | moves messages: stdio, Streamable HTTP, legacy SSE, and an in-memory pair ([`transport::memory`]) |
 //! | client | [`client`] | one connection: correlation, handshake, calls, server requests |
 //! | config | [`config`] | server configs and the files they come from |
 //! | manager | [`manager`], [`cache`] | many servers: parallel connect, the 250 ms gate, deferred tools, status |
@@ -97,11 +97,11 @@
 #![warn(missing_docs)]
 
 pub mod cache;
-pub mod cancel;
+mod cancel;
 pub mod client;
 pub mod commands;
 pub mod config;
-pub mod error;
+mod error;
 pub mod jsonrpc;
 pub mod loader;
 pub mod manager;
@@ -116,15 +116,19 @@ pub mod transport;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+// What a host needs, at the root; the modules hold the rest of what a host can set or plug in
+// (config sources, the tool cache, transports for `Client::with_transport`, OAuth authorizers).
 pub use cancel::CancelToken;
 pub use client::{
     CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, NoHandler,
     MAX_RESULT_VALUES,
 };
-pub use error::{Error, Result};
+pub use config::{DiscoveryOptions, ProjectTrust, ServerConfig};
+pub use error::{Error, IoSource, Result};
 pub use loader::{
     discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,
 };
 pub use manager::{ManagerOptions, McpManager};
+pub use protocol::{CallToolResult, ContentBlock};
 pub use session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
 pub use tool::{Aborted, AgentTool, ToolContext, ToolOutput};

@@ -54,28 +54,29 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
         if line.is_empty() {
             continue;
         }
-        let (answer, failed) =
-            match line {
-                "quit" | "exit" => break,
-                "tools" => (tools(&session), false),
-                "status" => (commands.run("status"), false),
-                l if args.config.is_some() && edits_config(l) => (
+        let (answer, failed) = match line {
+            "quit" | "exit" => break,
+            "tools" => (tools(&session), false),
+            "status" => (commands.run("status"), false),
+            l if args.config.is_some() && mcp_runtime::commands::McpCommands::edits_config(l) => {
+                (
                     format!(
                     "Refused: this session uses --config {}, and {l:?} would edit config files. \
                      Edit that file and run /mcp reload instead.",
                     args.config.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
                 ),
                     true,
-                ),
-                l if l.starts_with("/mcp") => (commands.run(l), false),
-                l if l.starts_with("call ") || l == "call" => call(&session, l, args),
-                other => (
-                    format!(
+                )
+            }
+            l if l.starts_with("/mcp") => (commands.run(l), false),
+            l if l.starts_with("call ") || l == "call" => call(&session, l, args),
+            other => (
+                format!(
                     "Unknown command: {other}. Try /mcp help, tools, call TOOL JSON, status, quit."
                 ),
-                    true,
-                ),
-            };
+                true,
+            ),
+        };
         if failed {
             code = 1;
         }
@@ -84,16 +85,6 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     }
     session.close();
     Ok(code)
-}
-
-/// Whether a `/mcp` line edits config files.
-fn edits_config(line: &str) -> bool {
-    let words = mcp_runtime::commands::split_words(line);
-    words.first().map(String::as_str) == Some("/mcp")
-        && matches!(
-            words.get(1).map(String::as_str),
-            Some("add" | "remove" | "rm" | "enable" | "disable")
-        )
 }
 
 fn tools(session: &AgentSession) -> String {

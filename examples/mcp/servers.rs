@@ -17,7 +17,7 @@ use mcp_runtime::loader::{
 };
 use mcp_runtime::manager::McpManager;
 use mcp_runtime::tool::exposed_names;
-use mcp_runtime::tool::naming::sanitize_part;
+use mcp_runtime::tool::naming::exposed_prefix;
 
 use crate::args::Args;
 use crate::host::CliHandler;
@@ -232,7 +232,7 @@ pub fn owners_of(
     }
     let by_prefix: Vec<String> = configs
         .keys()
-        .filter(|name| tool.starts_with(&format!("mcp_{}_", sanitize_part(name, "server"))))
+        .filter(|name| tool.starts_with(&exposed_prefix(name)))
         .cloned()
         .collect();
     (!by_prefix.is_empty()).then_some(by_prefix)

@@ -25,15 +25,13 @@ mod trust;
 mod writer;
 
 pub use auth::{AuthStorage, Credential, FileAuthStorage};
-pub use discovery::{
-    home_dir, load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs,
-};
+pub(crate) use discovery::home_dir;
+pub use discovery::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
 pub use exa::{exa_api_key, is_exa};
-pub use expand::{expand_str, expand_value};
 pub use file::{parse_mcp_json, read_mcp_json, McpJson};
 pub(crate) use file::{read_text, ReadError, CACHE_FILE_CAP};
 pub(crate) use resolve::resolve_cancellable;
-pub use resolve::{resolve_server_config, run_value_command, ResolvedConfig};
+pub use resolve::{resolve_server_config, ResolvedConfig};
 pub use server::{validate_server_config, validate_server_name, ServerConfig, TransportType};
 pub use source::{
     ConfigSource, DiscoveryContext, FoundServer, Level, ServerProblem, SourceMeta, SourceOutput,

@@ -199,12 +199,6 @@ fn oauth_token(
     }
 }
 
-/// The value of a `!command`: its trimmed stdout, or `None` when it fails, times out or prints
-/// nothing. Cached for the process; concurrent identical commands run once.
-pub fn run_value_command(command: &str) -> Option<String> {
-    cached(command, COMMAND_TIMEOUT, None)
-}
-
 enum Slot {
     Running,
     Done(Option<String>),
@@ -329,6 +323,11 @@ fn run(command: &str, timeout: Duration, cancel: Option<&CancelToken>) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The value of a `!command` with the default bound (what resolution does).
+    fn run_value_command(command: &str) -> Option<String> {
+        cached(command, COMMAND_TIMEOUT, None)
+    }
     use serde_json::json;
 
     #[test]

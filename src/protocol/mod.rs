@@ -18,7 +18,8 @@ pub use lifecycle::{
     ClientCapabilities, Implementation, InitializeParams, InitializeResult, ServerCapabilities,
 };
 pub use notifications::{CancelledParams, LoggingLevel, LoggingMessageParams, Progress};
-pub use requests::{check_elicitation_mode, ListRootsResult, Root, UrlElicitation};
+pub(crate) use requests::check_elicitation_mode;
+pub use requests::{ListRootsResult, Root, UrlElicitation};
 pub use resources::{
     CompleteResult, Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument,
     PromptMessage, ReadResourceResult, Resource, ResourceTemplate,

@@ -20,7 +20,7 @@ const HASH_LEN: usize = 8;
 
 /// Sanitizes one part of a name: lowercase `[a-z0-9_]`, single `_` separators, no `_` at the
 /// edges; `fallback` when nothing is left.
-pub fn sanitize_part(raw: &str, fallback: &str) -> String {
+pub(crate) fn sanitize_part(raw: &str, fallback: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     for c in raw.chars().flat_map(char::to_lowercase) {
         let c = if c.is_ascii_lowercase() || c.is_ascii_digit() {
@@ -67,6 +67,12 @@ fn with_hash(name: &str, server: &str, tool: &str) -> String {
     let keep = MAX_NAME_LEN - HASH_LEN - 1;
     let prefix = name[..name.len().min(keep)].trim_end_matches('_');
     format!("{prefix}_{}", identity_hash(server, tool))
+}
+
+/// The prefix every exposed name of `server`'s tools starts with (`mcp_<server>_`, the server
+/// part sanitized), unless the name was too long and ends in a hash instead.
+pub fn exposed_prefix(server: &str) -> String {
+    format!("mcp_{}_", sanitize_part(server, "server"))
 }
 
 /// The exposed name of one tool with no others to collide with.

@@ -146,7 +146,6 @@ impl HttpTransport {
         })
     }
 
-
     /// Runs a request's exchange on a worker, bounded by `deadline` when it has one.
     fn spawn_request(&self, message: &Message, deadline: Option<Instant>) {
         let s = &self.shared;
@@ -580,7 +579,12 @@ mod tests {
         let target = HttpTarget::new(url).header("X-Api-Key", "HEADER-SECRET");
         let t = HttpTransport::new("t", &target, &HttpOptions::default(), Arc::new(Nothing));
         let shown = format!("{:?}", t.unwrap());
-        for secret in ["user-secret", "PASS-SECRET", "QUERY-SECRET", "HEADER-SECRET"] {
+        for secret in [
+            "user-secret",
+            "PASS-SECRET",
+            "QUERY-SECRET",
+            "HEADER-SECRET",
+        ] {
             assert!(!shown.contains(secret), "{shown}");
         }
     }

@@ -28,11 +28,11 @@ mod web;
 
 // What a host sets or plugs in. The three transports themselves are built by the client from
 // an `Endpoint` (or by a `Connector` for `Client::with_transport`), not by hosts.
-pub use http::MAX_DEAD_LISTENS;
 pub(crate) use http::HttpTransport;
+pub use http::MAX_DEAD_LISTENS;
 pub(crate) use sse::SseTransport;
-pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
 pub(crate) use stdio::StdioTransport;
+pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
 pub use web::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 
 /// Builds a transport around a client's [`Inbound`] sink, for

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::authorizer::AuthorizationSession;
-use super::flow::{Action, Flow, Login, Reply};
+use super::flow::{Action, Flow, Reply};
 use super::registration::{ClientIdentity, IdentitySource};
 use super::token::TokenRequest;
 use super::url::{redact, Url};
@@ -189,21 +189,6 @@ pub(crate) fn stored_client(
             .as_deref()
             .and_then(super::token::AuthMethod::parse),
     })
-}
-
-/// Runs a login to its end: the documents, the registration, the interactive step (through
-/// `session`, bounded by `options.login_timeout`), the tokens. `storage` is where a client
-/// registered earlier is looked up. Nothing is stored here.
-pub fn run_login(
-    mut flow: Flow,
-    options: &OAuthOptions,
-    session: Option<Box<dyn AuthorizationSession>>,
-    storage: Option<&dyn AuthStorage>,
-) -> Result<Login, Error> {
-    let http = Http::new(options);
-    run_with(&mut flow, &http, session, storage)?;
-    flow.into_login()
-        .ok_or_else(|| error(OAuthErrorKind::Config, "the login ended without tokens"))
 }
 
 pub(crate) fn run_with(

@@ -240,26 +240,6 @@ impl Flow {
         }
     }
 
-    /// The issuer, once the metadata is known.
-    pub fn issuer(&self) -> Option<&str> {
-        self.issuer.as_deref()
-    }
-
-    /// The resource, once known.
-    pub fn resource(&self) -> Option<&str> {
-        self.resource.as_deref()
-    }
-
-    /// The scopes the login requests, once chosen.
-    pub fn scopes(&self) -> &[String] {
-        &self.scopes
-    }
-
-    /// The `state` of the authorization request, once built.
-    pub fn state(&self) -> Option<&str> {
-        self.state.as_deref()
-    }
-
     /// The result, once [`Action::Done`].
     pub fn into_login(self) -> Option<Login> {
         self.login

@@ -3,8 +3,9 @@
 use serde_json::json;
 
 use super::*;
+use crate::config::oauth::challenge::Challenge;
 use crate::config::oauth::token::{ID_JAG, JWT_BEARER, TOKEN_EXCHANGE};
-use crate::config::oauth::{Challenge, EnterpriseConfig, Grant, Secret};
+use crate::config::oauth::{EnterpriseConfig, Grant, Secret};
 
 const SERVER: &str = "https://mcp.test/mcp";
 const AS: &str = "https://as.test";

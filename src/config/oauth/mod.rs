@@ -4,7 +4,7 @@
 //! # The flow
 //!
 //! 1. **Challenge.** A server answers `401` with `WWW-Authenticate: Bearer
-//!    resource_metadata="…", scope="…"` ([`Challenge::parse`]).
+//!    resource_metadata="…", scope="…"` (`Challenge::parse`).
 //! 2. **Protected Resource Metadata** (RFC 9728): the header's URL, else
 //!    `/.well-known/oauth-protected-resource/<path>`, then `/.well-known/oauth-protected-resource`.
 //!    Its `resource` must name this server; its first `authorization_servers` entry is the issuer.
@@ -31,8 +31,8 @@
 //!    [`on_insufficient_scope`](OAuthProvider::on_insufficient_scope) (step up with the union of
 //!    the granted and the challenged scopes), each bounded per operation.
 //!
-//! [`Flow`] is the flow as a value (no I/O: each step says what it needs, the answer moves it on);
-//! [`run_login`] runs it over HTTP with every wait bounded, and an [`Authorizer`] performs the
+//! Inside, the flow is a value (`flow::Flow`, no I/O: each step says what it needs, the answer
+//! moves it on); `driver` runs it over HTTP with every wait bounded, and an [`Authorizer`] performs the
 //! one interactive step ([`BrowserAuthorizer`] opens the system browser and takes the redirect on
 //! `http://127.0.0.1:<port>/callback`; [`HeadlessAuthorizer`] follows the URL itself).
 //!
@@ -68,17 +68,11 @@ pub use attach::{provider_for, uses_oauth};
 pub use authorizer::{
     AuthorizationSession, Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer,
 };
-pub use challenge::Challenge;
 pub use config::{EnterpriseConfig, Grant, OAuthConfig};
-pub use driver::{run_login, OAuthOptions};
-pub use flow::{Action, Flow, FlowInputs, Login, Reply};
+pub use driver::OAuthOptions;
 pub use jwt::{SigningAlgorithm, SigningKey};
-pub use metadata::{AuthorizationServerMetadata, ResourceMetadata};
-pub use pkce::Pkce;
 pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider, Operation};
 pub use registration::{ClientIdentity, IdentitySource};
-pub use token::{AuthMethod, TokenRequest, TokenResponse};
-pub use url::canonical_resource;
 
 use crate::Error;
 

@@ -188,6 +188,7 @@ impl TokenRequest {
     }
 
     /// A form parameter's value.
+    #[cfg(test)]
     pub fn param(&self, name: &str) -> Option<&str> {
         self.form
             .iter()
