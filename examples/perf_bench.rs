@@ -20,7 +20,8 @@
 //!   gate at zero, so the tools are the cache's, deferred). The live connection of a second
 //!   start goes on in the background and would add its own listing to the memory measured, so
 //!   a stdio server is started with `BENCH_SERVER_SILENT=1` then (the bench server never
-//!   answers) through an env value resolved at connect time, which the cache key does not see.
+//!   answers) through an env value resolved at connect time, which the cache key does not see
+//!   (over HTTP the live connection is not held back).
 //!
 //! It prints one line, `RESULT {json}` (the fields of `support/perf.rs`). See `perf_compare`
 //! for the side-by-side run against the raw floor (`perf_floor`), and the README for the

@@ -240,6 +240,9 @@ fn main() {
         .into_iter()
         .filter(|c| c.rows.iter().any(|r| wanted(&r.label)))
         .collect();
+    if cases.is_empty() && !scaling {
+        println!("(no case of the main table matches; the scaling rows need --scaling)");
+    }
     if !cases.is_empty() {
         println!(
             "{:34} {:>11} {:>11} {:>9} {:>15}   {:13} {:>7}",
