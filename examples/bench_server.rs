@@ -1,5 +1,12 @@
 //! The minimal MCP server the benchmarks talk to: `initialize`, `tools/list` (`--tools N`
-//! definitions with realistic input schemas) and `tools/call` `echo`.
+//! definitions with realistic input schemas, default 20) and `tools/call` `echo`. It also
+//! answers `tools/call` `blob` with `{"bytes": N}`: one text block of N bytes (`x`s, made once
+//! per size and kept, so a large result costs the server a write, not a build). `blob` is not
+//! listed, so a listing's size is set by `--tools` alone.
+//!
+//! With `BENCH_SERVER_SILENT=1` in its environment (stdio) it reads and never answers, and
+//! exits when its stdin closes: the server of a cached second start whose live connection must
+//! not finish while the cached tools are measured (see `perf_bench --mode cache`).
 //!
 //! `--stateless` speaks 2026-07-28 instead: `server/discover`, `resultType` and `ttlMs` on
 //! every result, and `initialize` refused with `-32022`.
@@ -8,9 +15,10 @@
 //! HTTP with `application/json` replies on 127.0.0.1 (a free port) and prints its URL as the
 //! first line of stdout.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
@@ -39,6 +47,8 @@ fn main() {
     STATELESS.store(stateless, std::sync::atomic::Ordering::Relaxed);
     if http {
         serve_http(list);
+    } else if std::env::var("BENCH_SERVER_SILENT").as_deref() == Ok("1") {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
     } else {
         serve_stdio(&list);
     }
@@ -79,12 +89,80 @@ fn tool_list(n: usize) -> Vec<Value> {
 /// Whether the server speaks 2026-07-28.
 static STATELESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// A reply, in parts: a large `blob` text is written from where it is kept, not copied.
+struct Reply(Vec<Part>);
+
+enum Part {
+    Owned(String),
+    Shared(Arc<str>),
+}
+
+impl Reply {
+    fn len(&self) -> usize {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Part::Owned(s) => s.len(),
+                Part::Shared(s) => s.len(),
+            })
+            .sum()
+    }
+
+    fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        for p in &self.0 {
+            out.write_all(match p {
+                Part::Owned(s) => s.as_bytes(),
+                Part::Shared(s) => s.as_bytes(),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl From<String> for Reply {
+    fn from(s: String) -> Reply {
+        Reply(vec![Part::Owned(s)])
+    }
+}
+
+/// The `blob` texts made so far, by length.
+static BLOBS: Mutex<Option<HashMap<usize, Arc<str>>>> = Mutex::new(None);
+
+/// The reply to `tools/call` `blob`: `bytes` bytes of text.
+fn blob_reply(id: &str, bytes: usize, stateless: bool) -> Reply {
+    let text = Arc::clone(
+        BLOBS
+            .lock()
+            .unwrap()
+            .get_or_insert_with(HashMap::new)
+            .entry(bytes)
+            .or_insert_with(|| "x".repeat(bytes).into()),
+    );
+    let kind = if stateless {
+        r#""resultType":"complete","#
+    } else {
+        ""
+    };
+    Reply(vec![
+        Part::Owned(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{{kind}"content":[{{"type":"text","text":""#
+        )),
+        Part::Shared(text),
+        Part::Owned(r#""}]}}"#.to_owned()),
+    ])
+}
+
 /// The reply to one message, or None for a notification.
-fn answer(line: &[u8], list: &str) -> Option<String> {
+fn answer(line: &[u8], list: &str) -> Option<Reply> {
     let msg: Value = serde_json::from_slice(line).ok()?;
     let id = msg.get("id")?.to_string();
-    if STATELESS.load(std::sync::atomic::Ordering::Relaxed) {
-        return Some(stateless_answer(&msg, &id, list));
+    let stateless = STATELESS.load(std::sync::atomic::Ordering::Relaxed);
+    if msg["method"] == "tools/call" && msg["params"]["name"] == "blob" {
+        let bytes = msg["params"]["arguments"]["bytes"].as_u64().unwrap_or(0);
+        return Some(blob_reply(&id, bytes as usize, stateless));
+    }
+    if stateless {
+        return Some(stateless_answer(&msg, &id, list).into());
     }
     let result = match msg["method"].as_str().unwrap_or("") {
         "initialize" => json!({
@@ -102,12 +180,10 @@ fn answer(line: &[u8], list: &str) -> Option<String> {
         other => {
             return Some(format!(
                 "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"Method not found: {other}\"}}}}"
-            ))
+            ).into())
         }
     };
-    Some(format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"
-    ))
+    Some(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}").into())
 }
 
 /// The 2026-07-28 reply to a request.
@@ -146,7 +222,7 @@ fn serve_stdio(list: &str) {
             Ok(_) => {}
         }
         if let Some(reply) = answer(&line, list) {
-            let _ = out.write_all(reply.as_bytes());
+            let _ = reply.write_to(&mut out);
             let _ = out.write_all(b"\n");
             let _ = out.flush();
         }
@@ -194,15 +270,30 @@ fn serve_connection(conn: TcpStream, list: &str) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        let response = match (method.as_str(), answer(&body, list)) {
-            ("POST", Some(reply)) => format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{reply}",
-                reply.len()
-            ),
-            ("POST", None) => "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned(),
-            _ => "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_owned(),
+        let written = match (method.as_str(), answer(&body, list)) {
+            ("POST", Some(reply)) if reply.len() < 64 * 1024 => {
+                // Head and body in one write, as before: no partial segment on the wire.
+                let mut response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                    reply.len()
+                )
+                .into_bytes();
+                let _ = reply.write_to(&mut response);
+                out.write_all(&response)
+            }
+            ("POST", Some(reply)) => out
+                .write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        reply.len()
+                    )
+                    .as_bytes(),
+                )
+                .and_then(|()| reply.write_to(&mut out)),
+            ("POST", None) => out.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"),
+            _ => out.write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"),
         };
-        if out.write_all(response.as_bytes()).is_err() {
+        if written.is_err() {
             return;
         }
     }

@@ -1,12 +1,31 @@
 //! Our client under load, in the interface every benchmark harness here uses:
 //!
 //! ```text
-//! perf_bench --mode cold|seq|conc|fleet (--cmd "SERVER ARGS..." | --url URL) [--reps R] [--n N]
-//!            [--threads T] [--fleet F] [--warmup W] [--label NAME]
+//! perf_bench --mode cold|seq|conc|fleet|result|cache (--cmd "SERVER ARGS..." | --url URL)
+//!            [--reps R] [--n N] [--threads T] [--fleet F] [--warmup W] [--label NAME]
+//!            [--stateless] [--bytes B] [--cache-dir DIR]
 //! ```
 //!
-//! It prints one line, `RESULT {json}`. See `perf_compare` for the side-by-side run against the
-//! raw floor (`perf_floor`), and the README for the numbers.
+//! - `cold`: R times connect (spawn or open, handshake) and list the tools.
+//! - `seq`: one connection, W warm-up calls of `echo`, then N timed ones, one after another.
+//! - `conc`: one connection shared by T threads making N calls in all.
+//! - `fleet`: R times, F servers through the manager (`connect_servers`, each connect and
+//!   list on its own thread): F stdio servers, or F sessions to the one HTTP server of `--url`.
+//! - `result`: one connection, N sequential calls of the bench server's `blob` tool, each
+//!   result B bytes of text.
+//! - `cache` (ours only): a first start of a manager with a `FileToolCache` (in `--cache-dir`,
+//!   else a new temp dir, removed after) fills the cache, in a child process of its own (this
+//!   program with `--mode fill`) so its memory is not this run's; then R second starts, each
+//!   timed until `connect_servers` returns and `get_tools` has the cached tools (the startup
+//!   gate at zero, so the tools are the cache's, deferred). The live connection of a second
+//!   start goes on in the background and would add its own listing to the memory measured, so
+//!   a stdio server is started with `BENCH_SERVER_SILENT=1` then (the bench server never
+//!   answers) through an env value resolved at connect time, which the cache key does not see
+//!   (over HTTP the live connection is not held back).
+//!
+//! It prints one line, `RESULT {json}` (the fields of `support/perf.rs`). See `perf_compare`
+//! for the side-by-side run against the raw floor (`perf_floor`), and the README for the
+//! numbers.
 
 #[path = "support/perf.rs"]
 mod perf;
@@ -15,11 +34,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use mcp_runtime::cache::{FileToolCache, ToolCache};
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::transport::{HttpTarget, StdioCommand};
 use mcp_runtime::{Client, ConnectOptions, Endpoint};
-use perf::{Args, Mode, MESSAGE};
+use perf::{Args, Mode, BLOB, MESSAGE};
 use serde_json::json;
 
 fn main() {
@@ -29,6 +49,12 @@ fn main() {
         Mode::Seq => seq(&args),
         Mode::Conc => conc(&args),
         Mode::Fleet => fleet(&args),
+        Mode::Result => result(&args),
+        Mode::Cache => cache(&args),
+        Mode::Fill => {
+            fill(&args);
+            return;
+        }
     };
     perf::print_result(&args, fields);
 }
@@ -116,9 +142,9 @@ fn conc(args: &Args) -> serde_json::Value {
     perf::conc_fields(args, times, wall)
 }
 
-fn fleet(args: &Args) -> serde_json::Value {
-    // F stdio servers, or F sessions to one HTTP server.
-    let config = match (&args.cmd, &args.url) {
+/// The manager's config of the bench server (stdio or HTTP).
+fn server_config(args: &Args) -> ServerConfig {
+    match (&args.cmd, &args.url) {
         (Some(cmd), _) => ServerConfig::stdio(cmd[0].clone(), cmd[1..].iter().cloned()),
         (None, Some(url)) => ServerConfig {
             transport: Some("http".into()),
@@ -126,7 +152,12 @@ fn fleet(args: &Args) -> serde_json::Value {
             ..ServerConfig::default()
         },
         _ => unreachable!("checked by the argument parser"),
-    };
+    }
+}
+
+fn fleet(args: &Args) -> serde_json::Value {
+    // F stdio servers, or F sessions to one HTTP server.
+    let config = server_config(args);
     let configs: BTreeMap<String, ServerConfig> = (0..args.fleet)
         .map(|i| (format!("s{i}"), config.clone()))
         .collect();
@@ -145,4 +176,98 @@ fn fleet(args: &Args) -> serde_json::Value {
         manager.disconnect_all();
     }
     perf::fleet_fields(args, times, tools_total)
+}
+
+fn result(args: &Args) -> serde_json::Value {
+    let client = connect(args);
+    let call = || {
+        let out = client
+            .call_tool(BLOB, json!({ "bytes": args.bytes }))
+            .expect("blob");
+        assert_eq!(out.content[0].as_text().map(str::len), Some(args.bytes));
+    };
+    for _ in 0..args.warmup.min(2) {
+        call();
+    }
+    let mut times = Vec::with_capacity(args.n);
+    for _ in 0..args.n {
+        let started = Instant::now();
+        call();
+        times.push(started.elapsed());
+    }
+    client.close();
+    perf::result_fields(args, times)
+}
+
+/// The env variable of the cache-mode server, resolved at connect time: it names
+/// `PERF_BENCH_SILENT`, which only the measured process sets (to `1`).
+const SILENT_ENV: (&str, &str) = ("BENCH_SERVER_SILENT", "PERF_BENCH_SILENT");
+
+/// The one server of cache mode, and a manager with the cache in `dir`.
+fn cached_manager(
+    args: &Args,
+    dir: &str,
+    gate: Duration,
+) -> (McpManager, BTreeMap<String, ServerConfig>) {
+    let mut config = server_config(args);
+    if args.cmd.is_some() {
+        config.env.insert(SILENT_ENV.0.into(), SILENT_ENV.1.into());
+    }
+    let cache: Arc<dyn ToolCache> = Arc::new(FileToolCache::new(dir));
+    let manager = McpManager::new(ManagerOptions {
+        startup_timeout: gate,
+        cache: Some(cache),
+        ..ManagerOptions::default()
+    });
+    (manager, BTreeMap::from([("s0".to_owned(), config)]))
+}
+
+/// The first start of cache mode: connects, lists, and so writes the cache.
+fn fill(args: &Args) {
+    let dir = args.cache_dir.as_deref().expect("fill needs --cache-dir");
+    let (manager, configs) = cached_manager(args, dir, Duration::from_secs(60));
+    let report = manager.connect_servers(&configs);
+    assert_eq!(report.connected.len(), 1, "{report:?}");
+    manager.disconnect_all();
+}
+
+fn cache(args: &Args) -> serde_json::Value {
+    let (dir, made) = match &args.cache_dir {
+        Some(d) => (d.clone(), false),
+        None => {
+            let d = std::env::temp_dir().join(format!("perf-bench-cache-{}", std::process::id()));
+            (d.display().to_string(), true)
+        }
+    };
+    let mut first = std::process::Command::new(std::env::current_exe().expect("own path"));
+    first
+        .args(std::env::args().skip(1))
+        .args(["--mode", "fill", "--cache-dir", &dir]);
+    let status = first
+        .env_remove(SILENT_ENV.1)
+        .status()
+        .expect("run the first start");
+    assert!(status.success(), "the first start failed: {status}");
+    // Still one thread: nothing reads the environment meanwhile.
+    std::env::set_var(SILENT_ENV.1, "1");
+    let mut times = Vec::with_capacity(args.reps);
+    let mut tools = 0;
+    for _ in 0..args.reps {
+        let (manager, configs) = cached_manager(args, &dir, Duration::ZERO);
+        let started = Instant::now();
+        let report = manager.connect_servers(&configs);
+        tools = manager.get_tools().len();
+        times.push(started.elapsed());
+        assert_eq!(
+            report.deferred.len() + report.connected.len(),
+            1,
+            "{report:?}"
+        );
+        assert!(tools > 0, "no tools from the cache: {report:?}");
+        manager.disconnect_all();
+    }
+    if made {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    perf::cache_fields(args, times, tools)
 }

@@ -5,6 +5,10 @@
 //! fleet, each server's parsed listing is kept until the server closes, as the manager keeps
 //! the tools it listed.
 //!
+//! The modes are `perf_bench`'s (see there) but `cache` and `fill`: the floor keeps no cache.
+//! In `conc` mode the stdio threads share one pipe (a writer lock and a reader thread routing
+//! answers by id); over HTTP each thread has a keep-alive connection of its own.
+//!
 //! With `--stateless` it is the floor of 2026-07-28: `server/discover` instead of the
 //! handshake, the same `_meta` our client sends on every request, and on HTTP the
 //! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, no session.
@@ -20,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use perf::{Args, Mode, MESSAGE};
+use perf::{Args, Mode, BLOB, MESSAGE};
 use serde_json::Value;
 
 /// Whether to speak 2026-07-28 (set once, from `--stateless`).
@@ -38,6 +42,11 @@ fn main() {
         Mode::Seq => seq(&args),
         Mode::Conc => conc(&args),
         Mode::Fleet => fleet(&args),
+        Mode::Result => result(&args),
+        Mode::Cache | Mode::Fill => {
+            eprintln!("perf_floor: the floor keeps no cache (cache mode is perf_bench's only)");
+            std::process::exit(2);
+        }
     };
     perf::print_result(&args, fields);
 }
@@ -62,6 +71,17 @@ fn call_line(id: u64) -> String {
     )
 }
 
+fn blob_line(id: u64, bytes: usize) -> String {
+    if stateless() {
+        return format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{META},"arguments":{{"bytes":{bytes}}},"name":"{BLOB}"}}}}"#
+        );
+    }
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{BLOB}","arguments":{{"bytes":{bytes}}}}}}}"#
+    )
+}
+
 fn list_line(id: u64) -> String {
     if stateless() {
         return format!(
@@ -76,7 +96,9 @@ fn era_headers(json: &str) -> &'static str {
     if !stateless() {
         return "";
     }
-    if json.contains(r#""method":"tools/call""#) {
+    if json.contains(r#""name":"blob""#) {
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: blob\r\n"
+    } else if json.contains(r#""method":"tools/call""#) {
         "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n"
     } else if json.contains(r#""method":"tools/list""#) {
         "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n"
@@ -92,6 +114,13 @@ fn count(tools: &Value) -> usize {
 
 fn check_echo(v: &Value) {
     assert_eq!(v["result"]["content"][0]["text"].as_str(), Some(MESSAGE));
+}
+
+fn check_blob(v: &Value, bytes: usize) {
+    assert_eq!(
+        v["result"]["content"][0]["text"].as_str().map(str::len),
+        Some(bytes)
+    );
 }
 
 /// A stdio server driven in lockstep.
@@ -278,6 +307,45 @@ fn seq(args: &Args) -> Value {
         _ => unreachable!(),
     }
     perf::seq_fields(args, times)
+}
+
+fn result(args: &Args) -> Value {
+    let mut times = Vec::with_capacity(args.n);
+    let warmup = args.warmup.min(2);
+    let mut timed = |i: usize, call: &mut dyn FnMut(u64)| {
+        let started = Instant::now();
+        call(i as u64 + 10);
+        if i >= warmup {
+            times.push(started.elapsed());
+        }
+    };
+    match (&args.cmd, &args.url) {
+        (Some(cmd), _) => {
+            let mut p = Pipe::spawn(cmd);
+            p.handshake();
+            for i in 0..(warmup + args.n) {
+                timed(i, &mut |id| {
+                    p.send(&blob_line(id, args.bytes));
+                    check_blob(&p.recv(), args.bytes);
+                });
+            }
+            p.close();
+        }
+        (None, Some(url)) => {
+            let mut h = Http::connect(url);
+            h.handshake();
+            for i in 0..(warmup + args.n) {
+                timed(i, &mut |id| {
+                    check_blob(
+                        &h.post(&blob_line(id, args.bytes)).expect("reply"),
+                        args.bytes,
+                    );
+                });
+            }
+        }
+        _ => unreachable!(),
+    }
+    perf::result_fields(args, times)
 }
 
 fn conc(args: &Args) -> Value {

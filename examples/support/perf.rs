@@ -1,8 +1,13 @@
 //! What `perf_bench` (our client) and `perf_floor` (the raw floor) share: the command line,
 //! the statistics and the `RESULT` line, so both are measured and reported the same way.
+//!
+//! Every `RESULT` line has `rss_kb` (the peak resident memory, VmHWM, at the end) and
+//! `rss_base_kb` (the resident memory when the program started, before any work): the memory
+//! a run's work took is the difference.
 
 #![allow(dead_code)]
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -14,6 +19,27 @@ pub enum Mode {
     Seq,
     Conc,
     Fleet,
+    /// Sequential calls of the `blob` tool, each result `--bytes` long.
+    Result,
+    /// Ours only: second starts of a manager whose tool cache a first start filled.
+    Cache,
+    /// Ours only: the first start of `cache` mode, run in a process of its own.
+    Fill,
+}
+
+impl Mode {
+    /// The name on the command line and in `RESULT`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Cold => "cold",
+            Mode::Seq => "seq",
+            Mode::Conc => "conc",
+            Mode::Fleet => "fleet",
+            Mode::Result => "result",
+            Mode::Cache => "cache",
+            Mode::Fill => "fill",
+        }
+    }
 }
 
 /// The command line of both benchmark programs.
@@ -31,14 +57,23 @@ pub struct Args {
     /// Speak 2026-07-28 (the floor: `server/discover`, `_meta` on every request, the HTTP
     /// headers; our client finds the era by itself).
     pub stateless: bool,
+    /// The length of each `blob` result (`result` mode).
+    pub bytes: usize,
+    /// The cache directory of `cache` and `fill` modes (default: a new one in the temp dir).
+    pub cache_dir: Option<String>,
 }
 
 pub const USAGE: &str =
-    "usage: --mode cold|seq|conc|fleet (--cmd \"SERVER ARGS...\" | --url URL) [--reps R] [--n N] \
-[--threads T] [--fleet F] [--warmup W] [--label NAME] [--stateless]";
+    "usage: --mode cold|seq|conc|fleet|result|cache|fill (--cmd \"SERVER ARGS...\" | --url URL) \
+[--reps R] [--n N] [--threads T] [--fleet F] [--warmup W] [--label NAME] [--stateless] [--bytes B] \
+[--cache-dir DIR]";
+
+/// The resident memory (KiB) when the arguments were parsed, before any work.
+static RSS_BASE_KB: OnceLock<u64> = OnceLock::new();
 
 /// Parses the command line (exits with status 2 on bad usage).
 pub fn parse_args(default_label: &str) -> Args {
+    RSS_BASE_KB.get_or_init(|| status_kb("VmRSS:"));
     let mut args = Args {
         mode: Mode::Seq,
         cmd: None,
@@ -50,6 +85,8 @@ pub fn parse_args(default_label: &str) -> Args {
         warmup: 200,
         label: default_label.to_owned(),
         stateless: false,
+        bytes: 1024,
+        cache_dir: None,
     };
     let mut it = std::env::args().skip(1);
     let bad = |m: &str| -> ! {
@@ -72,6 +109,9 @@ pub fn parse_args(default_label: &str) -> Args {
                     "seq" => Mode::Seq,
                     "conc" => Mode::Conc,
                     "fleet" => Mode::Fleet,
+                    "result" => Mode::Result,
+                    "cache" => Mode::Cache,
+                    "fill" => Mode::Fill,
                     other => bad(&format!("unknown mode {other}")),
                 }
             }
@@ -84,6 +124,8 @@ pub fn parse_args(default_label: &str) -> Args {
             "--warmup" => args.warmup = number(value()),
             "--label" => args.label = value(),
             "--stateless" => args.stateless = true,
+            "--bytes" => args.bytes = number(value()),
+            "--cache-dir" => args.cache_dir = Some(value()),
             other => bad(&format!("unknown argument {other}")),
         }
     }
@@ -122,11 +164,16 @@ pub fn ms(d: Duration) -> f64 {
 
 /// Peak resident memory (VmHWM) in KiB.
 pub fn rss_kb() -> u64 {
+    status_kb("VmHWM:")
+}
+
+/// A `/proc/self/status` figure in KiB (0 where there is none).
+fn status_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
@@ -138,19 +185,15 @@ pub fn print_result(args: &Args, fields: Value) {
     let mut out = Map::new();
     out.insert("client".into(), json!(args.label));
     out.insert("transport".into(), json!(args.transport()));
-    out.insert(
-        "mode".into(),
-        json!(match args.mode {
-            Mode::Cold => "cold",
-            Mode::Seq => "seq",
-            Mode::Conc => "conc",
-            Mode::Fleet => "fleet",
-        }),
-    );
+    out.insert("mode".into(), json!(args.mode.name()));
     if let Value::Object(f) = fields {
         out.extend(f);
     }
     out.insert("rss_kb".into(), json!(rss_kb()));
+    out.insert(
+        "rss_base_kb".into(),
+        json!(RSS_BASE_KB.get().copied().unwrap_or(0)),
+    );
     println!("RESULT {}", Value::Object(out));
 }
 
@@ -161,7 +204,8 @@ pub fn cold_fields(args: &Args, mut times: Vec<Duration>, tools: usize) -> Value
            "cold_ms_min": ms(times.first().copied().unwrap_or_default())})
 }
 
-/// The seq-mode fields.
+/// The seq-mode fields: the median and the 99th percentile of the calls' latencies (the same
+/// definition as conc mode's).
 pub fn seq_fields(args: &Args, mut times: Vec<Duration>) -> Value {
     let total: Duration = times.iter().sum();
     times.sort();
@@ -169,7 +213,8 @@ pub fn seq_fields(args: &Args, mut times: Vec<Duration>) -> Value {
            "seq_ms_total": ms(total)})
 }
 
-/// The conc-mode fields.
+/// The conc-mode fields: throughput over the wall time of all threads, and the median and
+/// 99th percentile of every call's latency, all threads' calls together.
 pub fn conc_fields(args: &Args, mut times: Vec<Duration>, wall: Duration) -> Value {
     times.sort();
     let calls = times.len();
@@ -185,5 +230,26 @@ pub fn fleet_fields(args: &Args, mut times: Vec<Duration>, tools_total: usize) -
            "fleet_ms_median": ms(percentile(&times, 0.5)), "fleet_ms_min": ms(times.first().copied().unwrap_or_default())})
 }
 
+/// The result-mode fields: `n` calls of `bytes` each, their throughput (result bytes over the
+/// calls' total time) and median latency.
+pub fn result_fields(args: &Args, mut times: Vec<Duration>) -> Value {
+    let total: Duration = times.iter().sum();
+    times.sort();
+    let mb = (args.bytes * times.len()) as f64 / 1e6;
+    json!({"n": times.len(), "bytes": args.bytes, "result_ms_total": ms(total),
+           "result_mb_per_s": mb / total.as_secs_f64().max(1e-9),
+           "result_us_median": us(percentile(&times, 0.5))})
+}
+
+/// The cache-mode fields.
+pub fn cache_fields(args: &Args, mut times: Vec<Duration>, tools: usize) -> Value {
+    times.sort();
+    json!({"reps": args.reps, "tools": tools, "cache_ms_median": ms(percentile(&times, 0.5)),
+           "cache_ms_min": ms(times.first().copied().unwrap_or_default())})
+}
+
 /// The echo call both clients make, and the answer they check.
 pub const MESSAGE: &str = "hello world";
+
+/// The tool returning `bytes` bytes of text (`{"bytes": N}`), answered by the bench server.
+pub const BLOB: &str = "blob";
