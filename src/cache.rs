@@ -147,6 +147,17 @@ struct Entry {
     listing: Listing,
 }
 
+/// What [`ToolCache::era`] reads of an [`Entry`]: every other member is skipped unread (no
+/// `flatten`, which would buffer them all).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EraOnly {
+    version: u32,
+    config_hash: String,
+    #[serde(default)]
+    protocol_version: Option<String>,
+}
+
 /// One JSON file per server in a directory.
 #[derive(Debug, Clone)]
 pub struct FileToolCache {
@@ -286,11 +297,12 @@ impl ToolCache for FileToolCache {
     }
 
     fn era(&self, server: &str, config_hash: &str) -> Option<String> {
-        let entry: Entry = read_entry(&self.path_for(server), |e: &Entry| e.version)?;
+        // Only the header: the tools are skipped unread, not parsed and dropped.
+        let entry: EraOnly = read_entry(&self.path_for(server), |e: &EraOnly| e.version)?;
         if entry.config_hash != config_hash {
             return None;
         }
-        entry.listing.protocol_version
+        entry.protocol_version
     }
 }
 

@@ -161,8 +161,11 @@ impl HttpTransport {
             s.exchanges.lock().insert(k, Arc::clone(&abort));
         }
         let (shared, message) = (Arc::clone(s), message.clone());
+        let slot = web::Agents::slot();
         s.pool.run(move |worker| {
-            abort.scope(|| shared.execute(&message, Some(worker), deadline, Some(&abort)));
+            web::Agents::on_behalf_of(slot, || {
+                abort.scope(|| shared.execute(&message, Some(worker), deadline, Some(&abort)))
+            });
             if let Some(k) = key {
                 shared.exchanges.lock().remove(&k);
             }
@@ -225,7 +228,7 @@ impl Transport for HttpTransport {
         let s = &self.shared;
         match message {
             // A caller that needs no cancel or progress runs its exchange itself: no thread hop.
-            Message::Request(request) if hint.inline && request.method != methods::INITIALIZE => {
+            Message::Request(_) if hint.inline => {
                 if s.closed.load(Ordering::SeqCst) {
                     return Err(Error::closed("the connection was closed"));
                 }

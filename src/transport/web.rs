@@ -185,6 +185,15 @@ impl Wire {
 /// costs a few hundred bytes until it holds a connection.
 const AGENT_SHARDS: usize = 8;
 
+static NEXT_SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+thread_local! {
+    /// Each thread's own agent slot, given out in turn.
+    static SLOT: usize = NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// A slot lent for one exchange (see [`Agents::on_behalf_of`]).
+    static BORROWED: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
 impl Agents {
     pub(crate) fn new(options: &HttpOptions, wire: &Wire) -> Agents {
         Agents {
@@ -194,15 +203,27 @@ impl Agents {
         }
     }
 
-    /// The calling thread's agent.
+    /// The calling thread's agent (or the agent of the caller a worker runs an exchange for).
     pub(crate) fn get(&self) -> &ureq::Agent {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        thread_local! {
-            static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed);
-        }
-        let slot = SLOT.with(|s| *s);
-        &self.agents[slot % self.agents.len()]
+        &self.agents[Agents::slot() % self.agents.len()]
+    }
+
+    /// The calling thread's slot: its own, or the one [`Agents::on_behalf_of`] lent it.
+    pub(crate) fn slot() -> usize {
+        BORROWED
+            .with(|b| b.get())
+            .unwrap_or_else(|| SLOT.with(|s| *s))
+    }
+
+    /// Runs `f` with `slot`'s agent as this thread's: a worker running a caller's exchange uses
+    /// the caller's agent, so the connection the caller's other requests use (and keep alive)
+    /// carries it too, rather than a new one per worker. The caller waits meanwhile, so no two
+    /// threads contend for that agent's pool more than before.
+    pub(crate) fn on_behalf_of<T>(slot: usize, f: impl FnOnce() -> T) -> T {
+        let before = BORROWED.with(|b| b.replace(Some(slot)));
+        let out = f();
+        BORROWED.with(|b| b.set(before));
+        out
     }
 
     /// Interrupts every blocked read and refuses new requests, on every agent.
