@@ -155,6 +155,39 @@ fn the_get_stream_carries_server_requests_and_notifications() {
 }
 
 #[test]
+fn no_get_stream_is_opened_when_neither_side_declared_anything_to_send_on_it() {
+    let quiet = TestHttp::start(Behaviour {
+        get_stream: true,
+        quiet_capabilities: true,
+        ..Behaviour::default()
+    });
+    let client = Client::connect("quiet", &http(&quiet), options()).unwrap();
+    client.list_tools().unwrap();
+    client.ping(Duration::from_secs(5)).unwrap();
+    client.close();
+    let methods: Vec<String> = quiet.seen().into_iter().map(|r| r.method).collect();
+    assert!(!methods.iter().any(|m| m == "GET"), "{methods:?}");
+    // The same server with a handler that answers roots/list: it may ask, so the stream opens.
+    let asking = TestHttp::start(Behaviour {
+        get_stream: true,
+        quiet_capabilities: true,
+        ..Behaviour::default()
+    });
+    let (tx, _changed) = crossbeam_channel::unbounded();
+    let opts = ConnectOptions {
+        handler: Arc::new(Roots { changed: tx }),
+        ..options()
+    };
+    let client = Client::connect("asking", &http(&asking), opts).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !asking.seen().iter().any(|r| r.method == "GET") {
+        assert!(std::time::Instant::now() < deadline, "no GET stream");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    client.close();
+}
+
+#[test]
 fn the_get_stream_reconnects_with_last_event_id() {
     let server = TestHttp::start(Behaviour {
         get_stream: true,

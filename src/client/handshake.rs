@@ -63,7 +63,13 @@ pub(super) fn initialize(
     };
     conn.transport.on_negotiated(version);
     conn.notify(methods::INITIALIZED, None)?;
-    conn.transport.on_ready();
+    // A server stream (HTTP's GET) only when something may come on it: a server that declared
+    // nothing it sends unasked, talking to a client that offers nothing to ask, has nothing to
+    // say outside its responses, and the stream would cost a connection and a thread on both
+    // sides.
+    if init.capabilities.may_notify() || conn.declared.invites_requests() {
+        conn.transport.on_ready();
+    }
     log::debug!(
         "[{}] connected to {} {} (protocol {version})",
         conn.name,

@@ -58,6 +58,17 @@ pub struct ClientCapabilities {
     pub extra: Map<String, Value>,
 }
 
+impl ClientCapabilities {
+    /// Whether we declared something a server may ask of us at any time (`roots`,
+    /// `sampling`, `elicitation`, or another capability).
+    pub fn invites_requests(&self) -> bool {
+        self.roots.is_some()
+            || self.sampling.is_some()
+            || self.elicitation.is_some()
+            || !self.extra.is_empty()
+    }
+}
+
 /// What the server offers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerCapabilities {
@@ -79,6 +90,25 @@ pub struct ServerCapabilities {
 }
 
 impl ServerCapabilities {
+    /// Whether the server declared something it may send unasked, outside any response: a
+    /// `listChanged` of tools, resources or prompts, resource subscriptions, log messages, or
+    /// a capability this crate does not model (`tasks`, `experimental`, ...; only
+    /// `completions` is known to send nothing).
+    pub fn may_notify(&self) -> bool {
+        let flag = |cap: &Option<Value>, key: &str| {
+            cap.as_ref()
+                .and_then(|c| c.get(key))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        flag(&self.tools, "listChanged")
+            || flag(&self.resources, "listChanged")
+            || flag(&self.resources, "subscribe")
+            || flag(&self.prompts, "listChanged")
+            || self.logging.is_some()
+            || self.extra.keys().any(|k| k != "completions")
+    }
+
     /// Whether the server declared `tools.listChanged: true`.
     pub fn tools_list_changed(&self) -> bool {
         self.tools
@@ -129,6 +159,37 @@ fn unknown_server() -> Implementation {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn what_may_come_unasked() {
+        let caps = |v: serde_json::Value| serde_json::from_value::<ServerCapabilities>(v).unwrap();
+        let none = [
+            json!({}),
+            json!({"tools": {}}),
+            json!({"tools": {"listChanged": false},
+            "resources": {}, "prompts": {}, "completions": {}}),
+        ];
+        for v in none {
+            assert!(!caps(v.clone()).may_notify(), "{v}");
+        }
+        let some = [
+            json!({"tools": {"listChanged": true}}),
+            json!({"resources": {"subscribe": true}}),
+            json!({"prompts": {"listChanged": true}}),
+            json!({"logging": {}}),
+            json!({"tasks": {}}),
+            json!({"experimental": {"x": {}}}),
+        ];
+        for v in some {
+            assert!(caps(v.clone()).may_notify(), "{v}");
+        }
+        assert!(!ClientCapabilities::default().invites_requests());
+        let roots = ClientCapabilities {
+            roots: Some(json!({})),
+            ..ClientCapabilities::default()
+        };
+        assert!(roots.invites_requests());
+    }
 
     #[test]
     fn keeps_unknown_fields() {

@@ -110,7 +110,8 @@ pub trait Transport: Send + Sync {
     fn on_negotiated(&self, version: ProtocolVersion) {
         let _ = version;
     }
-    /// The handshake is complete (HTTP opens its GET stream).
+    /// The handshake is complete and the server may send messages unasked (HTTP opens its GET
+    /// stream); not called when neither side declared anything that would make it.
     fn on_ready(&self) {}
     /// The era probe ended without a stateless verdict: what [`Transport::on_negotiated`]
     /// set for it is undone (the `initialize` that follows goes without its rules).

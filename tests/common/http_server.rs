@@ -25,6 +25,8 @@ pub struct Behaviour {
     pub sse_replies: bool,
     /// Offer a GET stream at `/mcp` (otherwise 405).
     pub get_stream: bool,
+    /// Declare `tools: {}` only (nothing the server would send unasked), not `listChanged`.
+    pub quiet_capabilities: bool,
     /// Cut the first `tools/call` stream after a priming event; deliver the response on the GET
     /// that resumes it.
     pub cut_first_call: bool,
@@ -516,7 +518,11 @@ fn answer(s: &State, msg: &Value) -> Option<Value> {
     let result = match method {
         "initialize" => json!({
             "protocolVersion": msg.pointer("/params/protocolVersion").cloned().unwrap_or(json!("2025-11-25")),
-            "capabilities": {"tools": {"listChanged": true}},
+            "capabilities": if s.behaviour.quiet_capabilities {
+                json!({"tools": {}})
+            } else {
+                json!({"tools": {"listChanged": true}})
+            },
             "serverInfo": {"name": "test-http", "version": "1"}
         }),
         "ping" => json!({}),
