@@ -161,7 +161,13 @@ const CHUNK: usize = 16 * 1024;
 /// with many threads calling at once they queue on it. So a connection has a few agents, and
 /// each calling thread always uses the same one (and so finds its own kept-alive connection).
 pub(crate) struct Agents {
-    agents: Vec<ureq::Agent>,
+    /// Built on first use: most connections only ever use one or two (a fleet of sessions
+    /// would otherwise build eight each).
+    agents: [std::sync::OnceLock<ureq::Agent>; AGENT_SHARDS],
+    options: HttpOptions,
+    secrets: Arc<super::cork::Secrets>,
+    /// Set by `shutdown`: an agent built after it is shut down at once.
+    down: std::sync::atomic::AtomicBool,
 }
 
 /// A connection's agents and what they hide from `ureq`.
@@ -197,15 +203,23 @@ thread_local! {
 impl Agents {
     pub(crate) fn new(options: &HttpOptions, wire: &Wire) -> Agents {
         Agents {
-            agents: (0..AGENT_SHARDS)
-                .map(|_| agent(options, Some(Arc::clone(&wire.secrets))))
-                .collect(),
+            agents: Default::default(),
+            options: options.clone(),
+            secrets: Arc::clone(&wire.secrets),
+            down: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// The calling thread's agent (or the agent of the caller a worker runs an exchange for).
     pub(crate) fn get(&self) -> &ureq::Agent {
-        &self.agents[Agents::slot() % self.agents.len()]
+        let slot = &self.agents[Agents::slot() % AGENT_SHARDS];
+        let built = slot.get().is_none();
+        let agent = slot.get_or_init(|| agent(&self.options, Some(Arc::clone(&self.secrets))));
+        // One built while `shutdown` ran may have been missed by it: shut it down here.
+        if built && self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            agent.clone().shutdown();
+        }
+        agent
     }
 
     /// The calling thread's slot: its own, or the one [`Agents::on_behalf_of`] lent it.
@@ -228,7 +242,8 @@ impl Agents {
 
     /// Interrupts every blocked read and refuses new requests, on every agent.
     pub(crate) fn shutdown(&self) {
-        for a in &self.agents {
+        self.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        for a in self.agents.iter().filter_map(std::sync::OnceLock::get) {
             a.clone().shutdown();
         }
     }
