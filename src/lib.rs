@@ -87,8 +87,10 @@
 //! `mcp-<server>-writer`, started only then. Server requests are answered on threads of their
 //! own (a slow [`ClientHandler`] never stalls the connection), notifications on
 //! `mcp-<server>-events` (started with the first one). An HTTP request runs on its caller's
-//! thread, or, when the caller needs cancel or progress while it waits, on a small worker
-//! pool (`mcp-<server>-http`); `mcp-<server>-listen` holds the GET stream. The manager connects
+//! thread (a cancel signal aborts its I/O from the thread that fires it), or, when the caller
+//! has a progress callback to be called while it waits, on a small worker pool
+//! (`mcp-<server>-http`); `mcp-<server>-listen` holds the GET stream, opened only when the
+//! server or the client declared something that may come on it. The manager connects
 //! each server on a thread of its own (`mcp-<server>-connect`), refreshes lists on
 //! `mcp-<server>-refresh` (one at a time per server, coalesced), and closes connections on
 //! `mcp-<server>-close` and `mcp-<server>-died` threads that disconnecting waits for. On Linux,

@@ -220,6 +220,7 @@ impl Connection {
         let hint = SendHint {
             deadline: (Instant::now() + wait.timeout).min(wait.hard_deadline),
             inline: wait.cancel.is_none() && wait.on_progress.is_none(),
+            cancel: wait.cancel.clone().filter(|_| wait.on_progress.is_none()),
         };
         match self
             .transport
@@ -240,6 +241,22 @@ impl Connection {
             if let Ok(outcome) = rx.try_recv() {
                 return outcome;
             }
+        }
+        // A cancellable exchange the transport ran here, cut short by the cancel: the failure
+        // in the slot is the cut, and the answer is "cancelled" (an answer that made it wins).
+        if wait.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            self.router.forget(id);
+            if let Ok(Ok(result)) = rx.try_recv() {
+                return Ok(result);
+            }
+            if wait.notify_cancel {
+                let reason = Error::Cancelled.to_string();
+                let _ = self.notify(
+                    methods::CANCELLED,
+                    Some(json!({"requestId": id, "reason": reason})),
+                );
+            }
+            return Err(Error::Cancelled);
         }
         let never = crossbeam_channel::never();
         let cancel_rx = wait.cancel.as_ref().map(|c| c.receiver()).unwrap_or(&never);

@@ -1,9 +1,9 @@
 //! Ending one HTTP exchange's I/O from another thread.
 //!
-//! A request that runs on a worker (its caller waits with a cancel signal or a progress
-//! callback) may block in a read for as long as its stream is silent. When its caller gives up
-//! (timeout or cancel: the client then sends `notifications/cancelled`), the transport calls
-//! [`Abort::abort`]: the socket the exchange is blocked on is shut down, so the read returns at
+//! A request that runs on a worker (its caller waits with a progress callback), or on a
+//! cancellable caller's own thread, may block in a read for as long as its stream is silent.
+//! When its caller gives up (timeout or cancel: the client then sends
+//! `notifications/cancelled`), or its cancel signal fires, [`Abort::abort`] runs: the socket the exchange is blocked on is shut down, so the read returns at
 //! once, and every later I/O step of the exchange fails.
 //!
 //! The exchange's thread runs inside [`Abort::scope`]; the TCP layer (`tcp`) calls [`watch`]

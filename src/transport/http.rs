@@ -3,8 +3,9 @@
 //! - Every message is a POST of JSON with `Accept: application/json, text/event-stream`, the
 //!   configured headers, `Mcp-Session-Id` once the server gave one, and `MCP-Protocol-Version`
 //!   from 2025-06-18 on.
-//! - A request's POST runs on a worker thread (the caller waits on its own deadline and cancel
-//!   signal); its reply is JSON or an event stream, whose other messages (server requests,
+//! - A request's POST runs on its caller's thread (a cancel signal aborts its I/O from the
+//!   firing thread), or on a worker when the caller has a progress callback to be called while
+//!   it waits; its reply is JSON or an event stream, whose other messages (server requests,
 //!   notifications) are dispatched as they come. A stream cut before the response is resumed
 //!   with `Last-Event-ID` after the server's `retry` delay, a bounded number of times.
 //! - Notifications and responses are POSTed on the calling thread (202 expected), so they reach
@@ -227,12 +228,27 @@ impl Transport for HttpTransport {
     fn send_with(&self, message: &Message, hint: &SendHint) -> Result<(), Error> {
         let s = &self.shared;
         match message {
-            // A caller that needs no cancel or progress runs its exchange itself: no thread hop.
+            // A caller that needs no cancel and no progress runs its exchange itself: no thread hop.
             Message::Request(_) if hint.inline => {
                 if s.closed.load(Ordering::SeqCst) {
                     return Err(Error::closed("the connection was closed"));
                 }
                 s.execute(message, None, Some(hint.deadline), None);
+                Ok(())
+            }
+            // A cancellable caller runs its exchange itself too (no worker, no thread hop):
+            // firing its signal aborts the exchange's I/O from the firing thread.
+            Message::Request(_) if hint.cancel.is_some() => {
+                if s.closed.load(Ordering::SeqCst) {
+                    return Err(Error::closed("the connection was closed"));
+                }
+                let cancel = hint.cancel.as_ref().expect("checked");
+                let abort = Arc::new(Abort::default());
+                let _hook = cancel.on_cancel({
+                    let abort = Arc::clone(&abort);
+                    move || abort.abort()
+                });
+                abort.scope(|| s.execute(message, None, Some(hint.deadline), Some(&abort)));
                 Ok(())
             }
             Message::Request(_) => {

@@ -57,13 +57,16 @@ impl Connector for memory::MemoryConnector {
 }
 
 /// How the caller of [`Transport::send_with`] will wait for the answer.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SendHint {
     /// When the caller stops waiting.
     pub deadline: std::time::Instant,
     /// The caller has no cancel signal and no progress callback: nothing needs it awake while
     /// the exchange runs.
     pub inline: bool,
+    /// The caller's cancel signal, if it has one (and no progress callback): a transport may
+    /// still run the exchange on the caller's thread if firing the signal ends it at once.
+    pub cancel: Option<crate::CancelToken>,
 }
 
 /// Where a transport delivers what the server sends.
