@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::ServerConfig;
+use crate::error::Error;
 use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
-use crate::Error;
 
 /// The cache format version; entries of another version are misses.
 pub const CACHE_VERSION: u32 = 1;

@@ -6,7 +6,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
 /// A cloneable cancel signal. Firing it wakes every wait that selects on it: a pending
-/// request ends with [`Error::Cancelled`](crate::Error::Cancelled) and the server is sent
+/// request ends with [`Error::Cancelled`](crate::error::Error::Cancelled) and the server is sent
 /// `notifications/cancelled`.
 ///
 /// ```

@@ -27,11 +27,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::client::{Client, ConnectOptions};
 use crate::config::{resolve_server_config, ConfigWriter, LoadedConfigs, Scope, ServerConfig};
 use crate::loader::LoadError;
 use crate::manager::ConnectReport;
 use crate::session::AgentSession;
-use crate::{Client, ConnectOptions};
 
 /// The help text.
 pub const HELP: &str = "\
@@ -301,7 +301,7 @@ impl McpCommands {
         }
         let problems = crate::config::validate_server_config(name, &config);
         if !problems.is_empty() {
-            return Err(Failure::from(crate::Error::Config {
+            return Err(Failure::from(crate::error::Error::Config {
                 message: problems.join("; "),
             }));
         }
@@ -502,8 +502,8 @@ impl std::fmt::Display for Failure {
     }
 }
 
-impl From<crate::Error> for Failure {
-    fn from(e: crate::Error) -> Failure {
+impl From<crate::error::Error> for Failure {
+    fn from(e: crate::error::Error) -> Failure {
         Failure(e.to_string())
     }
 }
@@ -537,13 +537,13 @@ fn summary(report: &ConnectReport) -> String {
     lines.join("\n")
 }
 
-fn usage(what: &str) -> crate::Error {
-    crate::Error::Config {
+fn usage(what: &str) -> crate::error::Error {
+    crate::error::Error::Config {
         message: format!("usage: /mcp {what}. Type /mcp help for usage."),
     }
 }
 
-fn parse_scope(s: &str) -> Result<Scope, crate::Error> {
+fn parse_scope(s: &str) -> Result<Scope, crate::error::Error> {
     match s {
         "project" => Ok(Scope::Project),
         "user" => Ok(Scope::User),

@@ -34,7 +34,7 @@ pub enum Error {
         /// The last lines the server wrote to stderr, if it is a local process.
         stderr_tail: Vec<String>,
     },
-    /// The caller's [`CancelToken`](crate::CancelToken) fired.
+    /// The caller's [`CancelToken`](crate::cancel::CancelToken) fired.
     Cancelled,
     /// The connection is gone: the process exited, stdout reached EOF, the stream ended, or the
     /// client was closed. Every pending request ends with this.

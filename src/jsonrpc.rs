@@ -107,9 +107,9 @@ impl RpcError {
     }
 }
 
-impl From<RpcError> for crate::Error {
+impl From<RpcError> for crate::error::Error {
     fn from(e: RpcError) -> Self {
-        crate::Error::Rpc {
+        crate::error::Error::Rpc {
             code: e.code,
             message: e.message,
             data: e.data,

@@ -225,12 +225,13 @@ pub fn trust_servers(
     cwd: &Path,
     options: &DiscoveryOptions,
     names: &[String],
-) -> Result<Vec<DiscoveredServer>, crate::Error> {
+) -> Result<Vec<DiscoveredServer>, crate::error::Error> {
     let mut report_only = options.clone();
     report_only.project_trust = crate::config::ProjectTrust::Report;
-    let loaded = try_load_all_mcp_configs(cwd, &report_only).map_err(|e| crate::Error::Config {
-        message: format!("{}: {}", e.path, e.error),
-    })?;
+    let loaded =
+        try_load_all_mcp_configs(cwd, &report_only).map_err(|e| crate::error::Error::Config {
+            message: format!("{}: {}", e.path, e.error),
+        })?;
     let pending = loaded.needs_approval();
     let chosen: Vec<&DiscoveredServer> = if names.is_empty() {
         pending
@@ -254,7 +255,7 @@ pub fn trust_servers(
                             None => "it is already approved".to_owned(),
                         },
                     };
-                    return Err(crate::Error::Config {
+                    return Err(crate::error::Error::Config {
                         message: format!("cannot trust MCP server \"{name}\": {why}"),
                     });
                 }
@@ -280,7 +281,7 @@ pub fn untrust_server(
     cwd: &Path,
     options: &DiscoveryOptions,
     name: &str,
-) -> Result<bool, crate::Error> {
+) -> Result<bool, crate::error::Error> {
     options.trust_store(cwd).revoke(cwd, name)
 }
 

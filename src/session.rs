@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::config::{DiscoveredServer, DiscoveryOptions};
+use crate::error::Error;
 use crate::loader::{
     load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
@@ -31,7 +32,6 @@ use crate::manager::{
 };
 use crate::protocol::{CompleteResult, CompletionRef, GetPromptResult, ReadResourceResult};
 use crate::tool::AgentTool;
-use crate::Error;
 
 /// A registered tool.
 #[derive(Clone)]

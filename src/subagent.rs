@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::error::Error;
 use crate::manager::McpManager;
 use crate::tool::{
     build_tools, call_through, Aborted, AgentTool, ToolContext, ToolDetails, ToolOutput,
 };
-use crate::Error;
 
 /// The default cap on one proxied call.
 pub const DEFAULT_CALL_CAP: Duration = Duration::from_secs(60);

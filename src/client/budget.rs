@@ -8,6 +8,7 @@
 //! connection goes on. Small results are not counted.
 
 use crate::error::Error;
+use crate::transport::lines::find_byte;
 
 /// The most JSON values (scalars, arrays, objects and object members) one result may hold:
 /// about 4 million, a few hundred megabytes at most once parsed. A tool result meant for a
@@ -35,34 +36,18 @@ fn check_with(method: &str, text: &str, limit: usize, from: usize) -> Result<(),
 /// Whether valid JSON `text` holds more than `limit` values. Every value but the first is
 /// preceded by a `,`, `[`, `{` or `:` outside a string, so counting those (plus one) counts at
 /// least the values; an empty array or object is counted as one more, which errs on no side
-/// that matters.
+/// that matters. Strings are passed over with `memchr` (a result of large text blocks is
+/// almost all string), minding escaped quotes.
 fn exceeds(text: &[u8], limit: usize) -> bool {
-    // Counting the separators everywhere, strings included, is a bound from above that the
-    // compiler vectorises; only a text over it is read again, minding strings (a result of
-    // large text blocks never is).
-    let upper = 1 + text
-        .iter()
-        .filter(|b| matches!(b, b',' | b'[' | b'{' | b':'))
-        .count();
-    if upper <= limit {
-        return false;
-    }
     let mut count = 1usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in text {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => match string_end(text, i + 1) {
+                Some(end) => i = end,
+                // Unterminated: not JSON, and the parser will say so.
+                None => return false,
+            },
             b',' | b'[' | b'{' | b':' => {
                 count += 1;
                 if count > limit {
@@ -71,8 +56,25 @@ fn exceeds(text: &[u8], limit: usize) -> bool {
             }
             _ => {}
         }
+        i += 1;
     }
     false
+}
+
+/// The index of the quote that closes the string whose contents start at `from`.
+fn string_end(text: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let quote = from + find_byte(&text[from..], b'"')?;
+        let backslashes = text[..quote]
+            .iter()
+            .rev()
+            .take_while(|b| **b == b'\\')
+            .count();
+        if backslashes % 2 == 0 {
+            return Some(quote);
+        }
+        from = quote + 1;
+    }
 }
 
 #[cfg(test)]
@@ -84,6 +86,13 @@ mod tests {
         let text = format!(r#"["{}",1,2]"#, ",".repeat(100));
         assert!(!exceeds(text.as_bytes(), 4));
         assert!(exceeds(text.as_bytes(), 2));
+    }
+
+    #[test]
+    fn escaped_quotes_do_not_end_a_string() {
+        assert!(!exceeds(br#"["a\",b,c,d,e,f"]"#, 2));
+        assert!(exceeds(br#"["a\\",1,2,3]"#, 2));
+        assert!(!exceeds(br#"["\\\"x,y,z,w"]"#, 2));
     }
 
     #[test]

@@ -15,10 +15,10 @@
 
 use serde_json::Value;
 
+use crate::error::Error;
 use crate::protocol::stateless::{supported_versions_of, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::protocol::{DiscoverResult, ProtocolVersion, STATELESS_PROTOCOL_VERSIONS};
 use crate::protocol::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
-use crate::Error;
 
 /// What happened to the last `server/discover` the probe sent.
 #[derive(Debug)]

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
+use crate::error::Error;
 use crate::jsonrpc::{Notification, RpcError};
 use crate::protocol::{ClientCapabilities, ListRootsResult, LoggingMessageParams};
-use crate::Error;
 
 /// The host's side of server → client traffic.
 ///

@@ -5,11 +5,11 @@
 use std::time::Instant;
 
 use super::{ConnectOptions, Connection, Wait};
+use crate::error::Error;
 use crate::protocol::{
     methods, Implementation, InitializeParams, InitializeResult, ProtocolVersion,
     LATEST_PROTOCOL_VERSION,
 };
-use crate::Error;
 
 /// Runs the handshake on a fresh connection, bounded by `options.timeout` from `started`.
 pub(super) fn run(

@@ -15,10 +15,10 @@ use serde_json::{json, Map, Value};
 use super::modern::{stamp, SessionEra};
 use super::router::{Router, Slot};
 use super::Client;
+use crate::error::Error;
 use crate::jsonrpc::Message;
 use crate::protocol::methods;
 use crate::transport::Transport;
-use crate::Error;
 
 /// Broken listen streams re-issued in a row before we stop listening.
 const MAX_RELISTENS: u32 = 5;

@@ -21,12 +21,13 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use crate::cancel::CancelToken;
+use crate::error::Error;
 use crate::jsonrpc::Message;
 use crate::protocol::{methods, CallToolResult, ClientCapabilities, Implementation, Tool};
 use crate::transport::{
     Connector, HttpTransport, Inbound, SendHint, SseTransport, StdioTransport, Transport,
 };
-use crate::{CancelToken, Error};
 
 mod budget;
 mod era;

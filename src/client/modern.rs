@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 
 use super::handler::ClientHandler;
 use super::{Connection, Wait};
+use crate::cancel::CancelToken;
+use crate::error::Error;
 use crate::protocol::stateless::{
     supported_versions_of, HEADER_MISMATCH, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
     META_LOG_LEVEL, META_PROTOCOL_VERSION, MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -20,7 +22,6 @@ use crate::protocol::{
     check_elicitation_mode, methods, ClientCapabilities, Implementation, ProtocolVersion,
     ResultType,
 };
-use crate::{CancelToken, Error};
 
 /// The most `input_required` rounds one request may take before it fails.
 pub const MAX_INPUT_ROUNDS: usize = 16;

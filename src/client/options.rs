@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::handler::{ClientHandler, NoHandler};
+use crate::cancel::CancelToken;
 use crate::protocol::{Implementation, Progress};
 use crate::transport::{HttpOptions, HttpTarget, StdioCommand, StdioOptions};
-use crate::CancelToken;
 
 /// Where a server lives and how to reach it.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +67,7 @@ pub enum EraChoice {
     /// Find out: a stdio server is probed with `server/discover` first (bounded by
     /// [`ConnectOptions::probe_timeout`]), and speaks 2026-07-28 if it answers as a stateless
     /// server, else the `initialize` handshake (on a fresh process if the probe ended the first
-    /// one). A transport of the caller's ([`Client::with_transport`](crate::Client::with_transport))
+    /// one). A transport of the caller's ([`Client::with_transport`](crate::client::Client::with_transport))
     /// is not probed: it gets the handshake.
     #[default]
     Detect,

@@ -16,10 +16,10 @@ use super::session::Session;
 use super::{
     handshake, Client, ConnectFailure, ConnectOptions, Connection, EraChoice, Inner, Leftover, Wait,
 };
+use crate::error::Error;
 use crate::protocol::stateless::{HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use crate::protocol::{methods, DiscoverResult, InitializeResult, ProtocolVersion};
 use crate::transport::Transport;
-use crate::Error;
 
 /// How a connection came to be: its era, the server's self-description, the version.
 pub(super) struct Negotiated {

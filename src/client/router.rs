@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::handler::ClientHandler;
+use crate::error::Error;
 use crate::jsonrpc::{
     codes, empty_object, Message, Notification, Request, RequestId, Response, RpcError,
 };
@@ -18,7 +19,6 @@ use crate::protocol::{
     check_elicitation_mode, methods, ClientCapabilities, LoggingMessageParams, Progress,
 };
 use crate::transport::{Inbound, Transport};
-use crate::Error;
 
 /// How many server → client requests may be handled at once before we answer "overloaded".
 const MAX_SERVER_REQUESTS: usize = 16;

@@ -38,8 +38,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{handshake, tasks, Client, ProgressFn, Wait};
+use crate::cancel::CancelToken;
+use crate::error::Error;
 use crate::protocol::{methods, InitializeResult, Progress, ProtocolVersion, ServerCapabilities};
-use crate::{CancelToken, Error};
 
 /// The requests re-sent on a new session: they read or list, so sending one twice does no
 /// harm. Any other request fails with [`Error::SessionExpired`] instead.

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Error;
+use crate::error::Error;
 
 /// Writes `bytes` to `path` atomically.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {

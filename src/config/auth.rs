@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::atomic::write_private;
 use super::jsonc;
-use crate::Error;
+use crate::error::Error;
 
 /// One stored credential.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::server::ServerConfig;
-use crate::Error;
+use crate::error::Error;
 
 /// The servers of one `.mcp.json`-shaped file. A server entry that does not parse is reported
 /// in `errors` and does not stop the others.

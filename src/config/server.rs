@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::client::Endpoint;
+use crate::error::Error;
 use crate::transport::{HttpTarget, StdioCommand};
-use crate::Error;
 
 /// How a server is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

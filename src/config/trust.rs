@@ -32,7 +32,7 @@ use super::atomic::write_private;
 use super::file::{read_text, ReadError, CONFIG_FILE_CAP};
 use super::server::ServerConfig;
 use super::source::{Level, SourceMeta};
-use crate::Error;
+use crate::error::Error;
 
 /// The trust store's format version.
 const STORE_VERSION: u32 = 1;

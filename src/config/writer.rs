@@ -13,7 +13,7 @@ use super::discovery::DiscoveryOptions;
 use super::jsonc::{self, ReadError};
 use super::server::{validate_server_name, ServerConfig};
 use super::source::SourceMeta;
-use crate::Error;
+use crate::error::Error;
 
 /// Which of the host's files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

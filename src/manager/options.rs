@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cache::ToolCache;
+use crate::client::ConnectOptions;
 use crate::config::AuthStorage;
-use crate::{ConnectOptions, Error};
+use crate::error::Error;
 
 /// The startup gate's default bound.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_millis(250);

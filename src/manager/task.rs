@@ -149,13 +149,15 @@ impl Task {
         }
         options.cancel = Some(self.cancel.clone());
         // The era this config's server spoke last time spares it the probe.
-        if let (crate::EraChoice::Detect, Some(cache)) = (options.era, &shared.options.cache) {
+        if let (crate::client::EraChoice::Detect, Some(cache)) =
+            (options.era, &shared.options.cache)
+        {
             let remembered = cache.era(&self.name, &config_hash(&self.config));
             if let Some(v) = remembered
                 .as_deref()
                 .and_then(crate::protocol::ProtocolVersion::parse)
             {
-                options.era = crate::EraChoice::Remembered(v);
+                options.era = crate::client::EraChoice::Remembered(v);
             }
         }
         options.handler = Arc::new(ManagedHandler::new(

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::{Aborted, AgentTool, Spec, ToolContext, ToolOutput};
+use crate::error::Error;
 use crate::manager::McpManager;
-use crate::Error;
 
 /// A tool whose definition came from the cache; a call waits for the server's connection (its
 /// handshake, not its tool listing), bounded by the smaller of the caller's timeout and the

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::cancel::CancelToken;
 use crate::config::SourceMeta;
 use crate::protocol::{CallToolResult, ContentBlock, Progress, Tool as ToolDefinition};
-use crate::CancelToken;
 
 /// The accessors every tool built on a [`Spec`] shares (inside an `impl AgentTool`).
 macro_rules! spec_accessors {
@@ -258,7 +258,7 @@ pub(crate) fn call_through(
     } else {
         arguments
     };
-    let mut options = crate::CallOptions {
+    let mut options = crate::client::CallOptions {
         timeout: ctx.timeout,
         cancel: ctx.cancel.clone(),
         on_progress: None,
@@ -268,7 +268,7 @@ pub(crate) fn call_through(
     }
     match manager.call_tool_with(server, tool, arguments, options) {
         Ok(result) => Ok(ToolOutput::from_result(result, details)),
-        Err(crate::Error::Cancelled) => Err(Aborted),
+        Err(crate::error::Error::Cancelled) => Err(Aborted),
         Err(e) => Ok(ToolOutput::error(e, details)),
     }
 }

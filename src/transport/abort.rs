@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::CancelToken;
+use crate::cancel::CancelToken;
 
 /// One exchange's abort switch.
 #[derive(Default)]

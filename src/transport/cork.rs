@@ -21,7 +21,7 @@ use ureq::http::{HeaderName, HeaderValue};
 use ureq::unversioned::transport::{Buffers, ConnectionDetails, Connector, NextTimeout, Transport};
 
 use super::web::AuthProvider;
-use crate::Error;
+use crate::error::Error;
 
 /// A `(public, real)` pair of request-targets.
 type Swap = (Box<[u8]>, Box<[u8]>);

@@ -52,9 +52,10 @@ use super::pool::{Worker, WorkerPool};
 use super::sse_parser::SseDecoder;
 use super::web::{self, HttpOptions, HttpTarget, StreamEnd};
 use super::{Inbound, SendHint, Transport};
+use crate::cancel::CancelToken;
+use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
 use crate::protocol::{methods, ProtocolVersion};
-use crate::{CancelToken, Error};
 
 /// The session header (Streamable HTTP).
 const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");

@@ -1,5 +1,5 @@
 //! An in-memory transport pair, as rust-analyzer's `lsp-server` has `Connection::memory()`:
-//! a [`Client`](crate::Client) on one end, plain channels of [`Message`]s on the other, so the
+//! a [`Client`](crate::client::Client) on one end, plain channels of [`Message`]s on the other, so the
 //! protocol (handshake, correlation, timeouts, server requests, a server that goes away) is
 //! tested without a process or a socket.
 //!
@@ -48,7 +48,7 @@ pub struct MemoryServer {
     pub sender: Sender<Message>,
 }
 
-/// Builds the client's end: pass it to [`Client::with_transport`](crate::Client::with_transport).
+/// Builds the client's end: pass it to [`Client::with_transport`](crate::client::Client::with_transport).
 pub struct MemoryConnector {
     to_server: Sender<Message>,
     from_server: Receiver<Message>,

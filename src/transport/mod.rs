@@ -7,9 +7,9 @@
 //! [`Transport::send`] never blocks on the server: a server that stops reading cannot hang
 //! the caller.
 
+use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::ProtocolVersion;
-use crate::Error;
 
 mod abort;
 mod cork;
@@ -36,7 +36,7 @@ pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
 pub use web::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 
 /// Builds a transport around a client's [`Inbound`] sink, for
-/// [`Client::with_transport`](crate::Client::with_transport).
+/// [`Client::with_transport`](crate::client::Client::with_transport).
 pub trait Connector {
     /// The transport for the server `name`, delivering what it receives to `inbound`.
     fn connect(
@@ -66,7 +66,7 @@ pub struct SendHint {
     pub inline: bool,
     /// The caller's cancel signal, if it has one (and no progress callback): a transport may
     /// still run the exchange on the caller's thread if firing the signal ends it at once.
-    pub cancel: Option<crate::CancelToken>,
+    pub cancel: Option<crate::cancel::CancelToken>,
 }
 
 /// Where a transport delivers what the server sends.

@@ -21,8 +21,8 @@ use ureq::http::Uri;
 use super::sse_parser::SseDecoder;
 use super::web::{self, HttpOptions, HttpTarget, StreamEnd};
 use super::{Inbound, Transport};
+use crate::error::Error;
 use crate::jsonrpc::Message;
-use crate::Error;
 
 /// A legacy HTTP+SSE connection. Dropping it closes it.
 pub struct SseTransport {

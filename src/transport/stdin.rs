@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Told the id of each request whose queued bytes could not be written.
 pub(crate) type OnLost = Box<dyn Fn(i64) + Send + Sync>;

@@ -50,8 +50,8 @@ use super::stdin::StdinWriter;
 #[cfg(unix)]
 use super::SendHint;
 use super::{Inbound, Transport};
+use crate::error::Error;
 use crate::jsonrpc::Message;
-use crate::Error;
 use stderr::StderrTail;
 use teardown::Phase;
 

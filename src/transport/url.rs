@@ -12,7 +12,7 @@
 
 use ureq::http::Uri;
 
-use crate::Error;
+use crate::error::Error;
 
 /// What replaces each query value in a rendered URL.
 pub(crate) const REDACTED: &str = "REDACTED";

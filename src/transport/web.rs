@@ -20,8 +20,8 @@ use ureq::http::Response;
 use ureq::Body;
 
 use super::sse_parser::{SseDecoder, SseEvent};
+use crate::error::Error;
 use crate::jsonrpc::Message;
-use crate::Error;
 
 /// Supplies the `Authorization` header value before each request (so a token can refresh).
 /// OAuth flows plug in here.

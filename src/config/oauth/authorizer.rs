@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::driver::{Http, OAuthOptions};
 use super::url::{checked, resolve, Url};
 use super::{error, OAuthErrorKind};
-use crate::Error;
+use crate::error::Error;
 
 /// Starts the interactive step of logins.
 pub trait Authorizer: Send + Sync {

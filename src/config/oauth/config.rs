@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use super::jwt::{SigningAlgorithm, SigningKey};
 use super::token::AuthMethod;
 use super::{error, OAuthErrorKind, Secret};
-use crate::Error;
+use crate::error::Error;
 
 /// Which grant obtains the tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -13,7 +13,7 @@ use super::url::{redact, Url};
 use super::wire::{Failure, Wire};
 use super::{error, OAuthErrorKind, Secret};
 use crate::config::AuthStorage;
-use crate::Error;
+use crate::error::Error;
 
 /// Limits and timings of the OAuth client.
 #[derive(Debug, Clone)]

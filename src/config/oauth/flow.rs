@@ -18,7 +18,7 @@ use super::registration::ClientIdentity;
 use super::token::{AuthMethod, TokenRequest, TokenResponse};
 use super::url::{checked, redact, Url};
 use super::{error, OAuthErrorKind};
-use crate::Error;
+use crate::error::Error;
 
 /// What a login starts from.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ use super::super::token::{
 use super::super::url::{checked, parse_form, redact, with_query};
 use super::super::{error, OAuthErrorKind};
 use super::{misuse, Flow, Login, Reply, Step};
-use crate::Error;
+use crate::error::Error;
 
 impl Flow {
     pub(super) fn on_metadata(&mut self, m: AuthorizationServerMetadata) -> Result<(), Error> {

@@ -9,7 +9,7 @@ use ring::signature::{self, EcdsaKeyPair, RsaKeyPair};
 use serde_json::{json, Value};
 
 use super::{error, OAuthErrorKind};
-use crate::Error;
+use crate::error::Error;
 
 /// How a client assertion is signed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

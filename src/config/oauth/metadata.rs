@@ -8,7 +8,7 @@ use crate::config::jsonc::strings;
 
 use super::url::{checked, Url};
 use super::{error, OAuthErrorKind};
-use crate::Error;
+use crate::error::Error;
 
 /// A server's Protected Resource Metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]

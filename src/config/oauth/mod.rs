@@ -74,7 +74,7 @@ pub use jwt::{SigningAlgorithm, SigningKey};
 pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider, Operation};
 pub use registration::{ClientIdentity, IdentitySource};
 
-use crate::Error;
+use crate::error::Error;
 
 /// What kind of OAuth failure an [`Error::OAuth`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

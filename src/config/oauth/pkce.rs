@@ -5,7 +5,7 @@ use base64::Engine as _;
 use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
 
-use crate::Error;
+use crate::error::Error;
 
 /// A PKCE pair: the secret verifier and its `S256` challenge.
 #[derive(Clone)]

@@ -19,7 +19,7 @@ use super::registration::{ClientIdentity, IdentitySource};
 use super::token::{AuthMethod, ClientAuth, TokenRequest, TokenResponse};
 use super::{error, now_ms, OAuthErrorKind, Secret};
 use crate::config::{AuthStorage, Credential};
-use crate::Error;
+use crate::error::Error;
 
 /// The storage id of the tokens an issuer granted for a resource.
 pub fn credential_id(issuer: &str, resource: &str) -> String {

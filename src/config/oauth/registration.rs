@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::token::{oauth_error_of, AuthMethod};
 use super::url::redact;
 use super::{error, OAuthErrorKind, Secret};
-use crate::Error;
+use crate::error::Error;
 
 /// Where a client id came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::jwt::SigningKey;
 use super::url::{encode, redact};
 use super::{error, OAuthErrorKind, Secret};
-use crate::Error;
+use crate::error::Error;
 
 /// The RFC 8693 token exchange grant.
 pub(crate) const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";

@@ -4,7 +4,7 @@
 use ureq::http::Uri;
 
 use super::{error, OAuthErrorKind};
-use crate::Error;
+use crate::error::Error;
 
 /// A parsed absolute http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,10 +4,10 @@
 use std::time::Instant;
 
 use super::Shared;
+use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
 use crate::transport::abort::Abort;
 use crate::transport::web;
-use crate::Error;
 
 impl Shared {
     /// [`Shared::post_and_resume`], re-sent while the auth provider, told of a `401` or a

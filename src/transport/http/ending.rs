@@ -4,9 +4,9 @@
 use std::sync::atomic::Ordering;
 
 use super::Shared;
+use crate::error::Error;
 use crate::jsonrpc::{Message, Request};
 use crate::transport::web;
-use crate::Error;
 
 /// Whether a request asked for progress (its deadline then moves with each progress).
 pub(super) fn has_progress_token(request: &Request) -> bool {

@@ -11,10 +11,10 @@ use ureq::http::{HeaderValue, Response};
 use ureq::Body;
 
 use super::{Shared, SESSION_HEADER};
+use crate::error::Error;
 use crate::jsonrpc::{Message, Response as RpcResponse};
 use crate::protocol::methods;
 use crate::transport::abort::Abort;
-use crate::Error;
 
 impl Shared {
     /// `request` with the session id, once there is one.

@@ -39,9 +39,9 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use super::lead::{Call, IoTurn, Lead};
 use super::reading::{Pipes, ReadEnd};
 use super::Shared;
+use crate::error::Error;
 use crate::jsonrpc::Message;
 use crate::transport::Inbound;
-use crate::Error;
 
 /// The reading side of one stdio server.
 pub(super) struct Reader {

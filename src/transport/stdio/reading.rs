@@ -16,6 +16,7 @@ use std::sync::Arc;
 #[cfg(unix)]
 use super::stderr::{self, STDERR_LINE_CAP};
 use super::{salvage, Shared};
+use crate::error::Error;
 use crate::jsonrpc::Message;
 use crate::transport::lines::trim_line;
 #[cfg(unix)]
@@ -23,7 +24,6 @@ use crate::transport::lines::{LineSplitter, Piece};
 #[cfg(unix)]
 use crate::transport::process::set_nonblocking;
 use crate::transport::Inbound;
-use crate::Error;
 
 /// How reading stdout ended.
 #[derive(Debug)]

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use super::guardian;
 use super::reading::ReadEnd;
 use super::{Shared, KILL_WAIT};
+use crate::error::Error;
 use crate::transport::Inbound;
-use crate::Error;
 
 /// How long the reader waits, after the process exited, for stderr to be drained.
 const STDERR_SETTLE: Duration = Duration::from_millis(250);
