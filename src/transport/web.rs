@@ -421,10 +421,8 @@ pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
     }
 }
 
-/// The most a body's buffer is given before its bytes arrive: 16 MiB. A buffer that large is
-/// mapped, not touched, until bytes are written to it, so a length that was only a claim costs
-/// address space, not memory; a true one saves the copies of a series of doublings.
-const PREALLOCATE_CAP: usize = 16 * 1024 * 1024;
+/// The most a body's buffer is given before its bytes arrive.
+const PREALLOCATE_CAP: usize = 1024 * 1024;
 
 /// Reads the full (capped) body of a response.
 pub(crate) fn read_body(
@@ -433,7 +431,8 @@ pub(crate) fn read_body(
     url: &str,
 ) -> Result<Vec<u8>, Error> {
     // Sized from Content-Length when the server sent one (one allocation, not a series of
-    // doublings); up front never beyond the limit, nor beyond `PREALLOCATE_CAP`.
+    // doublings); up front never beyond the limit, nor beyond a mebibyte (a length is only a
+    // claim until the bytes come).
     let expected = response
         .body()
         .content_length()
