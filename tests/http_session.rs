@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use common::http_request::respond;
 use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
@@ -80,17 +81,12 @@ impl Restartable {
             next_session: AtomicUsize::new(1),
             ..State::default()
         });
-        let s = Arc::clone(&state);
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(conn) = conn else { continue };
-                let s = Arc::clone(&s);
-                std::thread::spawn(move || serve(&s, conn));
-            }
-        });
+        common::http_request::accept_each(
+            listener,
+            Arc::clone(&state),
+            |s| s.stop.load(Ordering::SeqCst),
+            serve,
+        );
         Restartable { state, port }
     }
 
@@ -145,7 +141,7 @@ impl Drop for Restartable {
     }
 }
 
-fn serve(s: &Arc<State>, conn: TcpStream) {
+fn serve(s: &State, conn: TcpStream) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
     while let Some(request) = common::http_request::read_request(&mut reader) {
@@ -168,15 +164,6 @@ fn serve(s: &Arc<State>, conn: TcpStream) {
     }
 }
 
-fn respond(out: &mut TcpStream, status: u16, headers: &[(&str, String)], body: &str) -> bool {
-    let mut head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    out.write_all(head.as_bytes()).is_ok() && out.write_all(body.as_bytes()).is_ok()
-}
-
 const NOT_FOUND: &str =
     r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}"#;
 
@@ -189,7 +176,7 @@ fn session_of(s: &State, seen: &Seen) -> Result<(), u16> {
     }
 }
 
-fn post(s: &Arc<State>, seen: &Seen, out: &mut TcpStream) -> bool {
+fn post(s: &State, seen: &Seen, out: &mut TcpStream) -> bool {
     let rpc = seen.rpc().unwrap_or("");
     let life = s.life.load(Ordering::SeqCst);
     let mut headers = vec![("Content-Type", "application/json".to_owned())];
@@ -284,7 +271,7 @@ fn post(s: &Arc<State>, seen: &Seen, out: &mut TcpStream) -> bool {
 
 /// The GET stream: refused without a session (400) or with a forgotten one (404); else open
 /// until the server restarts, carrying what [`Restartable::push`] queued.
-fn get(s: &Arc<State>, seen: &Seen, out: &mut TcpStream) -> bool {
+fn get(s: &State, seen: &Seen, out: &mut TcpStream) -> bool {
     match session_of(s, seen) {
         Ok(()) => {}
         Err(status) => {

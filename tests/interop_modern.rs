@@ -151,9 +151,11 @@ impl HttpServer {
                 log_line(&line);
             }
         });
+        // Ready when it answers HTTP, not when its port accepts: a server still starting (its
+        // app's startup under CPU load) can accept a connection and then reset it.
         let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the server never listened");
+        while !answers_http(port) {
+            assert!(Instant::now() < deadline, "the server never answered HTTP");
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("the server exited: {status}");
             }
@@ -165,6 +167,20 @@ impl HttpServer {
     fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
+}
+
+/// Whether something on `port` answers a plain `GET /` with an HTTP status line.
+fn answers_http(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut conn) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    let mut head = [0u8; 8];
+    conn.write_all(request.as_bytes()).is_ok()
+        && conn.read_exact(&mut head).is_ok()
+        && head.starts_with(b"HTTP/1.")
 }
 
 fn log_line(line: &str) {

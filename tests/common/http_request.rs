@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
 
 /// A request as a test server sees it.
 pub struct HttpRequest {
@@ -52,4 +54,35 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<HttpRequest> {
         headers,
         body,
     })
+}
+
+/// Accepts connections on `listener` on a thread of its own, each served by `serve` on a
+/// thread of its own, until `stopped` says so (checked at each connection: a stopping server
+/// makes one to wake the loop).
+pub fn accept_each<S: Send + Sync + 'static>(
+    listener: TcpListener,
+    state: Arc<S>,
+    stopped: impl Fn(&S) -> bool + Send + 'static,
+    serve: impl Fn(&S, TcpStream) + Copy + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            if stopped(&state) {
+                return;
+            }
+            let Ok(conn) = conn else { continue };
+            let state = Arc::clone(&state);
+            std::thread::spawn(move || serve(&state, conn));
+        }
+    })
+}
+
+/// Writes a whole response with a `Content-Length` body; true to keep the connection.
+pub fn respond(out: &mut TcpStream, status: u16, headers: &[(&str, String)], body: &str) -> bool {
+    let mut head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    out.write_all(head.as_bytes()).is_ok() && out.write_all(body.as_bytes()).is_ok()
 }

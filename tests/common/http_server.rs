@@ -13,6 +13,7 @@ use crossbeam_channel::{Receiver, Sender};
 use serde_json::{json, Value};
 
 mod faults;
+use super::http_request::respond;
 use faults::hold_silent;
 
 /// A canned answer: status, headers, body.
@@ -299,16 +300,6 @@ fn serve(s: &Arc<State>, conn: TcpStream) {
             return;
         }
     }
-}
-
-/// Writes a whole response; true to keep the connection.
-fn respond(out: &mut TcpStream, status: u16, headers: &[(&str, String)], body: &str) -> bool {
-    let mut head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    out.write_all(head.as_bytes()).is_ok() && out.write_all(body.as_bytes()).is_ok()
 }
 
 fn start_stream(out: &mut TcpStream, headers: &[(&str, String)]) -> bool {

@@ -82,17 +82,12 @@ impl ModernHttp {
             listening: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });
-        let s = Arc::clone(&state);
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(conn) = conn else { continue };
-                let s = Arc::clone(&s);
-                std::thread::spawn(move || serve(&s, conn));
-            }
-        });
+        http_request::accept_each(
+            listener,
+            Arc::clone(&state),
+            |s| s.stop.load(Ordering::SeqCst),
+            serve,
+        );
         ModernHttp { state, port }
     }
 

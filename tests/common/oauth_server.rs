@@ -265,17 +265,12 @@ impl OAuthServer {
             stop: AtomicBool::new(false),
             handed_out: Mutex::new(Vec::new()),
         });
-        let s = Arc::clone(&state);
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(conn) = conn else { continue };
-                let s = Arc::clone(&s);
-                std::thread::spawn(move || serve(&s, conn));
-            }
-        });
+        http_request::accept_each(
+            listener,
+            Arc::clone(&state),
+            |s| s.stop.load(Ordering::SeqCst),
+            serve,
+        );
         OAuthServer { state }
     }
 
