@@ -328,6 +328,9 @@ impl Transport for HttpTransport {
     }
 }
 
+/// How close to its deadline a failed exchange counts as timed out (see `execute`).
+const DEADLINE_SLACK: Duration = Duration::from_millis(50);
+
 impl Drop for HttpTransport {
     fn drop(&mut self) {
         self.close();
@@ -369,9 +372,11 @@ impl Shared {
                 self.name
             ),
             // A timeout is the caller's to report (it also tells the server), and so is a
-            // cancellation; anything else ends the request here.
+            // cancellation; anything else ends the request here. The exchange's own bound is
+            // the caller's deadline, and a socket wait may end a hair before it (the kernel's
+            // timer): a failure that close to the deadline is the deadline's.
             Err(Error::TransportClosed { reason, .. })
-                if deadline.is_some_and(|d| Instant::now() >= d)
+                if deadline.is_some_and(|d| Instant::now() + DEADLINE_SLACK >= d)
                     || abort.is_some_and(Abort::is_aborted) =>
             {
                 log::debug!("[{}] request {id} ended: {reason}", self.name)
