@@ -14,7 +14,7 @@
 //! | `Leader` | [`Lead::leader_leaves`], stdout goes on | `Parked` since now | resume (and wake) if anyone listed still waits |
 //! | `Leader` | [`Lead::leader_leaves`], stdout ended | `Ending` | wake: the io thread tears down |
 //! | `Io` | any call | `Io` | listed; one that may lead asks to lead |
-//! | `Io` | [`Lead::io_read`], lead asked, nobody waiting | `Parked` since now | the io thread parks |
+//! | `Io` | [`Lead::io_read`], lead asked, nobody waiting, no contention for [`LINGER`] | `Parked` since now | the io thread parks |
 //! | `Ending` | [`Lead::io_turn`] | `Io` | [`IoTurn::End`] with how reading ended |
 //! | `Ending`, `Ended` | any call | unchanged | [`Call::Ending`]: not listed, the end fails it |
 //! | any | [`Lead::wake`] (close) | unchanged, resume | the io thread reads as soon as nobody leads |
@@ -27,6 +27,14 @@
 //!
 //! The io thread parks only after a caller asked to lead while it was reading: a caller that
 //! finds it reading does not wait for it to park, it is listed and answered by it.
+//!
+//! *Contention*: a call listed while another is in flight (under a leader, or beside other
+//! listed callers). Leading saves a sequential caller a thread hop, but among concurrent
+//! callers it costs the others: whoever is listed under a leader whose own answer comes first
+//! waits for the io thread to be woken and scheduled, on a busy machine the slowest step of a
+//! call. So after contention the io thread reads on, and parks only once [`LINGER`] has passed
+//! without any: concurrent callers are all answered by one reader, as the floor's are, and a
+//! caller alone leads again soon after.
 
 use std::time::{Duration, Instant};
 
@@ -64,6 +72,9 @@ pub(super) struct Lead {
     resume: bool,
     /// The listed callers: (request id, until when its caller waits).
     waiting: Vec<(i64, Instant)>,
+    /// When a call was last listed while another was in flight (see the module's
+    /// *contention*): the io thread does not park until [`LINGER`] after it.
+    contended: Option<Instant>,
 }
 
 /// What the io thread does next ([`Lead::io_turn`]).
@@ -103,12 +114,14 @@ impl Lead {
             who: Who::Parked { since: now },
             resume: false,
             waiting: Vec::new(),
+            contended: None,
         }
     }
 
     /// Leader election: a caller sends request `id` and waits until `deadline`; `inline` when
     /// it needs neither cancellation nor progress. It leads when the io thread is parked and
-    /// nobody leads. `now` is read only to drop expired entries from a long list.
+    /// nobody leads. `now` is read only for a call listed while another is in flight (the
+    /// contention's time, and to drop expired entries from a long list).
     pub(super) fn call(
         &mut self,
         id: i64,
@@ -124,9 +137,13 @@ impl Lead {
             }
             _ => {}
         }
-        if self.waiting.len() >= PRUNE_AT {
-            // Answers that never came (their callers gave up) leave with their deadline.
-            self.prune(now());
+        if matches!(self.who, Who::Leader) || !self.waiting.is_empty() {
+            let now = now();
+            self.contended = Some(now);
+            if self.waiting.len() >= PRUNE_AT {
+                // Answers that never came (their callers gave up) leave with their deadline.
+                self.prune(now);
+            }
         }
         self.waiting.push((id, deadline));
         match &mut self.who {
@@ -201,11 +218,15 @@ impl Lead {
     }
 
     /// Parking: the io thread handled what one wait brought. It parks when a caller asked to
-    /// lead meanwhile and nobody listed still waits. `now` is read only then.
+    /// lead meanwhile, nobody listed still waits, and no call met another for [`LINGER`].
+    /// `now` is read only when a caller asked to lead.
     pub(super) fn io_read(&mut self, now: impl FnOnce() -> Instant) {
         if let Who::Io { lead_wanted: true } = self.who {
             let now = now();
-            if !self.anyone_waiting(now) {
+            let calm = self
+                .contended
+                .is_none_or(|at| now.saturating_duration_since(at) >= LINGER);
+            if calm && !self.anyone_waiting(now) {
                 self.who = Who::Parked { since: now };
             }
         }
@@ -314,13 +335,14 @@ mod tests {
         let t0 = Instant::now();
         let mut lead = led(t0);
         assert_eq!(
-            lead.call(2, ms(t0, 5000), true, no_clock),
+            lead.call(2, ms(t0, 5000), true, || ms(t0, 1)),
             Call::Wait { wake_io: false }
         );
         assert_eq!(
-            lead.call(3, ms(t0, 5000), false, no_clock),
+            lead.call(3, ms(t0, 5000), false, || ms(t0, 2)),
             Call::Wait { wake_io: false }
         );
+        assert_eq!(lead.contended, Some(ms(t0, 2)));
         assert_eq!(lead.waiting.len(), 2);
         assert!(matches!(lead.who, Who::Leader));
         // Never while a caller leads, even when asked to read (close).
@@ -350,7 +372,7 @@ mod tests {
     fn a_leader_hands_over_to_a_caller_still_waiting() {
         let t0 = Instant::now();
         let mut lead = led(t0);
-        lead.call(2, ms(t0, 5000), false, no_clock);
+        lead.call(2, ms(t0, 5000), false, || ms(t0, 1));
         assert!(lead.leader_leaves(ms(t0, 3), None, None));
         assert!(lead.resume);
         assert!(matches!(lead.io_turn(|| ms(t0, 4)), IoTurn::Read));
@@ -361,7 +383,7 @@ mod tests {
     fn a_caller_the_leader_answered_needs_no_hand_over() {
         let t0 = Instant::now();
         let mut lead = led(t0);
-        lead.call(2, ms(t0, 5000), false, no_clock);
+        lead.call(2, ms(t0, 5000), false, || ms(t0, 1));
         lead.answered(2);
         assert!(lead.waiting.is_empty());
         assert!(!lead.leader_leaves(ms(t0, 3), None, None));
@@ -372,7 +394,7 @@ mod tests {
     fn a_caller_past_its_deadline_is_not_handed_over() {
         let t0 = Instant::now();
         let mut lead = led(t0);
-        lead.call(2, ms(t0, 10), false, no_clock);
+        lead.call(2, ms(t0, 10), false, || ms(t0, 1));
         assert!(!lead.leader_leaves(ms(t0, 10), None, None));
         assert!(lead.waiting.is_empty());
     }
@@ -473,9 +495,10 @@ mod tests {
         let t0 = Instant::now();
         let mut lead = reading(t0);
         for id in 0..PRUNE_AT as i64 {
-            // Up to the limit, a listed call reads no clock.
-            lead.call(id, ms(t0, 10), false, no_clock);
+            // Up to the limit, nobody is dropped.
+            lead.call(id, ms(t0, 10), false, || ms(t0, 5));
         }
+        assert_eq!(lead.waiting.len(), PRUNE_AT);
         lead.call(100, ms(t0, 5000), false, || ms(t0, 10));
         assert_eq!(lead.waiting, vec![(100, ms(t0, 5000))]);
     }
@@ -487,5 +510,55 @@ mod tests {
         lead.call(1, ms(t0, 5000), false, no_clock);
         lead.answered(7);
         assert_eq!(lead.waiting, vec![(1, ms(t0, 5000))]);
+    }
+    #[test]
+    fn a_call_alone_reads_no_clock_and_is_no_contention() {
+        let t0 = Instant::now();
+        let mut lead = reading(t0);
+        // Nobody else in flight: listed without a clock, and nothing contended.
+        lead.call(1, ms(t0, 5000), true, no_clock);
+        assert_eq!(lead.contended, None);
+        lead.answered(1);
+        lead.io_read(|| ms(t0, 30));
+        assert!(matches!(lead.who, Who::Parked { .. }));
+    }
+
+    #[test]
+    fn contention_after_calls_met_the_io_thread_parks_only_once_linger_passed_without_any() {
+        let t0 = Instant::now();
+        let mut lead = reading(t0);
+        // Two callers in flight at once: the second meets the first.
+        lead.call(1, ms(t0, 5000), true, || ms(t0, 1));
+        lead.call(2, ms(t0, 5000), true, || ms(t0, 2));
+        assert_eq!(lead.contended, Some(ms(t0, 2)));
+        lead.answered(1);
+        lead.answered(2);
+        // Nobody waits and a caller asked to lead, but the contention is recent: it reads on.
+        lead.io_read(|| ms(t0, 3));
+        assert!(matches!(lead.who, Who::Io { lead_wanted: true }));
+        // A caller alone is answered by the io thread meanwhile, and it parks once calm.
+        lead.call(3, ms(t0, 5000), true, no_clock);
+        lead.answered(3);
+        lead.io_read(|| ms(t0, 2) + LINGER);
+        assert!(matches!(lead.who, Who::Parked { .. }));
+        assert_eq!(lead.call(4, ms(t0, 5000), true, no_clock), Call::Lead);
+    }
+
+    #[test]
+    fn contention_a_call_listed_under_a_leader_keeps_the_io_thread_reading_after_the_hand_over() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        lead.call(2, ms(t0, 5000), true, || ms(t0, 1));
+        // The leader's own answer came first: it hands over to the io thread.
+        assert!(lead.leader_leaves(ms(t0, 2), None, None));
+        assert!(matches!(lead.io_turn(|| ms(t0, 3)), IoTurn::Read));
+        // The next call meets the one still listed; the io thread does not park for it.
+        lead.call(3, ms(t0, 5000), true, || ms(t0, 4));
+        lead.answered(2);
+        lead.answered(3);
+        lead.io_read(|| ms(t0, 5));
+        assert!(matches!(lead.who, Who::Io { lead_wanted: true }));
+        lead.io_read(|| ms(t0, 4) + LINGER);
+        assert!(matches!(lead.who, Who::Parked { .. }));
     }
 }
