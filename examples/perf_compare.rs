@@ -80,7 +80,7 @@ fn cases(quick: bool) -> Vec<Case> {
     use Target::*;
     let scale = if quick { 4 } else { 1 };
     let n_seq = (4000 / scale).to_string();
-    let n_conc = (8000 / scale).to_string();
+    let n_conc = (40000 / scale).to_string();
     let seq = || Run::stdio(&["--mode", "seq", "--n", &n_seq]);
     let conc = || Run::stdio(&["--mode", "conc", "--n", &n_conc, "--threads", "8"]);
     let cold = || Run::stdio(&["--mode", "cold", "--reps", "20"]);

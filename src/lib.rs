@@ -109,6 +109,7 @@ pub mod loader;
 pub mod manager;
 pub mod protocol;
 pub mod session;
+mod sleep_lock;
 pub mod subagent;
 pub mod tool;
 pub mod transport;

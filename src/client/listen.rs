@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::modern::{stamp, SessionEra};
+use super::reply;
 use super::router::{Router, Slot};
 use super::Client;
 use crate::error::Error;
@@ -136,7 +137,7 @@ impl Listener {
     /// request ends when it does).
     fn listen_once(&self) -> Result<Box<RawValue>, Error> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = crossbeam_channel::bounded(1);
+        let (tx, rx) = reply::pair(true);
         self.router.subscription(id, true);
         let registered = self.router.register(
             id,

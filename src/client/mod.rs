@@ -39,6 +39,7 @@ mod modern;
 mod options;
 mod page;
 mod probe;
+mod reply;
 mod router;
 mod session;
 mod tasks;
@@ -199,7 +200,10 @@ impl Connection {
             return Err(Error::Cancelled);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = crossbeam_channel::bounded(1);
+        // Waiting for nothing but the answer: the transport may run the exchange (or read the
+        // answer) on this thread, and the answer comes through a waiter, not a channel.
+        let alone = wait.cancel.is_none() && wait.on_progress.is_none();
+        let (tx, rx) = reply::pair(alone);
         let (progress_tx, progress_rx) = match wait.on_progress {
             Some(_) => {
                 let (ptx, prx) = crossbeam_channel::unbounded();
@@ -220,7 +224,7 @@ impl Connection {
         )?;
         let hint = SendHint {
             deadline: (Instant::now() + wait.timeout).min(wait.hard_deadline),
-            inline: wait.cancel.is_none() && wait.on_progress.is_none(),
+            inline: alone,
             cancel: wait.cancel.clone().filter(|_| wait.on_progress.is_none()),
         };
         match self
@@ -239,7 +243,7 @@ impl Connection {
         // A caller that read its own answer (stdio) or ran its own exchange (HTTP) finds it
         // here already.
         if hint.inline {
-            if let Ok(outcome) = rx.try_recv() {
+            if let Some(outcome) = rx.try_recv() {
                 return outcome;
             }
         }
@@ -247,7 +251,7 @@ impl Connection {
         // in the slot is the cut, and the answer is "cancelled" (an answer that made it wins).
         if wait.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
             self.router.forget(id);
-            if let Ok(Ok(result)) = rx.try_recv() {
+            if let Some(Ok(result)) = rx.try_recv() {
                 return Ok(result);
             }
             if wait.notify_cancel {
@@ -261,13 +265,15 @@ impl Connection {
         }
         let never = crossbeam_channel::never();
         let cancel_rx = wait.cancel.as_ref().map(|c| c.receiver()).unwrap_or(&never);
+        let never_answered = crossbeam_channel::never();
+        let answer_rx = rx.channel().unwrap_or(&never_answered);
         let mut deadline = hint.deadline;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             // Nothing but the answer and the deadline to wait for: a plain receive is cheaper
             // than a select over channels that can never fire.
             if hint.inline {
-                match rx.recv_timeout(left) {
+                match rx.recv_until(deadline) {
                     Ok(outcome) => return outcome,
                     Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                         return Err(Error::closed("the connection was dropped"))
@@ -282,7 +288,7 @@ impl Connection {
                 }
             } else {
                 select! {
-                recv(rx) -> outcome => {
+                recv(answer_rx) -> outcome => {
                     // Progress sent before the response was routed before it too: deliver it
                     // first (select! picks among ready channels at random).
                     if let Some(cb) = wait.on_progress.as_mut() {
@@ -305,7 +311,7 @@ impl Connection {
             };
             self.router.forget(id);
             // The response may have won the race with the deadline; prefer it.
-            if let Ok(outcome) = rx.try_recv() {
+            if let Some(outcome) = rx.try_recv() {
                 return outcome;
             }
             if wait.notify_cancel {

@@ -7,10 +7,10 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use crossbeam_channel::Sender;
 use parking_lot::Mutex;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::handler::ClientHandler;
+use super::reply::ReplyTx;
 use crate::error::Error;
 use crate::jsonrpc::{
     codes, empty_object, Message, Notification, Request, RequestId, Response, RpcError,
@@ -31,7 +31,7 @@ const UNSOLICITED_SUMMARY_EVERY: u64 = 100;
 /// Where a pending request's outcome goes.
 pub(crate) struct Slot {
     /// The response (or the error that ended the request).
-    pub response: Sender<Result<Box<RawValue>, Error>>,
+    pub response: ReplyTx,
     /// Progress notifications for this request, when the caller asked for them.
     pub progress: Option<Sender<Progress>>,
 }
@@ -199,7 +199,7 @@ impl Router {
             self.handler.on_connection_closed(&self.server, &error);
         }
         for slot in slots {
-            let _ = slot.response.send(Err(error.clone()));
+            slot.response.send(Err(error.clone()));
         }
     }
 
@@ -227,7 +227,7 @@ impl Router {
         };
         match self.take(id) {
             Some(slot) => {
-                let _ = slot.response.send(response.outcome.map_err(Error::from));
+                slot.response.send(response.outcome.map_err(Error::from));
             }
             // A late answer (its caller timed out or cancelled: servers often answer a
             // cancelled request with an error) is normal.
@@ -438,7 +438,7 @@ impl Inbound for Router {
     fn on_request_failed(&self, id: &RequestId, error: Error) {
         let Some(id) = id.as_i64() else { return };
         if let Some(slot) = self.take(id) {
-            let _ = slot.response.send(Err(error));
+            slot.response.send(Err(error));
         }
     }
 }

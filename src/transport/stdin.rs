@@ -15,9 +15,8 @@ use std::process::ChildStdin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
 use crate::error::Error;
+use crate::sleep_lock::SleepLock;
 
 /// Told the id of each request whose queued bytes could not be written.
 pub(crate) type OnLost = Box<dyn Fn(i64) + Send + Sync>;
@@ -25,7 +24,7 @@ pub(crate) type OnLost = Box<dyn Fn(i64) + Send + Sync>;
 /// The stdin of one server.
 pub(crate) struct StdinWriter {
     name: String,
-    state: Mutex<State>,
+    state: SleepLock<State>,
     on_lost: OnLost,
 }
 
@@ -50,7 +49,7 @@ impl StdinWriter {
         Arc::new(StdinWriter {
             name: name.to_owned(),
             on_lost,
-            state: Mutex::new(State {
+            state: SleepLock::new(State {
                 pipe: Some(pipe),
                 queued: Vec::new(),
                 messages: VecDeque::new(),
