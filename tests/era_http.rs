@@ -1,11 +1,17 @@
 //! The era of a Streamable HTTP server, found by a stateless `server/discover` first, and the
-//! 2026-07-28 wire rules: headers mirroring the body, no session, no GET, no DELETE.
+//! 2026-07-28 wire rules: headers mirroring the body, no session, no GET, no DELETE. Connections
+//! to one server config share its era: started together, one probes and the others wait for its
+//! verdict, which the client tells as soon as the probe finds it (`on_era_found`).
 
 #[path = "common/modern_http.rs"]
 mod modern_http;
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_runtime::config::ServerConfig;
+use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::protocol::ProtocolVersion;
 use mcp_runtime::{Client, ConnectOptions, Endpoint, EraChoice, Error};
 use modern_http::{Mode, ModernHttp};
@@ -224,4 +230,89 @@ fn a_listen_stream_that_drops_is_issued_again_under_a_new_id() {
         .unwrap();
     assert_eq!(out.text(), "still");
     client.close();
+}
+
+fn manager() -> McpManager {
+    let mut o = ManagerOptions {
+        project_dir: std::env::temp_dir(),
+        ..ManagerOptions::default()
+    };
+    o.connect.timeout = Duration::from_secs(20);
+    o.connect.request_timeout = Duration::from_secs(20);
+    McpManager::new(o)
+}
+
+fn configs(server: &ModernHttp, n: usize) -> BTreeMap<String, ServerConfig> {
+    let config = ServerConfig {
+        transport: Some("http".into()),
+        url: Some(server.url()),
+        ..ServerConfig::default()
+    };
+    (0..n).map(|i| (format!("s{i}"), config.clone())).collect()
+}
+
+fn count(server: &ModernHttp, method: &str) -> usize {
+    server.methods().iter().filter(|m| *m == method).count()
+}
+
+#[test]
+fn servers_of_one_http_config_started_together_probe_once() {
+    let server = ModernHttp::start(Mode::Legacy);
+    let manager = manager();
+    let report = manager.connect_servers(&configs(&server, 6));
+    assert_eq!(report.connected.len(), 6, "{:?}", report.errors);
+    for name in &report.connected {
+        let client = manager.client(name).unwrap();
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    }
+    assert_eq!(
+        count(&server, "server/discover"),
+        1,
+        "{:?}",
+        server.methods()
+    );
+    // Each connection still opens its own session.
+    assert_eq!(count(&server, "initialize"), 6);
+    manager.disconnect_all();
+}
+
+#[test]
+fn a_stateless_era_shared_still_opens_each_connection_with_its_discovery() {
+    let server = ModernHttp::start(Mode::Modern);
+    let manager = manager();
+    let report = manager.connect_servers(&configs(&server, 3));
+    assert_eq!(report.connected.len(), 3, "{:?}", report.errors);
+    for name in &report.connected {
+        let client = manager.client(name).unwrap();
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    }
+    // Discovery is the stateless opening: each connection has its own, and none initializes.
+    assert_eq!(count(&server, "server/discover"), 3);
+    assert_eq!(count(&server, "initialize"), 0);
+    manager.disconnect_all();
+}
+
+#[test]
+fn the_client_tells_the_era_as_soon_as_the_probe_finds_it() {
+    for (mode, found) in [
+        (Mode::Legacy, ProtocolVersion::latest()),
+        (Mode::Legacy404, ProtocolVersion::latest()),
+        (Mode::Modern, ProtocolVersion::V2026_07_28),
+    ] {
+        let server = Arc::new(ModernHttp::start(mode));
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let (seen, at_probe) = (Arc::clone(&told), Arc::clone(&server));
+        let options = ConnectOptions {
+            timeout: Duration::from_secs(20),
+            on_era_found: Some(Arc::new(move |v| {
+                // Before the opening that follows: the server has seen the probe only.
+                seen.lock().unwrap().push((v, at_probe.methods()));
+            })),
+            ..ConnectOptions::default()
+        };
+        let client = Client::connect("era-told", &Endpoint::url(server.url()), options).unwrap();
+        let probe = vec!["server/discover".to_owned()];
+        assert_eq!(*told.lock().unwrap(), [(found, probe)], "{mode:?}");
+        client.close();
+    }
 }

@@ -47,7 +47,7 @@ mod tasks;
 pub use budget::MAX_RESULT_VALUES;
 pub use handler::{ClientHandler, NoHandler, TraceContext};
 pub use modern::MAX_INPUT_ROUNDS;
-pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, ProgressFn};
+pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, EraFound, ProgressFn};
 
 use modern::SessionEra;
 

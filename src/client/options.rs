@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::handler::{ClientHandler, NoHandler};
 use crate::cancel::CancelToken;
-use crate::protocol::{Implementation, Progress};
+use crate::protocol::{Implementation, Progress, ProtocolVersion};
 use crate::transport::{HttpOptions, HttpTarget, StdioCommand, StdioOptions};
 
 /// Where a server lives and how to reach it.
@@ -107,7 +107,16 @@ pub struct ConnectOptions {
     /// Bound on the era probe's `server/discover` (within `timeout`): silence past it means a
     /// handshake-era server. Default 5 s.
     pub probe_timeout: Duration,
+    /// Told the era the probe found as soon as it finds it, before the opening that follows:
+    /// a handshake-era server as [`ProtocolVersion::latest`] (its own version comes with
+    /// `initialize`'s answer), a stateless one as the version chosen. The manager shares it
+    /// with other connections to the same server config, which then need no probe. Not called
+    /// when nothing was probed. Default: none.
+    pub on_era_found: Option<EraFound>,
 }
+
+/// See [`ConnectOptions::on_era_found`]; called on the connecting thread.
+pub type EraFound = Arc<dyn Fn(ProtocolVersion) + Send + Sync>;
 
 impl Default for ConnectOptions {
     fn default() -> Self {
@@ -122,6 +131,7 @@ impl Default for ConnectOptions {
             http: HttpOptions::default(),
             era: EraChoice::Detect,
             probe_timeout: Duration::from_secs(5),
+            on_era_found: None,
         }
     }
 }
@@ -137,6 +147,7 @@ impl fmt::Debug for ConnectOptions {
             .field("http", &self.http)
             .field("era", &self.era)
             .field("probe_timeout", &self.probe_timeout)
+            .field("on_era_found", &self.on_era_found.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -158,6 +158,7 @@ pub(super) fn negotiate(
                 step = machine.on(event);
             }
             Step::Stateless(version, discover) => {
+                tell_era(options, version);
                 return Ok(stateless_on(conn, options, version, *discover));
             }
             Step::Handshake { .. } if options.era == EraChoice::Stateless => {
@@ -167,24 +168,32 @@ pub(super) fn negotiate(
                 };
                 return Err((error, conn.transport));
             }
-            Step::Handshake { respawn: false } => {
+            Step::Handshake { respawn } => {
+                tell_era(options, ProtocolVersion::latest());
+                if respawn {
+                    log::debug!(
+                        "[{}] the server ended during the era probe; starting it again for initialize",
+                        conn.name
+                    );
+                    conn.transport.close();
+                    let fresh = match reopen() {
+                        Ok(fresh) => fresh,
+                        Err(error) => return Err((error, conn.transport)),
+                    };
+                    return handshake_on(fresh, options, started);
+                }
                 conn.transport.on_era_reset();
                 return handshake_on(conn, options, started);
             }
-            Step::Handshake { respawn: true } => {
-                log::debug!(
-                    "[{}] the server ended during the era probe; starting it again for initialize",
-                    conn.name
-                );
-                conn.transport.close();
-                let fresh = match reopen() {
-                    Ok(fresh) => fresh,
-                    Err(error) => return Err((error, conn.transport)),
-                };
-                return handshake_on(fresh, options, started);
-            }
             Step::Fail(error) => return Err((error, conn.transport)),
         }
+    }
+}
+
+/// Tells the host's hook (if any) the era the probe found.
+fn tell_era(options: &ConnectOptions, version: ProtocolVersion) {
+    if let Some(found) = &options.on_era_found {
+        found(version);
     }
 }
 

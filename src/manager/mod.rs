@@ -35,6 +35,7 @@ use crate::protocol::{CallToolResult, Tool};
 
 mod auth;
 mod close;
+mod eras;
 mod features;
 mod handler;
 mod options;
@@ -88,6 +89,8 @@ pub(crate) struct Shared {
     /// The manager's running threads (connect tasks, teardowns, refreshes), waited for on
     /// disconnect.
     work: Work,
+    /// The eras of its HTTP server configs (see `eras`).
+    eras: Arc<eras::Eras>,
 }
 
 impl McpManager {
@@ -101,6 +104,7 @@ impl McpManager {
                 features_listeners: Mutex::new(Vec::new()),
                 next_attempt: AtomicU64::new(1),
                 work: Work::default(),
+                eras: Arc::default(),
             }),
         }
     }

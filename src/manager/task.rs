@@ -14,16 +14,17 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
+use super::eras::Claim;
 use super::features::Features;
 use super::handler::ManagedHandler;
 use super::state::Phase;
 use super::Shared;
 use crate::cache::config_hash;
 use crate::cancel::CancelToken;
-use crate::client::{Client, Leftover};
+use crate::client::{Client, Endpoint, EraChoice, Leftover};
 use crate::config::{resolve_cancellable, ServerConfig};
 use crate::error::Error;
-use crate::protocol::Tool;
+use crate::protocol::{ProtocolVersion, Tool};
 
 /// One connect task's outcome.
 pub(crate) type Outcome = Result<(Client, Vec<Arc<Tool>>), Error>;
@@ -148,18 +149,47 @@ impl Task {
             options.request_timeout = t;
         }
         options.cancel = Some(self.cancel.clone());
+        let hash = config_hash(&self.config);
         // The era this config's server spoke last time spares it the probe.
-        if let (crate::client::EraChoice::Detect, Some(cache)) =
-            (options.era, &shared.options.cache)
-        {
-            let remembered = cache.era(&self.name, &config_hash(&self.config));
-            if let Some(v) = remembered
-                .as_deref()
-                .and_then(crate::protocol::ProtocolVersion::parse)
-            {
-                options.era = crate::client::EraChoice::Remembered(v);
+        if let (EraChoice::Detect, Some(cache)) = (options.era, &shared.options.cache) {
+            let remembered = cache.era(&self.name, &hash);
+            if let Some(v) = remembered.as_deref().and_then(ProtocolVersion::parse) {
+                options.era = EraChoice::Remembered(v);
             }
         }
+        // Connections to one HTTP server config share its era: one probes, the others wait
+        // for its verdict (within their own connect timeout) instead of probing too.
+        let http = matches!(endpoint, Endpoint::Http(_) | Endpoint::Url(_));
+        let _flight = if http && options.era == EraChoice::Detect {
+            let waiting = std::time::Instant::now();
+            let claim = shared
+                .eras
+                .claim(&hash, waiting + options.timeout, Some(&self.cancel));
+            options.timeout = options.timeout.saturating_sub(waiting.elapsed());
+            match claim {
+                Claim::Known(v) => {
+                    options.era = EraChoice::Remembered(v);
+                    None
+                }
+                Claim::Probe(flight) => {
+                    let flight = Arc::new(flight);
+                    let weak = Arc::downgrade(&flight);
+                    let host = options.on_era_found.take();
+                    options.on_era_found = Some(Arc::new(move |v| {
+                        if let Some(f) = weak.upgrade() {
+                            f.found(v);
+                        }
+                        if let Some(host) = &host {
+                            host(v);
+                        }
+                    }));
+                    Some(flight)
+                }
+                Claim::Alone => None,
+            }
+        } else {
+            None
+        };
         options.handler = Arc::new(ManagedHandler::new(
             Arc::downgrade(shared),
             &self.name,
@@ -171,7 +201,12 @@ impl Task {
             return (Err(Error::Cancelled), Teardown::Nothing);
         }
         let client = match Client::connect_leaving(&self.name, &endpoint, &options) {
-            Ok(c) => c,
+            Ok(c) => {
+                if http {
+                    shared.eras.learn(&hash, c.protocol_version());
+                }
+                c
+            }
             Err(failure) => {
                 let teardown = failure
                     .leftover

@@ -1,6 +1,7 @@
 //! Runs a [`Flow`] over HTTP (`ureq`): every request bounded as a whole, no redirect followed,
 //! bodies capped; the interactive step goes to an [`AuthorizationSession`].
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -48,16 +49,24 @@ impl Default for OAuthOptions {
 
 /// The HTTP side of the OAuth client (see `wire` for why it is not `ureq`'s request API).
 pub(crate) struct Http {
-    wire: Wire,
+    /// Built on first use: every remote server without its own authorization has a provider,
+    /// and most never answer 401 (measured, building the agent config and connector chain up
+    /// front was a twentieth of a fleet of HTTP connects).
+    wire: OnceLock<Wire>,
     options: OAuthOptions,
 }
 
 impl Http {
     pub(crate) fn new(options: &OAuthOptions) -> Http {
         Http {
-            wire: Wire::new(options.max_body_bytes),
+            wire: OnceLock::new(),
             options: options.clone(),
         }
+    }
+
+    fn wire(&self) -> &Wire {
+        self.wire
+            .get_or_init(|| Wire::new(self.options.max_body_bytes))
     }
 
     fn fail(&self, e: Failure, url: &str) -> Error {
@@ -91,7 +100,7 @@ impl Http {
     ) -> Result<(Reply, Option<String>), Error> {
         log::debug!("oauth: {method} {}", redact(url));
         let response = self
-            .wire
+            .wire()
             .request(method, url, headers, body, deadline)
             .map_err(|e| self.fail(e, url))?;
         let location = response.header("location").map(str::to_owned);
