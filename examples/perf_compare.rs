@@ -84,7 +84,7 @@ fn cases(quick: bool) -> Vec<Case> {
     let seq = || Run::stdio(&["--mode", "seq", "--n", &n_seq]);
     let conc = || Run::stdio(&["--mode", "conc", "--n", &n_conc, "--threads", "8"]);
     let cold = || Run::stdio(&["--mode", "cold", "--reps", "20"]);
-    let fleet = || Run::stdio(&["--mode", "fleet", "--fleet", "20", "--reps", "5"]);
+    let fleet = || Run::stdio(&["--mode", "fleet", "--fleet", "20", "--reps", "15"]);
     let case = |run: Run, rows: Vec<Row>, modern: bool| Case { run, rows, modern };
     vec![
         // Unpinned, a sequential stdio run settles either with client and server on one CPU
