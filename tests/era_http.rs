@@ -316,3 +316,53 @@ fn the_client_tells_the_era_as_soon_as_the_probe_finds_it() {
         client.close();
     }
 }
+
+#[test]
+fn connects_that_waited_for_a_probe_that_never_ended_time_out_naming_their_own_bound() {
+    // A server that accepts and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        listener.set_nonblocking(true).unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < until && conns.len() < 8 {
+            match listener.accept() {
+                Ok((c, _)) => conns.push(c),
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        conns
+    });
+    let mut o = ManagerOptions {
+        project_dir: std::env::temp_dir(),
+        ..ManagerOptions::default()
+    };
+    o.connect.timeout = Duration::from_millis(800);
+    let manager = McpManager::new(o);
+    let config = ServerConfig {
+        transport: Some("http".into()),
+        url: Some(url),
+        ..ServerConfig::default()
+    };
+    let configs: BTreeMap<String, ServerConfig> =
+        (0..3).map(|i| (format!("s{i}"), config.clone())).collect();
+    let report = manager.connect_servers(&configs);
+    assert!(report.connected.is_empty(), "{:?}", report.connected);
+    assert_eq!(report.errors.len(), 3, "{:?}", report.errors);
+    // Each names a bound near the configured one, never what was left after waiting.
+    for (name, error) in &report.errors {
+        match error {
+            Error::ConnectTimeout { after, .. } => {
+                assert_eq!(*after, Duration::from_millis(800), "{name}")
+            }
+            Error::Timeout { method, after } => {
+                assert_eq!(method, "server/discover", "{name}");
+                assert!(*after > Duration::from_millis(400), "{name}: {error}");
+            }
+            other => panic!("{name}: {other}"),
+        }
+    }
+    manager.disconnect_all();
+    drop(held);
+}

@@ -45,6 +45,9 @@ enum Entry {
 pub(super) struct Eras {
     map: Mutex<HashMap<String, Entry>>,
     next_flight: Mutex<u64>,
+    /// How many connects wait on a flight (for the tests to wait on).
+    #[cfg(test)]
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// What a connect does about its era ([`Eras::claim`]).
@@ -70,18 +73,19 @@ pub(super) struct Flight {
 
 impl Eras {
     /// The era of the config `key` for a connect that waits at most until `deadline` (and
-    /// until `cancel`) for another connect's probe.
+    /// until `cancel`) for another connect's probe; true when it waited.
     pub(super) fn claim(
         self: &Arc<Self>,
         key: &str,
         deadline: Instant,
         cancel: Option<&CancelToken>,
-    ) -> Claim {
-        loop {
+    ) -> (Claim, bool) {
+        let mut waited = false;
+        let claim = loop {
             let done = {
                 let mut map = self.map.lock();
                 match map.get(key) {
-                    Some(Entry::Known(v)) => return Claim::Known(*v),
+                    Some(Entry::Known(v)) => break Claim::Known(*v),
                     Some(Entry::Probing { done, .. }) => done.clone(),
                     None => {
                         let flight = {
@@ -91,7 +95,7 @@ impl Eras {
                         };
                         let (tx, done) = crossbeam_channel::bounded(0);
                         map.insert(key.to_owned(), Entry::Probing { flight, done });
-                        return Claim::Probe(Flight {
+                        break Claim::Probe(Flight {
                             eras: Arc::clone(self),
                             key: key.to_owned(),
                             flight,
@@ -100,16 +104,27 @@ impl Eras {
                     }
                 }
             };
+            waited = true;
             let never = crossbeam_channel::never();
             let cancelled = cancel.map_or(&never, CancelToken::receiver);
             let left = deadline.saturating_duration_since(Instant::now());
-            select! {
+            #[cfg(test)]
+            self.waiting
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let ended = select! {
                 // Nothing is ever sent: the flight ended (found, or gave up). Look again.
-                recv(done) -> _ => {}
-                recv(cancelled) -> _ => return Claim::Alone,
-                default(left) => return Claim::Alone,
+                recv(done) -> _ => false,
+                recv(cancelled) -> _ => true,
+                default(left) => true,
+            };
+            #[cfg(test)]
+            self.waiting
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            if ended {
+                break Claim::Alone;
             }
-        }
+        };
+        (claim, waited)
     }
 
     /// A connection to config `key` speaks `version`.
@@ -162,49 +177,65 @@ mod tests {
         ProtocolVersion::latest()
     }
 
+    /// Until a connect waits on a flight (bounded, so a bug fails the test).
+    fn until_one_waits(eras: &Eras) {
+        let waiting = || eras.waiting.load(std::sync::atomic::Ordering::SeqCst);
+        let until = Instant::now() + Duration::from_secs(10);
+        while waiting() == 0 && Instant::now() < until {
+            std::thread::yield_now();
+        }
+        assert_eq!(waiting(), 1);
+    }
+
     #[test]
     fn the_first_connect_probes_and_its_verdict_spares_the_next_one_the_probe() {
         let eras = Arc::new(Eras::default());
-        let Claim::Probe(flight) = eras.claim("k", later(), None) else {
+        let (Claim::Probe(flight), false) = eras.claim("k", later(), None) else {
             panic!("the first connect probes")
         };
         flight.found(v2025());
-        assert!(matches!(eras.claim("k", later(), None), Claim::Known(v) if v == v2025()));
+        assert!(matches!(eras.claim("k", later(), None), (Claim::Known(v), false) if v == v2025()));
         // Dropping the flight after its verdict keeps it.
         drop(flight);
-        assert!(matches!(eras.claim("k", later(), None), Claim::Known(_)));
+        assert!(matches!(
+            eras.claim("k", later(), None),
+            (Claim::Known(_), false)
+        ));
         // Another config probes on its own.
         assert!(matches!(
             eras.claim("other", later(), None),
-            Claim::Probe(_)
+            (Claim::Probe(_), false)
         ));
     }
 
     #[test]
     fn a_connect_waits_for_the_probe_under_way_and_takes_its_verdict() {
         let eras = Arc::new(Eras::default());
-        let Claim::Probe(flight) = eras.claim("k", later(), None) else {
+        let (Claim::Probe(flight), false) = eras.claim("k", later(), None) else {
             panic!("the first connect probes")
         };
         let waiter = {
             let eras = Arc::clone(&eras);
             std::thread::spawn(move || eras.claim("k", later(), None))
         };
-        // The waiter is parked on the flight (it cannot finish before the verdict).
+        until_one_waits(&eras);
         flight.found(v2025());
-        assert!(matches!(waiter.join().unwrap(), Claim::Known(v) if v == v2025()));
+        assert!(matches!(waiter.join().unwrap(), (Claim::Known(v), true) if v == v2025()));
     }
 
     #[test]
     fn a_flight_that_ends_without_a_verdict_hands_the_probe_to_a_waiter() {
         let eras = Arc::new(Eras::default());
-        let Claim::Probe(flight) = eras.claim("k", later(), None) else {
+        let (Claim::Probe(flight), false) = eras.claim("k", later(), None) else {
             panic!("the first connect probes")
         };
         let waiter = {
             let eras = Arc::clone(&eras);
-            std::thread::spawn(move || matches!(eras.claim("k", later(), None), Claim::Probe(_)))
+            std::thread::spawn(move || {
+                matches!(eras.claim("k", later(), None), (Claim::Probe(_), true))
+            })
         };
+        until_one_waits(&eras);
         drop(flight);
         assert!(waiter.join().unwrap(), "the waiter probes in its place");
     }
@@ -212,25 +243,25 @@ mod tests {
     #[test]
     fn waiting_ends_at_the_deadline_or_the_cancel_and_the_connect_probes_alone() {
         let eras = Arc::new(Eras::default());
-        let Claim::Probe(_flight) = eras.claim("k", later(), None) else {
+        let (Claim::Probe(_flight), false) = eras.claim("k", later(), None) else {
             panic!("the first connect probes")
         };
         assert!(matches!(
             eras.claim("k", Instant::now(), None),
-            Claim::Alone
+            (Claim::Alone, true)
         ));
         let cancel = CancelToken::new();
         cancel.cancel();
         assert!(matches!(
             eras.claim("k", later(), Some(&cancel)),
-            Claim::Alone
+            (Claim::Alone, true)
         ));
     }
 
     #[test]
     fn what_a_connection_spoke_is_learnt_and_an_old_flight_changes_nothing() {
         let eras = Arc::new(Eras::default());
-        let Claim::Probe(flight) = eras.claim("k", later(), None) else {
+        let (Claim::Probe(flight), false) = eras.claim("k", later(), None) else {
             panic!("the first connect probes")
         };
         let stateless = ProtocolVersion::latest_stateless();
@@ -238,6 +269,8 @@ mod tests {
         // The flight is no longer the entry's: its verdict and its end leave the fact alone.
         flight.found(v2025());
         drop(flight);
-        assert!(matches!(eras.claim("k", later(), None), Claim::Known(v) if v == stateless));
+        assert!(
+            matches!(eras.claim("k", later(), None), (Claim::Known(v), false) if v == stateless)
+        );
     }
 }

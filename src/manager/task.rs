@@ -157,15 +157,29 @@ impl Task {
                 options.era = EraChoice::Remembered(v);
             }
         }
-        // Connections to one HTTP server config share its era: one probes, the others wait
-        // for its verdict (within their own connect timeout) instead of probing too.
-        let http = matches!(endpoint, Endpoint::Http(_) | Endpoint::Url(_));
+        // Connections to one Streamable HTTP server config share its era: one probes, the
+        // others wait for its verdict (within their own connect timeout) instead of probing
+        // too. Not a bare URL: it may turn out to be legacy SSE, which no probe verdict says.
+        let http = matches!(endpoint, Endpoint::Http(_));
+        let configured = options.timeout;
         let _flight = if http && options.era == EraChoice::Detect {
             let waiting = std::time::Instant::now();
-            let claim = shared
-                .eras
-                .claim(&hash, waiting + options.timeout, Some(&self.cancel));
-            options.timeout = options.timeout.saturating_sub(waiting.elapsed());
+            let (claim, waited) =
+                shared
+                    .eras
+                    .claim(&hash, waiting + configured, Some(&self.cancel));
+            if waited {
+                options.timeout = configured.saturating_sub(waiting.elapsed());
+            }
+            if options.timeout.is_zero() && !self.cancel.is_cancelled() {
+                // The whole bound went waiting for another connect's probe.
+                let error = Error::ConnectTimeout {
+                    server: self.name.clone(),
+                    after: configured,
+                    stderr_tail: Vec::new(),
+                };
+                return (Err(error), Teardown::Nothing);
+            }
             match claim {
                 Claim::Known(v) => {
                     options.era = EraChoice::Remembered(v);
@@ -211,7 +225,9 @@ impl Task {
                 let teardown = failure
                     .leftover
                     .map_or(Teardown::Nothing, Teardown::Transport);
-                return (Err(failure.error), teardown);
+                let error = configured_bound(failure.error, options.timeout, configured);
+                // (A no-op unless waiting took part of the bound.)
+                return (Err(error), teardown);
             }
         };
         // Let a disconnect (or a deferred tool's call) reach this client while it lists.
@@ -333,4 +349,64 @@ pub(crate) fn allowed_tools(
         .filter(|t| config.tool_allowed(&t.name))
         .map(Arc::new)
         .collect())
+}
+
+/// A connect's timeout error names the bound the host configured, not what was left of it
+/// (`reduced`, at most) after waiting for another connect's era probe.
+fn configured_bound(error: Error, reduced: Duration, configured: Duration) -> Error {
+    if reduced == configured {
+        return error;
+    }
+    match error {
+        Error::ConnectTimeout {
+            server,
+            after,
+            stderr_tail,
+        } if after <= reduced => Error::ConnectTimeout {
+            server,
+            after: configured,
+            stderr_tail,
+        },
+        Error::Timeout { method, after } if after <= reduced => Error::Timeout {
+            method,
+            after: configured,
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_names_the_configured_bound_not_what_was_left_after_waiting() {
+        let (reduced, configured) = (Duration::from_millis(400), Duration::from_secs(1));
+        let connect = Error::ConnectTimeout {
+            server: "s".into(),
+            after: reduced,
+            stderr_tail: Vec::new(),
+        };
+        assert!(matches!(
+            configured_bound(connect, reduced, configured),
+            Error::ConnectTimeout { after, .. } if after == configured
+        ));
+        let probe = Error::Timeout {
+            method: "server/discover".into(),
+            after: reduced,
+        };
+        assert!(matches!(
+            configured_bound(probe, reduced, configured),
+            Error::Timeout { after, .. } if after == configured
+        ));
+        // Another bound (a request's own) is left alone.
+        let other = Error::Timeout {
+            method: "tools/list".into(),
+            after: Duration::from_secs(60),
+        };
+        assert!(matches!(
+            configured_bound(other, reduced, configured),
+            Error::Timeout { after, .. } if after == Duration::from_secs(60)
+        ));
+    }
 }

@@ -45,9 +45,12 @@ pub struct Tool {
     pub extra: Map<String, Value>,
 }
 
-/// Read member by member. The derived reader (because of `extra`'s `flatten`) first buffered
-/// every member, schemas included, into an intermediate tree and then read them from it:
-/// measured, a sixth of a fleet of HTTP connects went to reading tool definitions so.
+/// Read member by member, unknown members straight into `extra`; as the derived reader did, a
+/// repeated known member is refused (two `name`s could be read differently elsewhere). The
+/// derived reader (because of `extra`'s `flatten`) collected unknown members into an
+/// intermediate buffer and read them again, and matched names as owned strings; measured on a
+/// fleet of HTTP connects, reading tool definitions went from 17% of the samples to 14%, the
+/// rest being the schemas' own `Value`s.
 impl<'de> Deserialize<'de> for Tool {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_map(ToolVisitor)
@@ -78,7 +81,13 @@ impl<'de> Visitor<'de> for ToolVisitor {
         let mut name = None;
         let mut tool = Tool::new("", "", Value::Null);
         tool.description = None;
+        let mut seen = [false; TOOL_MEMBERS.len()];
         while let Some(member) = map.next_key_seed(Names(&TOOL_MEMBERS))? {
+            if let Ok(i) = member {
+                if std::mem::replace(&mut seen[i], true) {
+                    return Err(A::Error::duplicate_field(TOOL_MEMBERS[i]));
+                }
+            }
             match member {
                 Ok(0) => name = Some(map.next_value::<String>()?),
                 Ok(1) => tool.title = map.next_value()?,
@@ -426,6 +435,8 @@ mod tests {
             r#"{"name":"a","annotations":"x"}"#,
             r#"["a"]"#,
             r#"null"#,
+            r#"{"name":"a","name":"b"}"#,
+            r#"{"name":"a","inputSchema":{},"inputSchema":{"type":"object"}}"#,
         ] {
             assert!(serde_json::from_str::<Derived>(json).is_err(), "{json}");
             let ours = serde_json::from_str::<super::Tool>(json);

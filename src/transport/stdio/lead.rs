@@ -5,7 +5,8 @@
 //!
 //! | state | event | next state | what to do |
 //! |---|---|---|---|
-//! | `Parked` | a call that may lead ([`Lead::call`]) | `Leader` | [`Call::Lead`]: the caller reads |
+//! | `Parked` | a call that may lead ([`Lead::call`]), no contention for [`LINGER`] | `Leader` | [`Call::Lead`]: the caller reads |
+//! | `Parked` | a call that may lead, contention within [`LINGER`] | `Parked`, resume | listed; [`Call::Wait`] wakes the io thread |
 //! | `Parked` | a call that may not lead | `Parked`, resume | listed; [`Call::Wait`] wakes the io thread |
 //! | `Parked` | [`Lead::io_turn`], resume asked or [`LINGER`] over | `Io` | [`IoTurn::Read`] |
 //! | `Parked` | [`Lead::io_turn`] otherwise | `Parked` | [`IoTurn::Wait`] until [`LINGER`] after `since` |
@@ -33,8 +34,10 @@
 //! callers it costs the others: whoever is listed under a leader whose own answer comes first
 //! waits for the io thread to be woken and scheduled, on a busy machine the slowest step of a
 //! call. So after contention the io thread reads on, and parks only once [`LINGER`] has passed
-//! without any: concurrent callers are all answered by one reader, as the floor's are, and a
-//! caller alone leads again soon after.
+//! without any; and a call that finds it parked that soon after contention (a leader that
+//! answered everyone parked it) is listed and wakes it rather than leading. Concurrent callers
+//! are all answered by one reader, as the floor's are, and a caller alone leads again soon
+//! after.
 
 use std::time::{Duration, Instant};
 
@@ -75,6 +78,9 @@ pub(super) struct Lead {
     /// When a call was last listed while another was in flight (see the module's
     /// *contention*): the io thread does not park until [`LINGER`] after it.
     contended: Option<Instant>,
+    /// A call that could have led found the io thread parked right after contention: once it
+    /// reads again, it parks at its next chance (as if that call had found it reading).
+    lead_wanted: bool,
 }
 
 /// What the io thread does next ([`Lead::io_turn`]).
@@ -115,6 +121,7 @@ impl Lead {
             resume: false,
             waiting: Vec::new(),
             contended: None,
+            lead_wanted: false,
         }
     }
 
@@ -129,16 +136,26 @@ impl Lead {
         inline: bool,
         now: impl FnOnce() -> Instant,
     ) -> Call {
+        let mut clock = Clock::new(now);
         match &mut self.who {
             Who::Ending(_) | Who::Ended => return Call::Ending,
             Who::Parked { .. } if inline => {
-                self.who = Who::Leader;
-                return Call::Lead;
+                // Right after contention the io thread reads, as it would had it not parked
+                // (a leader that answered everyone parked it): listed, not elected.
+                let recent = self
+                    .contended
+                    .is_some_and(|at| clock.now().saturating_duration_since(at) < LINGER);
+                if !recent {
+                    self.contended = None;
+                    self.who = Who::Leader;
+                    return Call::Lead;
+                }
+                self.lead_wanted = true;
             }
             _ => {}
         }
         if matches!(self.who, Who::Leader) || !self.waiting.is_empty() {
-            let now = now();
+            let now = clock.now();
             self.contended = Some(now);
             if self.waiting.len() >= PRUNE_AT {
                 // Answers that never came (their callers gave up) leave with their deadline.
@@ -208,7 +225,8 @@ impl Lead {
                 let since = *since;
                 if self.resume || now().saturating_duration_since(since) >= LINGER {
                     self.resume = false;
-                    self.who = Who::Io { lead_wanted: false };
+                    let lead_wanted = std::mem::take(&mut self.lead_wanted);
+                    self.who = Who::Io { lead_wanted };
                     IoTurn::Read
                 } else {
                     IoTurn::Wait(since + LINGER)
@@ -260,6 +278,28 @@ impl Lead {
 
     fn prune(&mut self, now: Instant) {
         self.waiting.retain(|(_, until)| *until > now);
+    }
+}
+
+/// The clock of one transition: read at most once, and only if asked.
+struct Clock<F> {
+    read: Option<F>,
+    at: Option<Instant>,
+}
+
+impl<F: FnOnce() -> Instant> Clock<F> {
+    fn new(read: F) -> Clock<F> {
+        Clock {
+            read: Some(read),
+            at: None,
+        }
+    }
+
+    fn now(&mut self) -> Instant {
+        if let Some(read) = self.read.take() {
+            self.at = Some(read());
+        }
+        self.at.expect("read above")
     }
 }
 
@@ -541,7 +581,11 @@ mod tests {
         lead.answered(3);
         lead.io_read(|| ms(t0, 2) + LINGER);
         assert!(matches!(lead.who, Who::Parked { .. }));
-        assert_eq!(lead.call(4, ms(t0, 5000), true, no_clock), Call::Lead);
+        // The first call to lead after contention reads the clock, to see it is over.
+        assert_eq!(
+            lead.call(4, ms(t0, 5000), true, || ms(t0, 2) + LINGER),
+            Call::Lead
+        );
     }
 
     #[test]
@@ -560,5 +604,50 @@ mod tests {
         assert!(matches!(lead.who, Who::Io { lead_wanted: true }));
         lead.io_read(|| ms(t0, 4) + LINGER);
         assert!(matches!(lead.who, Who::Parked { .. }));
+    }
+    #[test]
+    fn contention_a_call_that_finds_the_io_thread_parked_soon_after_contention_wakes_it() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        // Contention under the leader, which then answers everyone and parks the io thread.
+        lead.call(2, ms(t0, 5000), true, || ms(t0, 1));
+        lead.answered(2);
+        assert!(!lead.leader_leaves(ms(t0, 2), None, None));
+        assert!(matches!(lead.who, Who::Parked { .. }));
+        // Within LINGER of the contention: listed, and the io thread is woken to read.
+        assert_eq!(
+            lead.call(3, ms(t0, 5000), true, || ms(t0, 3)),
+            Call::Wait { wake_io: true }
+        );
+        assert!(matches!(lead.io_turn(|| ms(t0, 3)), IoTurn::Read));
+        assert!(matches!(lead.who, Who::Io { lead_wanted: true }));
+        lead.answered(3);
+        lead.io_read(|| ms(t0, 1) + LINGER);
+        // Calm again: the io thread parks, and the next call leads (the contention forgotten).
+        assert!(matches!(lead.who, Who::Parked { .. }));
+        assert_eq!(
+            lead.call(4, ms(t0, 5000), true, || ms(t0, 1) + LINGER),
+            Call::Lead
+        );
+        assert_eq!(lead.contended, None);
+        assert!(!lead.leader_leaves(ms(t0, 30), None, None));
+        assert_eq!(lead.call(5, ms(t0, 5000), true, no_clock), Call::Lead);
+    }
+
+    #[test]
+    fn a_parked_lead_with_a_listed_caller_reads_the_clock_once_for_a_call_after_contention() {
+        let t0 = Instant::now();
+        let mut lead = led(t0);
+        lead.call(2, ms(t0, 5000), true, || ms(t0, 1));
+        // The leader leaves with caller 2 still listed: parked, resume asked.
+        assert!(lead.leader_leaves(ms(t0, 2), None, None));
+        let mut reads = 0;
+        let call = lead.call(3, ms(t0, 5000), true, || {
+            reads += 1;
+            ms(t0, 3)
+        });
+        assert_eq!(call, Call::Wait { wake_io: true });
+        assert_eq!(reads, 1);
+        assert_eq!(lead.contended, Some(ms(t0, 3)));
     }
 }
