@@ -171,7 +171,7 @@ impl Task {
             if waited {
                 options.timeout = configured.saturating_sub(waiting.elapsed());
             }
-            if options.timeout.is_zero() && !self.cancel.is_cancelled() {
+            if waited && options.timeout.is_zero() && !self.cancel.is_cancelled() {
                 // The whole bound went waiting for another connect's probe.
                 let error = Error::ConnectTimeout {
                     server: self.name.clone(),

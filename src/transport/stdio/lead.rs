@@ -6,7 +6,7 @@
 //! | state | event | next state | what to do |
 //! |---|---|---|---|
 //! | `Parked` | a call that may lead ([`Lead::call`]), no contention for [`LINGER`] | `Leader` | [`Call::Lead`]: the caller reads |
-//! | `Parked` | a call that may lead, contention within [`LINGER`] | `Parked`, resume | listed; [`Call::Wait`] wakes the io thread |
+//! | `Parked` | a call that may lead, contention within [`LINGER`] | `Parked`, resume | listed; [`Call::Wait`] wakes the io thread, which reads as if that call had asked to lead |
 //! | `Parked` | a call that may not lead | `Parked`, resume | listed; [`Call::Wait`] wakes the io thread |
 //! | `Parked` | [`Lead::io_turn`], resume asked or [`LINGER`] over | `Io` | [`IoTurn::Read`] |
 //! | `Parked` | [`Lead::io_turn`] otherwise | `Parked` | [`IoTurn::Wait`] until [`LINGER`] after `since` |
@@ -126,9 +126,11 @@ impl Lead {
     }
 
     /// Leader election: a caller sends request `id` and waits until `deadline`; `inline` when
-    /// it needs neither cancellation nor progress. It leads when the io thread is parked and
-    /// nobody leads. `now` is read only for a call listed while another is in flight (the
-    /// contention's time, and to drop expired entries from a long list).
+    /// it needs neither cancellation nor progress. It leads when the io thread is parked,
+    /// nobody leads, and no contention came within [`LINGER`]. `now` is read at most once:
+    /// for a call listed while another is in flight (the contention's time, and to drop
+    /// expired entries from a long list), and for a call that may lead once contention was
+    /// seen (to tell whether it is over).
     pub(super) fn call(
         &mut self,
         id: i64,
