@@ -160,10 +160,11 @@ pub struct McpFeatures {
 impl McpFeatures {
     /// The manager's current resources, templates and prompts.
     pub fn of(manager: &McpManager) -> McpFeatures {
+        let (resources, templates, prompts) = manager.features_at_once();
         McpFeatures {
-            resources: manager.resources(),
-            templates: manager.resource_templates(),
-            prompts: manager.prompts(),
+            resources,
+            templates,
+            prompts,
         }
     }
 
@@ -248,6 +249,8 @@ struct Inner {
     registry: Mutex<ToolRegistry>,
     listeners: Mutex<Vec<RefreshListener>>,
     features: Mutex<McpFeatures>,
+    /// Held by a features refresh from its reading to its storing.
+    refreshing: Mutex<()>,
     features_listeners: Mutex<Vec<FeaturesListener>>,
     startup_errors: Vec<LoadError>,
     exa_api_keys: Vec<String>,
@@ -271,6 +274,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
                 registry: Mutex::new(registry),
                 listeners: Mutex::new(Vec::new()),
                 features: Mutex::new(McpFeatures::default()),
+                refreshing: Mutex::new(()),
                 features_listeners: Mutex::new(Vec::new()),
                 startup_errors: Vec::new(),
                 exa_api_keys: Vec::new(),
@@ -300,6 +304,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             registry: Mutex::new(registry),
             listeners: Mutex::new(Vec::new()),
             features: Mutex::new(McpFeatures::default()),
+            refreshing: Mutex::new(()),
             features_listeners: Mutex::new(Vec::new()),
             startup_errors: loaded.errors,
             exa_api_keys: loaded.exa_api_keys,
@@ -320,8 +325,9 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             }
         });
     }
-    // After the listener is in place: nothing listed during startup is missed.
-    *session.inner.features.lock() = McpFeatures::of(&loaded.manager);
+    // After the listener is in place: nothing listed during startup is missed (and, as a
+    // refresh, it cannot overwrite a newer snapshot the listener stored meanwhile).
+    session.refresh_features();
     session
 }
 
@@ -484,15 +490,20 @@ impl AgentSession {
         let Some(manager) = &self.inner.manager else {
             return;
         };
-        // Listed outside the session's lock (the manager takes its own).
-        let fresh = McpFeatures::of(manager);
-        {
+        let fresh = {
+            // One refresh at a time, from reading to storing: two that overlap (the startup's
+            // and a change's) could otherwise store in the wrong order, the older snapshot
+            // last. Lock order: `refreshing`, then the manager's state lock (inside `of`),
+            // then `features`; listeners are called with none of them held.
+            let _one = self.inner.refreshing.lock();
+            let fresh = McpFeatures::of(manager);
             let mut features = self.inner.features.lock();
             if *features == fresh {
                 return;
             }
             *features = fresh.clone();
-        }
+            fresh
+        };
         let listeners: Vec<FeaturesListener> = self.inner.features_listeners.lock().clone();
         for l in listeners {
             l(&fresh);

@@ -204,20 +204,36 @@ impl McpManager {
         let listed: Vec<(String, Arc<Prompt>)> = self.collect(|name, f, out| {
             out.extend(f.prompts.iter().map(|p| (name.to_owned(), Arc::clone(p))))
         });
-        let identities: Vec<(&str, &str)> = listed
-            .iter()
-            .map(|(s, p)| (s.as_str(), p.name.as_str()))
-            .collect();
-        let commands = exposed_names(&identities);
-        listed
-            .into_iter()
-            .zip(commands)
-            .map(|((server, prompt), command)| ManagedPrompt {
-                server,
-                prompt,
-                command,
-            })
-            .collect()
+        with_commands(listed)
+    }
+
+    /// Every connected server's resources, templates and prompts, read under one lock: read
+    /// one by one, a refresh in between could pair a server's old resources with its new
+    /// prompts.
+    pub(crate) fn features_at_once(
+        &self,
+    ) -> (
+        Vec<ManagedResource>,
+        Vec<ManagedTemplate>,
+        Vec<ManagedPrompt>,
+    ) {
+        let (mut resources, mut templates, mut prompts) = (Vec::new(), Vec::new(), Vec::new());
+        {
+            let state = self.shared.state.lock();
+            for (name, server) in &state.servers {
+                let f = &server.features;
+                resources.extend(f.resources.iter().map(|r| ManagedResource {
+                    server: name.clone(),
+                    resource: Arc::clone(r),
+                }));
+                templates.extend(f.templates.iter().map(|t| ManagedTemplate {
+                    server: name.clone(),
+                    template: Arc::clone(t),
+                }));
+                prompts.extend(f.prompts.iter().map(|p| (name.clone(), Arc::clone(p))));
+            }
+        }
+        (resources, templates, with_commands(prompts))
     }
 
     /// Gathers, under the state lock, what `each` takes from every server's features.
@@ -346,6 +362,24 @@ fn capped(text: &str) -> String {
         end -= 1;
     }
     text[..end].to_owned()
+}
+
+/// Prompts with their command names (`mcp_<server>_<prompt>`, made unique).
+fn with_commands(listed: Vec<(String, Arc<Prompt>)>) -> Vec<ManagedPrompt> {
+    let identities: Vec<(&str, &str)> = listed
+        .iter()
+        .map(|(s, p)| (s.as_str(), p.name.as_str()))
+        .collect();
+    let commands = exposed_names(&identities);
+    listed
+        .into_iter()
+        .zip(commands)
+        .map(|((server, prompt), command)| ManagedPrompt {
+            server,
+            prompt,
+            command,
+        })
+        .collect()
 }
 
 #[cfg(test)]
