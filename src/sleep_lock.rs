@@ -13,7 +13,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// A mutex that sleeps when contended; poisoning is ignored (nothing under it panics, and a
 /// value left by a panic elsewhere is still consistent for its users).
-#[derive(Default)]
 pub(crate) struct SleepLock<T>(Mutex<T>);
 
 impl<T> SleepLock<T> {

@@ -263,66 +263,61 @@ impl Connection {
             }
             return Err(Error::Cancelled);
         }
-        let never = crossbeam_channel::never();
-        let cancel_rx = wait.cancel.as_ref().map(|c| c.receiver()).unwrap_or(&never);
-        let never_answered = crossbeam_channel::never();
-        let answer_rx = rx.channel().unwrap_or(&never_answered);
-        let mut deadline = hint.deadline;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            // Nothing but the answer and the deadline to wait for: a plain receive is cheaper
+        let abandoned = match rx.channel() {
+            // Nothing but the answer and the deadline to wait for: a plain wait is cheaper
             // than a select over channels that can never fire.
-            if hint.inline {
-                match rx.recv_until(deadline) {
-                    Ok(outcome) => return outcome,
-                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                        return Err(Error::closed("the connection was dropped"))
-                    }
-                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            None => match rx.recv_until(hint.deadline) {
+                Ok(outcome) => return outcome,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::closed("the connection was dropped"))
                 }
-            }
-            let abandoned = if hint.inline {
-                Error::Timeout {
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => Error::Timeout {
                     method: method.to_owned(),
                     after: wait.timeout,
-                }
-            } else {
-                select! {
-                recv(answer_rx) -> outcome => {
-                    // Progress sent before the response was routed before it too: deliver it
-                    // first (select! picks among ready channels at random).
-                    if let Some(cb) = wait.on_progress.as_mut() {
-                        while let Ok(p) = progress_rx.try_recv() {
+                },
+            },
+            Some(answer_rx) => {
+                let never = crossbeam_channel::never();
+                let cancel_rx = wait.cancel.as_ref().map(|c| c.receiver()).unwrap_or(&never);
+                let mut deadline = hint.deadline;
+                loop {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    select! {
+                    recv(answer_rx) -> outcome => {
+                        // Progress sent before the response was routed before it too: deliver
+                        // it first (select! picks among ready channels at random).
+                        if let Some(cb) = wait.on_progress.as_mut() {
+                            while let Ok(p) = progress_rx.try_recv() {
+                                cb(&p);
+                            }
+                        }
+                        return outcome.unwrap_or_else(|_| Err(Error::closed("the connection was dropped")));
+                    }
+                    recv(progress_rx) -> p => {
+                        if let (Ok(p), Some(cb)) = (p, wait.on_progress.as_mut()) {
                             cb(&p);
+                            deadline = (Instant::now() + wait.timeout).min(wait.hard_deadline);
                         }
                     }
-                    return outcome.unwrap_or_else(|_| Err(Error::closed("the connection was dropped")));
-                }
-                recv(progress_rx) -> p => {
-                    if let (Ok(p), Some(cb)) = (p, wait.on_progress.as_mut()) {
-                        cb(&p);
-                        deadline = (Instant::now() + wait.timeout).min(wait.hard_deadline);
+                    recv(cancel_rx) -> _ => break Error::Cancelled,
+                    default(left) => break Error::Timeout { method: method.to_owned(), after: wait.timeout },
                     }
-                    continue;
                 }
-                recv(cancel_rx) -> _ => Error::Cancelled,
-                default(left) => Error::Timeout { method: method.to_owned(), after: wait.timeout },
-                }
-            };
-            self.router.forget(id);
-            // The response may have won the race with the deadline; prefer it.
-            if let Some(outcome) = rx.try_recv() {
-                return outcome;
             }
-            if wait.notify_cancel {
-                let reason = abandoned.to_string();
-                let _ = self.notify(
-                    methods::CANCELLED,
-                    Some(json!({"requestId": id, "reason": reason})),
-                );
-            }
-            return Err(abandoned);
+        };
+        self.router.forget(id);
+        // The response may have won the race with the deadline; prefer it.
+        if let Some(outcome) = rx.try_recv() {
+            return outcome;
         }
+        if wait.notify_cancel {
+            let reason = abandoned.to_string();
+            let _ = self.notify(
+                methods::CANCELLED,
+                Some(json!({"requestId": id, "reason": reason})),
+            );
+        }
+        Err(abandoned)
     }
 }
 

@@ -19,6 +19,7 @@
 //! learnt here. Only the probe is shared: each connection still opens its own session.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -44,7 +45,7 @@ enum Entry {
 #[derive(Default)]
 pub(super) struct Eras {
     map: Mutex<HashMap<String, Entry>>,
-    next_flight: Mutex<u64>,
+    next_flight: AtomicU64,
     /// How many connects wait on a flight (for the tests to wait on).
     #[cfg(test)]
     waiting: std::sync::atomic::AtomicUsize,
@@ -88,11 +89,7 @@ impl Eras {
                     Some(Entry::Known(v)) => break Claim::Known(*v),
                     Some(Entry::Probing { done, .. }) => done.clone(),
                     None => {
-                        let flight = {
-                            let mut next = self.next_flight.lock();
-                            *next += 1;
-                            *next
-                        };
+                        let flight = self.next_flight.fetch_add(1, Ordering::Relaxed);
                         let (tx, done) = crossbeam_channel::bounded(0);
                         map.insert(key.to_owned(), Entry::Probing { flight, done });
                         break Claim::Probe(Flight {
@@ -109,8 +106,7 @@ impl Eras {
             let cancelled = cancel.map_or(&never, CancelToken::receiver);
             let left = deadline.saturating_duration_since(Instant::now());
             #[cfg(test)]
-            self.waiting
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.waiting.fetch_add(1, Ordering::SeqCst);
             let ended = select! {
                 // Nothing is ever sent: the flight ended (found, or gave up). Look again.
                 recv(done) -> _ => false,
@@ -118,8 +114,7 @@ impl Eras {
                 default(left) => true,
             };
             #[cfg(test)]
-            self.waiting
-                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
             if ended {
                 break Claim::Alone;
             }
@@ -179,7 +174,7 @@ mod tests {
 
     /// Until a connect waits on a flight (bounded, so a bug fails the test).
     fn until_one_waits(eras: &Eras) {
-        let waiting = || eras.waiting.load(std::sync::atomic::Ordering::SeqCst);
+        let waiting = || eras.waiting.load(Ordering::SeqCst);
         let until = Instant::now() + Duration::from_secs(10);
         while waiting() == 0 && Instant::now() < until {
             std::thread::yield_now();

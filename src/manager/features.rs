@@ -181,30 +181,17 @@ impl Shared {
 impl McpManager {
     /// Every connected server's resources, by server.
     pub fn resources(&self) -> Vec<ManagedResource> {
-        self.collect(|name, f, out| {
-            out.extend(f.resources.iter().map(|r| ManagedResource {
-                server: name.to_owned(),
-                resource: Arc::clone(r),
-            }))
-        })
+        self.features_at_once().0
     }
 
     /// Every connected server's resource templates, by server.
     pub fn resource_templates(&self) -> Vec<ManagedTemplate> {
-        self.collect(|name, f, out| {
-            out.extend(f.templates.iter().map(|t| ManagedTemplate {
-                server: name.to_owned(),
-                template: Arc::clone(t),
-            }))
-        })
+        self.features_at_once().1
     }
 
     /// Every connected server's prompts, with their command names.
     pub fn prompts(&self) -> Vec<ManagedPrompt> {
-        let listed: Vec<(String, Arc<Prompt>)> = self.collect(|name, f, out| {
-            out.extend(f.prompts.iter().map(|p| (name.to_owned(), Arc::clone(p))))
-        });
-        with_commands(listed)
+        self.features_at_once().2
     }
 
     /// Every connected server's resources, templates and prompts, read under one lock: read
@@ -234,16 +221,6 @@ impl McpManager {
             }
         }
         (resources, templates, with_commands(prompts))
-    }
-
-    /// Gathers, under the state lock, what `each` takes from every server's features.
-    fn collect<T>(&self, each: impl Fn(&str, &Features, &mut Vec<T>)) -> Vec<T> {
-        let state = self.shared.state.lock();
-        let mut out = Vec::new();
-        for (name, server) in &state.servers {
-            each(name, &server.features, &mut out);
-        }
-        out
     }
 
     /// Who a connected server is, what it declared, and its (capped) instructions.

@@ -79,8 +79,17 @@ impl<'de> Visitor<'de> for ToolVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tool, A::Error> {
         let mut name = None;
-        let mut tool = Tool::new("", "", Value::Null);
-        tool.description = None;
+        let mut tool = Tool {
+            name: String::new(),
+            title: None,
+            description: None,
+            input_schema: Value::Null,
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            meta: None,
+            extra: Map::new(),
+        };
         let mut seen = [false; TOOL_MEMBERS.len()];
         while let Some(member) = map.next_key_seed(Names(&TOOL_MEMBERS))? {
             if let Ok(i) = member {

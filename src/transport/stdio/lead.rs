@@ -57,7 +57,9 @@ enum Who {
     /// it parks at its next chance (when nobody listed waits).
     Io { lead_wanted: bool },
     /// The io thread is parked and nobody reads, since the last leader left (or the start).
-    Parked { since: Instant },
+    /// `lead_wanted`: a caller that could have led was listed instead, right after contention;
+    /// the io thread reads on as [`Who::Io`] with it, and so parks again at its next chance.
+    Parked { since: Instant, lead_wanted: bool },
     /// A caller reads for itself; the io thread is parked.
     Leader,
     /// A leader saw stdout end: the io thread tears down (which may take the close's grace
@@ -65,6 +67,16 @@ enum Who {
     Ending(ReadEnd),
     /// Reading is over.
     Ended,
+}
+
+impl Who {
+    /// Parked since `now`, nobody having asked to lead.
+    fn parked(since: Instant) -> Who {
+        Who::Parked {
+            since,
+            lead_wanted: false,
+        }
+    }
 }
 
 /// The leading state of one stdio server.
@@ -78,9 +90,6 @@ pub(super) struct Lead {
     /// When a call was last listed while another was in flight (see the module's
     /// *contention*): the io thread does not park until [`LINGER`] after it.
     contended: Option<Instant>,
-    /// A call that could have led found the io thread parked right after contention: once it
-    /// reads again, it parks at its next chance (as if that call had found it reading).
-    lead_wanted: bool,
 }
 
 /// What the io thread does next ([`Lead::io_turn`]).
@@ -117,11 +126,10 @@ impl Lead {
     /// [`LINGER`] after `now`.
     pub(super) fn new(now: Instant) -> Lead {
         Lead {
-            who: Who::Parked { since: now },
+            who: Who::parked(now),
             resume: false,
             waiting: Vec::new(),
             contended: None,
-            lead_wanted: false,
         }
     }
 
@@ -141,7 +149,7 @@ impl Lead {
         let mut clock = Clock::new(now);
         match &mut self.who {
             Who::Ending(_) | Who::Ended => return Call::Ending,
-            Who::Parked { .. } if inline => {
+            Who::Parked { lead_wanted, .. } if inline => {
                 // Right after contention the io thread reads, as it would had it not parked
                 // (a leader that answered everyone parked it): listed, not elected.
                 let recent = self
@@ -152,7 +160,7 @@ impl Lead {
                     self.who = Who::Leader;
                     return Call::Lead;
                 }
-                self.lead_wanted = true;
+                *lead_wanted = true;
             }
             _ => {}
         }
@@ -192,7 +200,7 @@ impl Lead {
         let ending = end.is_some();
         self.who = match end {
             Some(end) => Who::Ending(end),
-            None => Who::Parked { since: now },
+            None => Who::parked(now),
         };
         if let Some(entry) = unsent {
             self.waiting.push(entry);
@@ -223,11 +231,10 @@ impl Lead {
                 };
                 IoTurn::End(end)
             }
-            Who::Parked { since } => {
-                let since = *since;
+            Who::Parked { since, lead_wanted } => {
+                let (since, lead_wanted) = (*since, *lead_wanted);
                 if self.resume || now().saturating_duration_since(since) >= LINGER {
                     self.resume = false;
-                    let lead_wanted = std::mem::take(&mut self.lead_wanted);
                     self.who = Who::Io { lead_wanted };
                     IoTurn::Read
                 } else {
@@ -247,7 +254,7 @@ impl Lead {
                 .contended
                 .is_none_or(|at| now.saturating_duration_since(at) >= LINGER);
             if calm && !self.anyone_waiting(now) {
-                self.who = Who::Parked { since: now };
+                self.who = Who::parked(now);
             }
         }
     }

@@ -29,7 +29,7 @@ fn led(t0: Instant) -> Lead {
 fn at_the_start_the_io_thread_is_parked_and_a_call_that_may_lead_leads() {
     let t0 = Instant::now();
     let mut lead = Lead::new(t0);
-    assert!(matches!(lead.who, Who::Parked { since } if since == t0));
+    assert!(matches!(lead.who, Who::Parked { since, .. } if since == t0));
     // Electing a leader reads no clock and lists nobody.
     assert_eq!(lead.call(1, ms(t0, 5000), true, no_clock), Call::Lead);
     assert!(matches!(lead.who, Who::Leader));
@@ -94,7 +94,7 @@ fn a_leader_that_leaves_with_nobody_waiting_parks_and_wakes_nobody() {
     let mut lead = led(t0);
     let left = ms(t0, 3);
     assert!(!lead.leader_leaves(left, None, None));
-    assert!(matches!(lead.who, Who::Parked { since } if since == left));
+    assert!(matches!(lead.who, Who::Parked { since, .. } if since == left));
     match lead.io_turn(|| ms(t0, 4)) {
         IoTurn::Wait(until) => assert_eq!(until, left + LINGER),
         other => panic!("{other:?}"),
@@ -172,7 +172,7 @@ fn parking_the_reading_io_thread_parks_once_a_caller_asked_to_lead_and_was_answe
     assert!(matches!(lead.who, Who::Io { lead_wanted: true }));
     lead.answered(1);
     lead.io_read(|| ms(t0, 31));
-    assert!(matches!(lead.who, Who::Parked { since } if since == ms(t0, 31)));
+    assert!(matches!(lead.who, Who::Parked { since, .. } if since == ms(t0, 31)));
     assert_eq!(lead.call(2, ms(t0, 5000), true, no_clock), Call::Lead);
 }
 
