@@ -11,6 +11,7 @@ mod requests;
 mod resources;
 pub mod stateless;
 mod tools;
+mod top_level;
 mod version;
 
 pub use content::{ContentBlock, EmbeddedResource};

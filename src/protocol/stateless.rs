@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::top_level::Scan;
 use super::{is_none, Implementation, ServerCapabilities};
 
 /// `_meta` key: the request's protocol version (required on every request).
@@ -113,6 +114,15 @@ impl ResultType {
         }
         if !result.get().trim_start().starts_with('{') {
             return Ok(ResultType::Complete);
+        }
+        // A listing page's thousands of tools are skipped over, not read.
+        match super::top_level::member(result.get(), "resultType") {
+            Scan::Found(text) => {
+                let member = serde_json::from_str::<Value>(text).ok();
+                return ResultType::of_member(member.as_ref());
+            }
+            Scan::Absent => return Ok(ResultType::Complete),
+            Scan::Unsure => {}
         }
         match serde_json::from_str::<Head>(result.get()) {
             Ok(head) => ResultType::of_member(head.result_type.as_ref()),
