@@ -170,11 +170,13 @@ impl Error {
         }
     }
 
-    /// True for errors after which the connection is unusable.
+    /// True for errors after which the connection is unusable. Not [`Error::SessionExpired`]:
+    /// the client has started a new session by then (or the next request starts it), and only
+    /// the request that met the old one failed.
     pub fn is_fatal_to_connection(&self) -> bool {
         matches!(
             self,
-            Error::TransportClosed { .. } | Error::MessageTooLarge { .. } | Error::SessionExpired
+            Error::TransportClosed { .. } | Error::MessageTooLarge { .. }
         )
     }
 
@@ -385,5 +387,7 @@ mod tests {
             .to_string()
             .ends_with("server stderr (last 1 lines):\n  boom"));
         assert!(e.is_fatal_to_connection());
+        // The client renews an expired session itself: the connection goes on.
+        assert!(!Error::SessionExpired.is_fatal_to_connection());
     }
 }

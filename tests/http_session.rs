@@ -412,7 +412,9 @@ fn a_tool_call_is_not_re_sent_after_a_restart_but_the_next_one_reaches_the_new_s
     assert_eq!(echo(&client, "once").unwrap(), "once");
 
     server.restart();
-    assert_eq!(echo(&client, "twice?").unwrap_err(), Error::SessionExpired);
+    let error = echo(&client, "twice?").unwrap_err();
+    assert_eq!(error, Error::SessionExpired);
+    assert!(!error.is_fatal_to_connection(), "the connection goes on");
     // Sent once (and refused with 404), never again; the session was renewed all the same.
     assert_eq!(server.count("tools/call"), 2);
     assert_eq!(server.count("initialize"), 2);
