@@ -26,13 +26,14 @@ pub(crate) fn member<'a>(text: &'a str, name: &str) -> Scan<'a> {
     if b.get(at) != Some(&b'{') {
         return Scan::Unsure;
     }
+    // Whether the name is written in one place only (no member after it can repeat it).
     let sole = match spelling(b, name) {
         Spelling::Nowhere => return Scan::Absent,
         Spelling::Once(p) => match last_member(text, p, name) {
             Some(value) => return Scan::Found(value),
-            None => Some(p),
+            None => true,
         },
-        Spelling::Unknown => None,
+        Spelling::Unknown => false,
     };
     at = skip_ws(b, at + 1);
     if b.get(at) == Some(&b'}') {
@@ -44,7 +45,6 @@ pub(crate) fn member<'a>(text: &'a str, name: &str) -> Scan<'a> {
         if b.get(at) != Some(&b'"') {
             return Scan::Unsure;
         }
-        let key_at = at;
         let Some(end) = string_end(b, at) else {
             return Scan::Unsure;
         };
@@ -61,11 +61,10 @@ pub(crate) fn member<'a>(text: &'a str, name: &str) -> Scan<'a> {
         let Some(end) = value_end(b, start) else {
             return Scan::Unsure;
         };
-        if sole == Some(key_at) {
-            // The only place the name is written: nothing after it can repeat it.
-            return Scan::Found(&text[start..end]);
-        }
         if key == name.as_bytes() {
+            if sole {
+                return Scan::Found(&text[start..end]);
+            }
             if found.is_some() {
                 return Scan::Unsure;
             }
@@ -252,11 +251,11 @@ mod tests {
         let ends = r#"{"x\"resultType":1}"#;
         assert_eq!(spelling(ends.as_bytes(), "resultType"), Spelling::Unknown);
         assert_eq!(member(ends, "resultType"), Scan::Unsure);
-        // A `\u` escape could spell it anywhere.
         // A name with a character an escape can make (`\/` is `/`) goes to the walk.
         assert_eq!(spelling(br#"{"a/b":1}"#, "a/b"), Spelling::Unknown);
         assert_eq!(member(r#"{"a\/b":1}"#, "a/b"), Scan::Unsure);
         assert_eq!(member(r#"{"a/b":1,"a\/b":2}"#, "a/b"), Scan::Unsure);
+        // A `\u` escape could spell it anywhere.
         let escaped = r#"{"\u0072esultType":"x"}"#;
         assert_eq!(
             spelling(escaped.as_bytes(), "resultType"),
