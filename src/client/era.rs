@@ -4,8 +4,10 @@
 //! The probe's first message is `server/discover` with our preferred stateless version. What
 //! comes back decides:
 //! - a `DiscoverResult`: stateless, at the newest version both sides speak;
-//! - `-32022` with `data.supported`: stateless at another version (discover again with it), or,
-//!   when the only common version is a handshake one, the handshake;
+//! - `-32022` with `data.supported`: stateless at the newest common version (discover again with
+//!   it: once more even when it is the version just refused, as the spec asks a client to retry
+//!   with a version from the intersection; never a third time), or, when the only common version
+//!   is a handshake one, the handshake;
 //! - any other error, or silence within the probe timeout: the handshake, on the same process;
 //! - the process exited or closed its stdout (servers built on rmcp exit on any request before
 //!   `initialize`): the handshake, on a fresh process.
@@ -59,13 +61,22 @@ pub(crate) enum Step {
 pub(crate) struct Probe {
     /// The stateless versions already offered.
     tried: Vec<ProtocolVersion>,
+    /// Whether a version already offered was offered once more (a `-32022` that names the very
+    /// version it refused gets one retry, not a loop).
+    retried: bool,
 }
 
 impl Probe {
     /// A probe and its first step (`server/discover` at our newest stateless version).
     pub(crate) fn start() -> (Probe, Step) {
         let first = ProtocolVersion::latest_stateless();
-        (Probe { tried: vec![first] }, Step::Discover(first))
+        (
+            Probe {
+                tried: vec![first],
+                retried: false,
+            },
+            Step::Discover(first),
+        )
     }
 
     /// The next step after `event`.
@@ -90,6 +101,10 @@ impl Probe {
                 match newest_stateless(&supported) {
                     Some(v) if !self.tried.contains(&v) => {
                         self.tried.push(v);
+                        Step::Discover(v)
+                    }
+                    Some(v) if !self.retried => {
+                        self.retried = true;
                         Step::Discover(v)
                     }
                     _ => self.without_stateless(&supported),
@@ -208,13 +223,15 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_version_naming_a_version_already_tried_is_not_retried_forever() {
-        let (mut probe, _) = Probe::start();
+    fn unsupported_version_naming_the_version_refused_is_retried_once_not_forever() {
+        let (mut probe, first) = Probe::start();
         let data = json!({"supported": ["2026-07-28", "2099-01-01"]});
-        let step = probe.on(ProbeEvent::Refused {
+        let refused = || ProbeEvent::Refused {
             code: -32022,
             data: Some(&data),
-        });
+        };
+        assert_eq!(probe.on(refused()), first, "one retry from the intersection");
+        let step = probe.on(refused());
         let Step::Fail(Error::UnsupportedProtocolVersion { received, .. }) = step else {
             panic!("{step:?}")
         };

@@ -340,6 +340,14 @@ impl Flow {
                 parsed =
                     AuthorizationServerMetadata::parse(&reply.body, &url, &format!("{issuer}/"));
             }
+            if legacy && matches!(parsed, Ok(None)) {
+                if let Some(own) = same_origin_issuer(&reply.body, &issuer) {
+                    log::info!(
+                        "oauth: the metadata at {url} names the issuer {own} on the server's own origin; using it (2025-03-26 fallback)"
+                    );
+                    parsed = AuthorizationServerMetadata::parse(&reply.body, &url, &own);
+                }
+            }
             match parsed {
                 Ok(Some(m)) => return self.on_metadata(m),
                 Ok(None) => {
@@ -379,6 +387,23 @@ impl Flow {
         );
         self.fail(e)
     }
+}
+
+/// On the 2025-03-26 fallback (no protected resource metadata), the issuer a metadata document
+/// at the MCP server's `origin` names, when that issuer is on the same origin (a path such as
+/// `/oauth` after it): the one deliberate exception to RFC 8414 §3.3's identical-issuer rule.
+/// The client started from no issuer identifier on that path, only from the server's origin, and
+/// a document served there naming an issuer there comes from the party the server already is; an
+/// issuer on any other origin is still discarded. The redirect's `iss` (RFC 9207) is then checked
+/// against this issuer as usual.
+fn same_origin_issuer(body: &[u8], origin: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Issuer {
+        issuer: String,
+    }
+    let named = serde_json::from_slice::<Issuer>(body).ok()?.issuer;
+    let url = Url::parse(&named).ok()?;
+    (url.origin() == origin && url.query.is_none() && !named.contains('#')).then_some(named)
 }
 
 #[path = "flow_grants.rs"]

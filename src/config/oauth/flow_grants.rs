@@ -184,13 +184,15 @@ impl Flow {
     pub(super) fn with_client(&mut self) -> Result<(), Error> {
         let m = self.metadata.as_ref().expect("metadata before the client");
         let client = self.client.as_ref().expect("a client");
+        let supported = m.token_endpoint_auth_methods_supported.as_deref();
         let preferred = self
             .inputs
             .config
             .token_endpoint_auth_method
-            .or(client.auth_method);
+            .or(client.auth_method)
+            .or_else(|| registered_as_public(client, supported).then_some(AuthMethod::None));
         let method = AuthMethod::choose(
-            m.token_endpoint_auth_methods_supported.as_deref(),
+            supported,
             client.client_secret.is_some(),
             self.inputs.key.is_some(),
             preferred,
@@ -451,4 +453,19 @@ impl Flow {
         self.step = Step::Done;
         Ok(())
     }
+}
+
+/// Whether a client this flow registered is a public one although its registration response
+/// named no `token_endpoint_auth_method`. We register asking for `none` (a native client keeps
+/// no secret). RFC 7591 lets an authorization server issue a `client_secret` all the same, and a
+/// response that omits the method leaves two readings: the field's default
+/// (`client_secret_basic`, RFC 7591 §2) or what was asked for. The authorization server's
+/// metadata decides: where it lists `none` among its token endpoint methods, the client stays
+/// the public client it asked to be (any secret is kept but not sent); where it does not, the
+/// issued secret is used with a method it lists.
+fn registered_as_public(client: &ClientIdentity, supported: Option<&[String]>) -> bool {
+    client.source == IdentitySource::Registered
+        && client.auth_method.is_none()
+        && (client.client_secret.is_none()
+            || supported.is_some_and(|s| s.iter().any(|m| m == "none")))
 }

@@ -467,3 +467,103 @@ fn debug_output_holds_no_secret() {
         "{login}"
     );
 }
+
+/// Registers (answering `reg`) at an AS listing `methods`, authorizes and returns the token
+/// request.
+fn registered_token_request(methods: serde_json::Value, reg: serde_json::Value) -> TokenRequest {
+    let mut flow = to_authorize(
+        inputs(OAuthConfig::default()),
+        as_metadata(json!({
+            "registration_endpoint": format!("{AS}/register"),
+            "token_endpoint_auth_methods_supported": methods,
+        })),
+    );
+    flow.on_client_lookup(None).unwrap();
+    assert!(matches!(flow.next_action(), Action::Register { .. }));
+    flow.on_registration(ok(reg)).unwrap();
+    let url = authorize_url(&flow);
+    let state = param(&url, "state").unwrap();
+    flow.on_redirect(&format!(
+        "http://127.0.0.1:5000/callback?code=c&state={state}"
+    ))
+    .unwrap();
+    let Action::RequestToken(req) = flow.next_action() else {
+        panic!("expected a token request")
+    };
+    req
+}
+
+#[test]
+fn a_registration_that_issues_a_secret_but_names_no_method_follows_the_as_metadata() {
+    // We asked for `none`; the AS lists `none` and issued a secret anyway, naming no method
+    // (the conformance suite's AS, and real ones): a public client, the secret never sent.
+    let req = registered_token_request(
+        json!(["none"]),
+        json!({"client_id": "dyn", "client_secret": "issued"}),
+    );
+    assert_eq!(req.param("client_id"), Some("dyn"));
+    assert_eq!(req.param("client_secret"), None);
+    assert!(req.basic_auth().is_none());
+    // An AS that lists only secret-based methods: the issued secret is used as it lists.
+    let req = registered_token_request(
+        json!(["client_secret_post"]),
+        json!({"client_id": "dyn", "client_secret": "issued"}),
+    );
+    assert_eq!(req.param("client_secret"), Some("issued"));
+    // An AS without the list (RFC 8414's default, client_secret_basic) that issued a secret.
+    let req = registered_token_request(
+        serde_json::Value::Null,
+        json!({"client_id": "dyn", "client_secret": "issued"}),
+    );
+    assert!(req.basic_auth().is_some());
+    // A method named by the response wins over the metadata.
+    let req = registered_token_request(
+        json!(["none", "client_secret_post"]),
+        json!({"client_id": "dyn", "client_secret": "issued", "token_endpoint_auth_method": "client_secret_post"}),
+    );
+    assert_eq!(req.param("client_secret"), Some("issued"));
+    // No secret issued: public, whatever the list says.
+    let req = registered_token_request(json!(["client_secret_basic"]), json!({"client_id": "dyn"}));
+    assert_eq!(req.param("client_secret"), None);
+    assert!(req.basic_auth().is_none());
+}
+
+#[test]
+fn the_2025_03_26_fallback_takes_a_same_origin_issuer_and_no_other() {
+    let legacy = |issuer: &str| {
+        let mut flow = Flow::new(inputs(OAuthConfig::default())).unwrap();
+        flow.on_resource_metadata(status(404)).unwrap();
+        flow.on_resource_metadata(status(404)).unwrap();
+        let doc = json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{issuer}/authorize"),
+            "token_endpoint": format!("{issuer}/token"),
+            "registration_endpoint": format!("{issuer}/register"),
+            "code_challenge_methods_supported": ["S256"],
+        });
+        flow.on_authorization_server_metadata(ok(doc)).map(|_| flow)
+    };
+    let mut flow = legacy("https://mcp.test/oauth").unwrap();
+    assert!(matches!(flow.next_action(), Action::LookUpClient { .. }));
+    flow.on_client_lookup(None).unwrap();
+    let Action::Register { url, .. } = flow.next_action() else {
+        panic!()
+    };
+    assert_eq!(url, "https://mcp.test/oauth/register");
+    flow.on_registration(ok(json!({"client_id": "dyn"}))).unwrap();
+    let url = authorize_url(&flow);
+    assert!(url.starts_with("https://mcp.test/oauth/authorize?"), "{url}");
+    // RFC 9207: an `iss` on the redirect must be the issuer the document named.
+    let state = param(&url, "state").unwrap();
+    let e = flow
+        .on_redirect(&format!(
+            "http://127.0.0.1:5000/callback?code=c&state={state}&iss=https%3A%2F%2Fevil.test"
+        ))
+        .unwrap_err();
+    assert!(e.to_string().contains("iss"), "{e}");
+    // Another origin (or port) is still refused, as RFC 8414 §3.3 says.
+    for other in ["https://evil.test/oauth", "https://mcp.test:8443/oauth"] {
+        let e = legacy(other).err().expect(other);
+        assert!(e.to_string().contains("names another issuer"), "{other}: {e}");
+    }
+}
