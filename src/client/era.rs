@@ -230,7 +230,11 @@ mod tests {
             code: -32022,
             data: Some(&data),
         };
-        assert_eq!(probe.on(refused()), first, "one retry from the intersection");
+        assert_eq!(
+            probe.on(refused()),
+            first,
+            "one retry from the intersection"
+        );
         let step = probe.on(refused());
         let Step::Fail(Error::UnsupportedProtocolVersion { received, .. }) = step else {
             panic!("{step:?}")

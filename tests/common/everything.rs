@@ -15,33 +15,18 @@ pub fn entry_script() -> Option<PathBuf> {
 }
 
 fn install() -> Option<PathBuf> {
-    if Command::new("node").arg("--version").output().is_err() {
-        eprintln!("\n=== SKIPPED: node is not installed; the server-everything interop tests did not run ===\n");
-        return None;
+    if !super::npm::has_node() {
+        return super::npm::missing(
+            "node is not installed; the server-everything interop tests did not run",
+        );
     }
-    let prefix = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".interop");
-    let script = prefix.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if !script.exists() {
-        let status = Command::new("npm")
-            .args([
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--no-package-lock",
-                "--prefix",
-            ])
-            .arg(&prefix)
-            .arg(format!("@modelcontextprotocol/server-everything@{VERSION}"))
-            .status()
-            .expect("run npm");
-        assert!(status.success(), "npm install of server-everything failed");
-    }
-    assert!(
-        script.exists(),
-        "{} is missing after npm install",
-        script.display()
-    );
-    Some(script)
+    super::npm::install(
+        "",
+        &[&format!(
+            "@modelcontextprotocol/server-everything@{VERSION}"
+        )],
+        "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    )
 }
 
 /// server-everything running over HTTP (`streamableHttp` or `sse`) on a free loopback port.

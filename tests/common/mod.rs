@@ -5,6 +5,7 @@ pub mod everything;
 pub mod fixture;
 pub mod http_request;
 pub mod http_server;
+pub mod npm;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};

@@ -550,9 +550,13 @@ fn the_2025_03_26_fallback_takes_a_same_origin_issuer_and_no_other() {
         panic!()
     };
     assert_eq!(url, "https://mcp.test/oauth/register");
-    flow.on_registration(ok(json!({"client_id": "dyn"}))).unwrap();
+    flow.on_registration(ok(json!({"client_id": "dyn"})))
+        .unwrap();
     let url = authorize_url(&flow);
-    assert!(url.starts_with("https://mcp.test/oauth/authorize?"), "{url}");
+    assert!(
+        url.starts_with("https://mcp.test/oauth/authorize?"),
+        "{url}"
+    );
     // RFC 9207: an `iss` on the redirect must be the issuer the document named.
     let state = param(&url, "state").unwrap();
     let e = flow
@@ -564,6 +568,9 @@ fn the_2025_03_26_fallback_takes_a_same_origin_issuer_and_no_other() {
     // Another origin (or port) is still refused, as RFC 8414 §3.3 says.
     for other in ["https://evil.test/oauth", "https://mcp.test:8443/oauth"] {
         let e = legacy(other).err().expect(other);
-        assert!(e.to_string().contains("names another issuer"), "{other}: {e}");
+        assert!(
+            e.to_string().contains("names another issuer"),
+            "{other}: {e}"
+        );
     }
 }
