@@ -1,7 +1,15 @@
 //! OAuth credentials for servers whose config says `"auth": {"type": "oauth", "credentialId":
 //! ...}`: an [`AuthStorage`] trait and a file-backed default (mode 0600).
+//!
+//! Several processes may share one store (the CLI and a host, two hosts). An authorization
+//! server that rotates refresh tokens treats a second use of one as theft and revokes the whole
+//! grant (OAuth 2.1 §4.3.1), so a refresh holds [`AuthStorage::exclusive`] from reading the
+//! stored refresh token to storing its successor; the file store makes that an advisory lock on
+//! a file beside it (`auth.json.refresh.lock`), and writes under a second one
+//! (`auth.json.lock`), so a read-modify-write in one process never drops another's entry.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -45,6 +53,37 @@ pub trait AuthStorage: Send + Sync {
     fn set(&self, id: &str, credential: Credential) -> Result<(), Error>;
     /// Forgets a credential.
     fn remove(&self, id: &str) -> Result<(), Error>;
+
+    /// Holds off every other holder of this store's exclusive hold (in this process and, for a
+    /// store other processes share, in those) until the returned value is dropped, waiting at
+    /// most `bound` for it. A refresh holds it from reading the stored refresh token to storing
+    /// the next. The default does nothing: a store no other process reads needs nothing more
+    /// than the provider's own serialisation.
+    fn exclusive(&self, bound: Duration) -> Result<StoreHold, Error> {
+        let _ = bound;
+        Ok(StoreHold::none())
+    }
+}
+
+/// An exclusive hold on an [`AuthStorage`], released on drop.
+pub struct StoreHold(#[allow(dead_code)] Option<Box<dyn Send>>);
+
+impl StoreHold {
+    /// A hold that holds nothing (a store no one else shares).
+    pub fn none() -> StoreHold {
+        StoreHold(None)
+    }
+
+    /// A hold released when `guard` is dropped.
+    pub fn new(guard: impl Send + 'static) -> StoreHold {
+        StoreHold(Some(Box::new(guard)))
+    }
+}
+
+impl std::fmt::Debug for StoreHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreHold")
+    }
 }
 
 /// Credentials in a JSON file (`{"credentials": {"<id>": {...}}}`), written atomically with
@@ -53,6 +92,9 @@ pub trait AuthStorage: Send + Sync {
 pub struct FileAuthStorage {
     path: PathBuf,
     lock: Mutex<()>,
+    /// Whether a refresh in this process holds the file's refresh lock (a `flock` taken twice
+    /// by one process on two descriptors would wait for itself).
+    refresh: std::sync::Arc<(Mutex<bool>, parking_lot::Condvar)>,
 }
 
 impl FileAuthStorage {
@@ -61,6 +103,7 @@ impl FileAuthStorage {
         FileAuthStorage {
             path: path.into(),
             lock: Mutex::new(()),
+            refresh: std::sync::Arc::new((Mutex::new(false), parking_lot::Condvar::new())),
         }
     }
 
@@ -89,8 +132,20 @@ impl FileAuthStorage {
         }
     }
 
+    /// A lock file beside the store (`auth.json.<what>.lock`, or `auth.json.lock`).
+    fn lock_path(&self, what: &str) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        if !what.is_empty() {
+            name.push(".");
+            name.push(what);
+        }
+        name.push(".lock");
+        self.path.with_file_name(name)
+    }
+
     fn update(&self, f: impl FnOnce(&mut Map<String, Value>)) -> Result<(), Error> {
         let _guard = self.lock.lock();
+        let _file = file_lock::acquire(&self.lock_path(""), Duration::from_secs(10))?;
         let mut root = self.read()?;
         let Some(obj) = root.as_object_mut() else {
             return Err(Error::Config {
@@ -128,6 +183,105 @@ impl AuthStorage for FileAuthStorage {
         self.update(|m| {
             m.remove(id);
         })
+    }
+
+    fn exclusive(&self, bound: Duration) -> Result<StoreHold, Error> {
+        let deadline = std::time::Instant::now() + bound;
+        {
+            let (held, freed) = &*self.refresh;
+            let mut held = held.lock();
+            while *held {
+                if freed.wait_until(&mut held, deadline).timed_out() && *held {
+                    return Err(held_too_long(&self.path, bound));
+                }
+            }
+            *held = true;
+        }
+        let inner = InProcess(std::sync::Arc::clone(&self.refresh));
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let file = file_lock::acquire(&self.lock_path("refresh"), left)?;
+        Ok(StoreHold::new((file, inner)))
+    }
+}
+
+/// This process's share of a refresh hold: freed on drop.
+struct InProcess(std::sync::Arc<(Mutex<bool>, parking_lot::Condvar)>);
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        let (held, freed) = &*self.0;
+        *held.lock() = false;
+        freed.notify_one();
+    }
+}
+
+fn held_too_long(path: &Path, bound: Duration) -> Error {
+    Error::Config {
+        message: format!(
+            "{}: another process held the token store for more than {} ms",
+            path.display(),
+            bound.as_millis()
+        ),
+    }
+}
+
+/// Advisory locks on a file (`flock`): released when the file is closed, or when the process
+/// holding it dies. Where there is no `flock`, only this process's own lock serialises.
+mod file_lock {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use crate::error::Error;
+
+    /// A held lock; dropping it closes the file and releases the lock.
+    pub(super) struct Held(#[allow(dead_code)] Option<std::fs::File>);
+
+    /// Takes the lock on `path` (created, mode 0600), waiting at most `bound`.
+    #[cfg(unix)]
+    pub(super) fn acquire(path: &Path, bound: Duration) -> Result<Held, Error> {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| Error::Config {
+                message: format!("{}: {e}", path.display()),
+            })?;
+        let deadline = Instant::now() + bound;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            // SAFETY: flock on a descriptor this function owns.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(Held(Some(file)));
+            }
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EWOULDBLOCK)
+                && err.kind() != std::io::ErrorKind::Interrupted
+            {
+                return Err(Error::Config {
+                    message: format!("{}: cannot lock: {err}", path.display()),
+                });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(super::held_too_long(path, bound));
+            }
+            // The holder is another process; nothing here can wake this one, so it looks again
+            // after a pause that grows to 20 ms (a refresh takes one request).
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub(super) fn acquire(_path: &Path, _bound: Duration) -> Result<Held, Error> {
+        Ok(Held(None))
     }
 }
 

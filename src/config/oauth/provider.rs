@@ -389,7 +389,39 @@ impl OAuthProvider {
 
     /// Exchanges the refresh token for new tokens (a rotated refresh token replaces the old
     /// one; one not rotated is kept). A refused refresh forgets the tokens.
+    ///
+    /// Runs under the store's exclusive hold, so processes sharing the store refresh one at a
+    /// time; what the store holds once the hold is had wins over what this process read before
+    /// (another process refreshed meanwhile: its tokens are used, and the refresh token this one
+    /// read, spent by then, is never sent again, which a rotating authorization server would
+    /// take for theft and answer by revoking the grant).
     fn refresh_now(&self, tokens: &Tokens) -> Result<(), Error> {
+        let _hold = self
+            .inner
+            .storage
+            .exclusive(self.inner.options.request_timeout * 2)?;
+        match self.load() {
+            Some(stored)
+                if stored.credential.refresh_token != tokens.credential.refresh_token
+                    || stored.credential.access_token != tokens.credential.access_token =>
+            {
+                log::debug!("oauth: the stored tokens were refreshed elsewhere; using them");
+                let mut s = self.inner.state.lock();
+                s.tokens = Some(stored);
+                s.loaded = true;
+                return Ok(());
+            }
+            Some(_) => {}
+            None => {
+                let mut s = self.inner.state.lock();
+                s.tokens = None;
+                s.loaded = true;
+                return Err(error(
+                    OAuthErrorKind::LoginRequired,
+                    "the stored tokens were removed (a logout, or a refresh refused in another process)",
+                ));
+            }
+        }
         let refresh =
             tokens.credential.refresh_token.clone().ok_or_else(|| {
                 error(OAuthErrorKind::LoginRequired, "no refresh token is stored")
