@@ -47,6 +47,13 @@ pub trait AuthProvider: Send + Sync {
         let _ = (www_authenticate, retries);
         false
     }
+
+    /// Why the provider last declined to re-send (a refresh the authorization server refused,
+    /// a login nobody may run here): the request then fails with this error instead of the
+    /// server's bare `401`/`403`, so a status says what to do.
+    fn refusal(&self) -> Option<crate::error::Error> {
+        None
+    }
 }
 
 /// The most times one request is re-sent after `401` / `403` answers.

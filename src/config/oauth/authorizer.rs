@@ -8,7 +8,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::driver::{Http, OAuthOptions};
+use super::driver::{CookieJar, Http, OAuthOptions};
 use super::url::{checked, resolve, Url};
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
@@ -228,8 +228,9 @@ impl AuthorizationSession for LoopbackSession {
     }
 }
 
-/// Follows the authorization URL itself, with no user: GETs it and each redirect on
-/// (without cookies or forms) until one goes to the redirect URI, whose URL it returns. For
+/// Follows the authorization URL itself, with no user: GETs it and each redirect on (with the
+/// cookies the servers on the way set, no forms) until one goes to the redirect URI, whose URL
+/// it returns. For
 /// tests, CI and servers that approve known clients without asking. The redirect URI is
 /// `http://127.0.0.1:<callbackPort, else 8976>/callback`; nothing listens there.
 #[derive(Debug, Clone, Default)]
@@ -279,9 +280,10 @@ impl AuthorizationSession for HeadlessSession {
         let http = Http::new(&self.options);
         let target = Url::parse(&self.redirect_uri)?;
         let mut url = authorization_url.to_owned();
+        let mut jar = CookieJar::default();
         for _ in 0..MAX_HOPS {
             let current = checked(&url, "the authorization URL")?;
-            let (reply, location) = http.get_until(&url, deadline)?;
+            let (reply, location) = http.get_with_cookies(&url, deadline, &mut jar)?;
             let Some(location) = location.filter(|_| (300..400).contains(&reply.status)) else {
                 return Err(error(
                     OAuthErrorKind::LoginRequired,

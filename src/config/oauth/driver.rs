@@ -116,6 +116,44 @@ impl Http {
         ))
     }
 
+    /// A GET of a headless login: the cookies `jar` holds for the URL's host go with it, and
+    /// those it sets come back into the jar (an authorization server that approves without a
+    /// user may still keep its interaction's state in cookies). Bounded like
+    /// [`get_until`](Http::get_until).
+    pub(crate) fn get_with_cookies(
+        &self,
+        url: &str,
+        deadline: Instant,
+        jar: &mut CookieJar,
+    ) -> Result<(Reply, Option<String>), Error> {
+        let deadline = deadline.min(self.deadline());
+        let host = Url::parse(url)?.origin();
+        let cookie = jar.header(&host);
+        let mut headers = vec![("Accept", "text/html,application/json")];
+        if let Some(c) = &cookie {
+            headers.push(("Cookie", c.as_str()));
+        }
+        log::debug!("oauth: GET {}", redact(url));
+        let response = self
+            .wire()
+            .request("GET", url, &headers, None, deadline)
+            .map_err(|e| self.fail(e, url))?;
+        for set in response.headers_named("set-cookie") {
+            jar.store(&host, set);
+        }
+        log::debug!("oauth: {} answered HTTP {}", redact(url), response.status);
+        let location = response.header("location").map(str::to_owned);
+        let content_type = response.header("content-type").map(str::to_owned);
+        Ok((
+            Reply {
+                status: response.status,
+                content_type,
+                body: response.body,
+            },
+            location,
+        ))
+    }
+
     fn deadline(&self) -> Instant {
         Instant::now() + self.options.request_timeout
     }
@@ -250,4 +288,72 @@ pub(crate) fn run_with(
         OAuthErrorKind::Config,
         "the login took too many steps",
     ))
+}
+
+/// The cookies of one headless login, by origin (`scheme://host:port`): a name and a value
+/// each, sent back to the origin that set them. Paths, expiry and the other attributes are not
+/// kept: the jar lives for one login. `Debug` shows no value.
+#[derive(Default)]
+pub(crate) struct CookieJar {
+    cookies: Vec<(String, String, String)>,
+}
+
+impl std::fmt::Debug for CookieJar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CookieJar")
+            .field("cookies", &self.cookies.len())
+            .finish()
+    }
+}
+
+impl CookieJar {
+    /// Keeps (or replaces, or with an empty value or `Max-Age=0` drops) the cookie of a
+    /// `Set-Cookie` value from `origin`.
+    pub(crate) fn store(&mut self, origin: &str, set_cookie: &str) {
+        let mut parts = set_cookie.split(';');
+        let Some((name, value)) = parts.next().and_then(|p| p.split_once('=')) else {
+            return;
+        };
+        let (name, value) = (name.trim(), value.trim());
+        if name.is_empty() {
+            return;
+        }
+        let expired = parts.any(|a| a.trim().eq_ignore_ascii_case("max-age=0"));
+        self.cookies
+            .retain(|(o, n, _)| !(o == origin && n == name));
+        if !value.is_empty() && !expired {
+            self.cookies
+                .push((origin.to_owned(), name.to_owned(), value.to_owned()));
+        }
+    }
+
+    /// The `Cookie` header for `origin`, if it set any.
+    pub(crate) fn header(&self, origin: &str) -> Option<String> {
+        let pairs: Vec<String> = self
+            .cookies
+            .iter()
+            .filter(|(o, _, _)| o == origin)
+            .map(|(_, n, v)| format!("{n}={v}"))
+            .collect();
+        (!pairs.is_empty()).then(|| pairs.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod cookie_tests {
+    use super::CookieJar;
+
+    #[test]
+    fn a_jar_sends_each_origin_its_own_cookies() {
+        let mut jar = CookieJar::default();
+        jar.store("http://a:1", "_interaction=abc; path=/interaction/x; httponly");
+        jar.store("http://a:1", "_session=s1; path=/");
+        jar.store("http://b:1", "other=1");
+        assert_eq!(jar.header("http://a:1").unwrap(), "_interaction=abc; _session=s1");
+        jar.store("http://a:1", "_interaction=; max-age=0");
+        jar.store("http://a:1", "_session=s2");
+        assert_eq!(jar.header("http://a:1").unwrap(), "_session=s2");
+        assert_eq!(jar.header("http://c:1"), None);
+        assert!(!format!("{jar:?}").contains("s2"));
+    }
 }

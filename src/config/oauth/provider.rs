@@ -108,6 +108,10 @@ struct State {
     busy: bool,
     /// Bumped by every refresh or login that ended.
     generation: u64,
+    /// Why the last `401`/`403` was not worth a re-send (see [`AuthProvider::refusal`]).
+    refusal: Option<Error>,
+    /// Why the last refresh failed, told with a login that then could not run.
+    refresh_failure: Option<String>,
 }
 
 /// OAuth for one HTTP server. Cheap to clone (shared state).
@@ -179,6 +183,8 @@ impl OAuthProvider {
                     loaded: false,
                     busy: false,
                     generation: 0,
+                    refusal: None,
+                    refresh_failure: None,
                 }),
                 changed: Condvar::new(),
             }),
@@ -537,7 +543,13 @@ impl OAuthProvider {
                 match self.claim() {
                     Some(_guard) => match self.refresh_now(&t) {
                         Ok(()) => return Ok(()),
-                        Err(e) => log::debug!("oauth: refresh failed ({e}); logging in again"),
+                        Err(e) => {
+                            log::debug!("oauth: refresh failed ({e}); logging in again");
+                            self.inner.state.lock().refresh_failure = Some(match e {
+                                Error::OAuth { message, .. } => message,
+                                e => e.to_string(),
+                            });
+                        }
                     },
                     None => return Ok(()),
                 }
@@ -590,6 +602,32 @@ impl OAuthProvider {
     }
 }
 
+impl OAuthProvider {
+    /// Whether a `401`/`403` is worth a re-send, remembering why not (with the refresh failure
+    /// that led to a login that could not run, if that is how it went).
+    fn settle(&self, outcome: Result<(), Error>) -> bool {
+        let mut s = self.inner.state.lock();
+        let refresh_failure = s.refresh_failure.take();
+        match outcome {
+            Ok(()) => {
+                s.refusal = None;
+                true
+            }
+            Err(e) => {
+                log::info!("oauth: {e}");
+                s.refusal = Some(match (e, refresh_failure) {
+                    (Error::OAuth { kind, message }, Some(why)) => Error::OAuth {
+                        kind,
+                        message: format!("{message}; the stored tokens could not be refreshed: {why}"),
+                    },
+                    (e, _) => e,
+                });
+                false
+            }
+        }
+    }
+}
+
 fn expires_at(tokens: &TokenResponse) -> Option<u64> {
     tokens
         .expires_in
@@ -625,13 +663,12 @@ impl crate::transport::AuthProvider for OAuthProvider {
             logins: retries.saturating_sub(1),
             step_ups: 0,
         };
-        match OAuthProvider::on_unauthorized(self, &mut operation, www_authenticate) {
-            Ok(()) => true,
-            Err(e) => {
-                log::info!("oauth: {e}");
-                false
-            }
-        }
+        let outcome = OAuthProvider::on_unauthorized(self, &mut operation, www_authenticate);
+        self.settle(outcome)
+    }
+
+    fn refusal(&self) -> Option<Error> {
+        self.inner.state.lock().refusal.clone()
     }
 
     /// The transport's view of [`OAuthProvider::on_insufficient_scope`].
@@ -641,12 +678,7 @@ impl crate::transport::AuthProvider for OAuthProvider {
             logins: 0,
             step_ups: retries,
         };
-        match self.on_insufficient_scope(&mut operation, www_authenticate) {
-            Ok(()) => true,
-            Err(e) => {
-                log::info!("oauth: {e}");
-                false
-            }
-        }
+        let outcome = self.on_insufficient_scope(&mut operation, www_authenticate);
+        self.settle(outcome)
     }
 }

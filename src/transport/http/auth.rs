@@ -26,23 +26,32 @@ impl Shared {
             let Some(auth) = self.target_auth.as_ref() else {
                 return outcome;
             };
-            let again = match &outcome {
-                _ if retries >= web::MAX_AUTH_RETRIES => false,
-                _ if deadline.is_some_and(|d| Instant::now() >= d) => false,
+            let asked = retries < web::MAX_AUTH_RETRIES
+                && !deadline.is_some_and(|d| Instant::now() >= d);
+            let (again, consulted) = match &outcome {
+                _ if !asked => (false, false),
                 Err(Error::Http {
                     status: 401,
                     www_authenticate,
                     ..
-                }) => auth.on_unauthorized(www_authenticate.as_deref(), retries),
+                }) => (
+                    auth.on_unauthorized(www_authenticate.as_deref(), retries),
+                    true,
+                ),
                 Err(Error::Http {
                     status: 403,
                     www_authenticate: Some(challenge),
                     ..
-                }) => auth.on_forbidden(challenge, retries),
-                _ => false,
+                }) => (auth.on_forbidden(challenge, retries), true),
+                _ => (false, false),
             };
             if !again {
-                return outcome;
+                // The provider declined: its reason (a refused refresh, a login that cannot
+                // run here) says more than the server's bare 401/403.
+                return match (outcome, consulted) {
+                    (Err(e), true) => Err(auth.refusal().unwrap_or(e)),
+                    (outcome, _) => outcome,
+                };
             }
             retries += 1;
             log::debug!(
