@@ -41,11 +41,14 @@ commands:
                          current config in ~/.mcp-runtime/trusted.json; a changed config
                          asks again)
   untrust NAME           forget a project server's approval
-  login NAME [--headless]
-                         log in to a remote server (OAuth): opens the browser at its
-                         authorization page and receives the answer on 127.0.0.1; --headless
-                         follows the authorization URL itself (servers that approve without a
-                         user, CI). Tokens are kept in ~/.mcp-runtime/auth.json (0600)
+  login NAME [--headless | --no-browser]
+                         log in to a remote server (OAuth): opens the browser ($BROWSER, else
+                         the system's) at its authorization page and receives the answer on
+                         127.0.0.1; --no-browser prints the URL instead and also takes the
+                         address the browser ends on, pasted on stdin (a browser on another
+                         machine, over SSH); --headless follows the authorization URL itself
+                         (servers that approve without a user, CI). Tokens are kept in
+                         ~/.mcp-runtime/auth.json (0600)
   logout NAME            forget a server's OAuth tokens
   auth status            what is stored for every server that uses OAuth
   probe [--header K:V]... [--oauth JSON] [--call-all] TARGET
@@ -127,7 +130,7 @@ pub enum Command {
     Untrust(String),
     Login {
         name: String,
-        headless: bool,
+        how: crate::auth::LoginHow,
     },
     Logout(String),
     AuthStatus,
@@ -253,13 +256,18 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         Some("login") => {
             let name = words.next().ok_or("login needs a NAME")?;
             let rest: Vec<String> = words.by_ref().collect();
-            if let Some(other) = rest.iter().find(|w| *w != "--headless") {
-                return Err(format!("login takes NAME [--headless], not {other:?}"));
-            }
-            Command::Login {
-                name,
-                headless: !rest.is_empty(),
-            }
+            let how = match rest.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                [] => crate::auth::LoginHow::Browser,
+                ["--headless"] => crate::auth::LoginHow::Headless,
+                ["--no-browser"] => crate::auth::LoginHow::Pasted,
+                _ => {
+                    return Err(format!(
+                        "login takes NAME [--headless | --no-browser], not {:?}",
+                        rest.join(" ")
+                    ))
+                }
+            };
+            Command::Login { name, how }
         }
         Some("logout") => Command::Logout(words.next().ok_or("logout needs a NAME")?),
         Some("auth") => match words.next().as_deref() {

@@ -1,8 +1,10 @@
-//! `mcp login NAME [--headless]`, `mcp logout NAME`, `mcp auth status`: OAuth for remote
-//! servers. `login` opens the system browser at the server's authorization page and receives
-//! the answer on a loopback listener (`--headless` follows the authorization URL itself, for
-//! servers that approve without a user, and CI); tokens go to `~/.mcp-runtime/auth.json`
-//! (0600). `status` shows a server waiting for one as `needs login`.
+//! `mcp login NAME [--headless | --no-browser]`, `mcp logout NAME`, `mcp auth status`: OAuth
+//! for remote servers. `login` opens the browser (`$BROWSER`, else the system's) at the
+//! server's authorization page and receives the answer on a loopback listener; `--no-browser`
+//! prints the URL and also takes the address the browser ends on pasted on stdin (a browser on
+//! another machine); `--headless` follows the authorization URL itself, for servers that
+//! approve without a user, and CI. Tokens go to `~/.mcp-runtime/auth.json` (0600). `status`
+//! shows a server waiting for one as `needs login`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,19 +18,33 @@ use serde_json::json;
 
 use crate::args::Args;
 
+/// How `login` has the user authorize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginHow {
+    /// Opens the browser; the answer comes back on 127.0.0.1.
+    Browser,
+    /// Prints the URL; the answer comes back on 127.0.0.1 or pasted on stdin.
+    Pasted,
+    /// Follows the URL itself (servers that approve without a user).
+    Headless,
+}
+
 /// `login NAME`: connects the server (which then needs a login), logs in, reconnects it.
-pub fn login(args: &Args, project: &Path, name: &str, headless: bool) -> Result<u8, String> {
+pub fn login(args: &Args, project: &Path, name: &str, how: LoginHow) -> Result<u8, String> {
     let mut args = args.clone();
     args.servers = vec![name.to_owned()];
     let session = crate::servers::start(&args, project)?;
-    let authorizer: Arc<dyn Authorizer> = if headless {
-        Arc::new(HeadlessAuthorizer::new(OAuthOptions::default()))
-    } else {
-        Arc::new(BrowserAuthorizer::new())
+    let authorizer: Arc<dyn Authorizer> = match how {
+        LoginHow::Headless => Arc::new(HeadlessAuthorizer::new(OAuthOptions::default())),
+        LoginHow::Browser => {
+            let name = name.to_owned();
+            Arc::new(BrowserAuthorizer::with_opener(move |url| {
+                eprintln!("opening your browser to log in to {name}...");
+                BrowserAuthorizer::new().open(url)
+            }))
+        }
+        LoginHow::Pasted => Arc::new(pasted_authorizer(name)),
     };
-    if !headless {
-        eprintln!("opening your browser to log in to {name}...");
-    }
     let outcome = session.manager.login(name, authorizer);
     let code = match outcome {
         Ok(()) => {
@@ -48,6 +64,30 @@ pub fn login(args: &Args, project: &Path, name: &str, headless: bool) -> Result<
     };
     session.manager.disconnect_all();
     Ok(code)
+}
+
+/// Prints the authorization URL and reads pasted lines from stdin (on a thread of its own
+/// that ends with the process: a read of stdin cannot be interrupted).
+fn pasted_authorizer(name: &str) -> BrowserAuthorizer {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let name = name.to_owned();
+    let reader = std::sync::Once::new();
+    BrowserAuthorizer::with_opener(move |url| {
+        eprintln!("To log in to {name}, open this URL in a browser (on any machine):\n\n  {url}\n");
+        eprintln!("If that browser is not on this machine, it ends on a page that does not load (an address on 127.0.0.1): paste that address here and press Enter.");
+        let tx = tx.clone();
+        reader.call_once(move || {
+            std::thread::spawn(move || {
+                for line in std::io::stdin().lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        });
+        Ok(())
+    })
+    .with_pasted_redirects(rx)
 }
 
 /// `logout NAME`: forgets the server's tokens.

@@ -139,7 +139,7 @@ fn run(args: &Args) -> Result<u8, String> {
             ))
         }
         Command::Repl => repl::run(args, &project),
-        Command::Login { name, headless } => auth::login(args, &project, name, *headless),
+        Command::Login { name, how } => auth::login(args, &project, name, *how),
         Command::Logout(name) => auth::logout(args, &project, name),
         Command::AuthStatus => auth::status(args, &project),
         Command::Tools => {

@@ -103,7 +103,15 @@ pub fn output_within(mut cmd: Command, bound: std::time::Duration) -> Option<std
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let child = cmd.spawn().expect("spawn");
+    output_within_child(cmd.spawn().expect("spawn"), bound)
+}
+
+/// [`output_within`] for a child already started (in a process group of its own, with its
+/// output piped).
+pub fn output_within_child(
+    child: std::process::Child,
+    bound: std::time::Duration,
+) -> Option<std::process::Output> {
     let pid = child.id() as i32;
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
@@ -112,7 +120,7 @@ pub fn output_within(mut cmd: Command, bound: std::time::Duration) -> Option<std
     match rx.recv_timeout(bound) {
         Ok(out) => Some(out.expect("wait")),
         Err(_) => {
-            // SAFETY: a signal to the process group this function started.
+            // SAFETY: a signal to the process group the caller started.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
             None

@@ -50,6 +50,14 @@ const provider = new Provider(issuer, {
     token_endpoint_auth_method: "none",
   },
   pkce: { required: () => true },
+  ttl: {
+    AccessToken: 3600,
+    AuthorizationCode: 60,
+    Grant: 3600,
+    Interaction: 600,
+    RefreshToken: 86400,
+    Session: 3600,
+  },
   cookies: { keys: ["a test server's key"] },
 });
 

@@ -43,6 +43,7 @@ pub type Opener = dyn Fn(&str) -> Result<(), Error> + Send + Sync;
 #[derive(Clone)]
 pub struct BrowserAuthorizer {
     opener: Arc<Opener>,
+    pasted: Option<crossbeam_channel::Receiver<String>>,
 }
 
 impl std::fmt::Debug for BrowserAuthorizer {
@@ -57,15 +58,14 @@ impl Default for BrowserAuthorizer {
     }
 }
 
-/// Opens `url` in the system browser.
+/// Opens `url` in the system browser: the command in `$BROWSER` where it is set (the
+/// convention `xdg-open` and Python's `webbrowser` share: the first of a `:`-separated list, its
+/// words split on white space, `%s` replaced by the URL or the URL added as the last argument),
+/// else `open` on macOS and `xdg-open` elsewhere. Never through a shell.
 fn open_system_browser(url: &str) -> Result<(), Error> {
-    let program = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    let mut child = std::process::Command::new(program)
-        .arg(url)
+    let (program, args) = browser_command(std::env::var("BROWSER").ok().as_deref(), url);
+    let mut child = std::process::Command::new(&program)
+        .args(&args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -76,11 +76,35 @@ fn open_system_browser(url: &str) -> Result<(), Error> {
                 format!("cannot open the system browser ({program}: {e})"),
             )
         })?;
-    // The launcher exits at once; reap it without making the login wait.
+    // The launcher exits at once (or, for a `$BROWSER` that is the browser itself, when the
+    // login is done); reap it without making the login wait.
     std::thread::spawn(move || {
         let _ = child.wait();
     });
     Ok(())
+}
+
+/// The program and arguments that open `url`, per `$BROWSER` (see [`open_system_browser`]).
+fn browser_command(browser: Option<&str>, url: &str) -> (String, Vec<String>) {
+    let chosen = browser
+        .and_then(|b| b.split(':').map(str::trim).find(|c| !c.is_empty()))
+        .map(|c| c.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|words| !words.is_empty());
+    match chosen {
+        Some(mut words) => {
+            let program = words.remove(0);
+            if words.iter().any(|w| w.contains("%s")) {
+                for w in &mut words {
+                    *w = w.replace("%s", url);
+                }
+            } else {
+                words.push(url.to_owned());
+            }
+            (program, words)
+        }
+        None if cfg!(target_os = "macos") => ("open".to_owned(), vec![url.to_owned()]),
+        None => ("xdg-open".to_owned(), vec![url.to_owned()]),
+    }
 }
 
 impl BrowserAuthorizer {
@@ -88,7 +112,14 @@ impl BrowserAuthorizer {
     pub fn new() -> BrowserAuthorizer {
         BrowserAuthorizer {
             opener: Arc::new(open_system_browser),
+            pasted: None,
         }
+    }
+
+    /// Opens `url` the way [`BrowserAuthorizer::new`] does (`$BROWSER`, else the system's
+    /// browser): for an opener of a host's own that also shows something.
+    pub fn open(&self, url: &str) -> Result<(), Error> {
+        open_system_browser(url)
     }
 
     /// Another way to open the URL (a host's own, or a test playing the browser).
@@ -97,7 +128,22 @@ impl BrowserAuthorizer {
     ) -> BrowserAuthorizer {
         BrowserAuthorizer {
             opener: Arc::new(opener),
+            pasted: None,
         }
+    }
+
+    /// Also takes the redirect as a URL the user pastes (sent on `pasted`), for a browser on
+    /// another machine than the loopback listener (a session over SSH): the browser ends on an
+    /// error page at `http://127.0.0.1:<port>/callback?code=...`, whose address the user copies
+    /// back. Whichever comes first, the listener's request or a pasted URL of the redirect URI,
+    /// completes the login; a pasted text that is not one is ignored (the state check of the
+    /// flow guards the rest).
+    pub fn with_pasted_redirects(
+        mut self,
+        pasted: crossbeam_channel::Receiver<String>,
+    ) -> BrowserAuthorizer {
+        self.pasted = Some(pasted);
+        self
     }
 }
 
@@ -121,6 +167,7 @@ impl Authorizer for BrowserAuthorizer {
             listener,
             redirect_uri: format!("http://127.0.0.1:{port}/callback"),
             opener: Arc::clone(&self.opener),
+            pasted: self.pasted.clone(),
         }))
     }
 }
@@ -129,19 +176,35 @@ struct LoopbackSession {
     listener: TcpListener,
     redirect_uri: String,
     opener: Arc<Opener>,
+    pasted: Option<crossbeam_channel::Receiver<String>>,
 }
 
 const PAGE_DONE: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>Signed in</title></head><body style=\"font-family:sans-serif;margin:3em\"><h1>You can close this tab</h1><p>The authorization went back to the application.</p></body></html>";
 
-/// Waits until `listener` has a connection, or `deadline`.
-fn accept_until(listener: &TcpListener, deadline: Instant) -> Option<TcpStream> {
+/// What ended a wait for the redirect.
+enum Arrival {
+    /// A connection to the listener.
+    Connection(TcpStream),
+    /// A URL the user pasted.
+    Pasted(String),
+}
+
+/// Waits until `listener` has a connection or `pasted` a URL, or `deadline`.
+fn accept_until(
+    listener: &TcpListener,
+    pasted: Option<&crossbeam_channel::Receiver<String>>,
+    deadline: Instant,
+) -> Option<Arrival> {
     use std::os::fd::AsRawFd;
     loop {
         match listener.accept() {
-            Ok((stream, _)) => return Some(stream),
+            Ok((stream, _)) => return Some(Arrival::Connection(stream)),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => {}
+        }
+        if let Some(url) = pasted.and_then(|p| p.try_recv().ok()) {
+            return Some(Arrival::Pasted(url));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -152,10 +215,19 @@ fn accept_until(listener: &TcpListener, deadline: Instant) -> Option<TcpStream> 
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = left.as_millis().clamp(1, 1000) as libc::c_int;
+        // A pasted URL is looked for between polls: a tenth of a second is quick for a person.
+        let cap = if pasted.is_some() { 100 } else { 1000 };
+        let ms = left.as_millis().clamp(1, cap) as libc::c_int;
         // SAFETY: one valid pollfd for the listener we own, for at most a second.
         unsafe { libc::poll(&mut pfd, 1, ms) };
     }
+}
+
+/// Whether `query` answers an authorization (carries a code, an error or a state).
+fn answers(query: &str) -> bool {
+    ["code=", "error=", "state="]
+        .iter()
+        .any(|k| query.split('&').any(|p| p.starts_with(k)))
 }
 
 /// The request target of one HTTP request on `stream` (read with a bound).
@@ -205,20 +277,36 @@ impl AuthorizationSession for LoopbackSession {
         checked(authorization_url, "the authorization URL")?;
         (self.opener)(authorization_url)?;
         loop {
-            let Some(mut stream) = accept_until(&self.listener, deadline) else {
-                return Err(error(
-                    OAuthErrorKind::LoginRequired,
-                    "the login was not completed in the browser in time",
-                ));
+            let arrival = accept_until(&self.listener, self.pasted.as_ref(), deadline);
+            let mut stream = match arrival {
+                Some(Arrival::Connection(stream)) => stream,
+                Some(Arrival::Pasted(url)) => {
+                    let url = url.trim();
+                    match url.strip_prefix(self.redirect_uri.as_str()) {
+                        Some(rest) if rest.starts_with('?') && answers(&rest[1..]) => {
+                            return Ok(url.to_owned());
+                        }
+                        _ => {
+                            log::warn!(
+                                "oauth: the pasted text is not the redirect to {} (ignored)",
+                                self.redirect_uri
+                            );
+                            continue;
+                        }
+                    }
+                }
+                None => {
+                    return Err(error(
+                        OAuthErrorKind::LoginRequired,
+                        "the login was not completed in the browser in time",
+                    ))
+                }
             };
             let Some(target) = request_target(&mut stream, deadline) else {
                 continue;
             };
             let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-            let answers = ["code=", "error=", "state="]
-                .iter()
-                .any(|k| query.split('&').any(|p| p.starts_with(k)));
-            if path != "/callback" || !answers {
+            if path != "/callback" || !answers(query) {
                 respond(&mut stream, "404 Not Found", "not found");
                 continue;
             }
@@ -320,5 +408,58 @@ impl Authorizer for NoLoginAuthorizer {
             OAuthErrorKind::LoginRequired,
             "this server needs a login (run the login for it, then retry)",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_browser_command_follows_the_browser_variable() {
+        let url = "https://as.test/authorize?a=1&b=2";
+        let (p, a) = browser_command(Some("firefox --new-window:chromium"), url);
+        assert_eq!(
+            (p.as_str(), a),
+            ("firefox", vec!["--new-window".to_owned(), url.to_owned()])
+        );
+        let (p, a) = browser_command(Some("w3m -o x=%s -dump"), url);
+        assert_eq!(p, "w3m");
+        assert_eq!(
+            a,
+            vec!["-o".to_owned(), format!("x={url}"), "-dump".to_owned()]
+        );
+        for unset in [None, Some(""), Some(" : ")] {
+            let (p, a) = browser_command(unset, url);
+            assert!(p == "xdg-open" || p == "open", "{p}");
+            assert_eq!(a, vec![url.to_owned()]);
+        }
+    }
+
+    #[test]
+    fn a_pasted_redirect_completes_the_login_and_anything_else_is_ignored() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let shown = Arc::new(parking_lot::Mutex::new(String::new()));
+        let seen = Arc::clone(&shown);
+        let authorizer = BrowserAuthorizer::with_opener(move |url| {
+            *seen.lock() = url.to_owned();
+            Ok(())
+        })
+        .with_pasted_redirects(rx);
+        let session = authorizer.begin(None).unwrap();
+        let redirect = session.redirect_uri();
+        tx.send("not a URL at all".into()).unwrap();
+        tx.send("https://elsewhere.test/callback?code=x".into())
+            .unwrap();
+        tx.send(format!("  {redirect}?code=c0de&state=s  \n"))
+            .unwrap();
+        let got = session
+            .authorize(
+                "https://as.test/authorize?x=1",
+                Instant::now() + Duration::from_secs(10),
+            )
+            .unwrap();
+        assert_eq!(got, format!("{redirect}?code=c0de&state=s"));
+        assert_eq!(*shown.lock(), "https://as.test/authorize?x=1");
     }
 }

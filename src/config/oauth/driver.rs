@@ -319,8 +319,7 @@ impl CookieJar {
             return;
         }
         let expired = parts.any(|a| a.trim().eq_ignore_ascii_case("max-age=0"));
-        self.cookies
-            .retain(|(o, n, _)| !(o == origin && n == name));
+        self.cookies.retain(|(o, n, _)| !(o == origin && n == name));
         if !value.is_empty() && !expired {
             self.cookies
                 .push((origin.to_owned(), name.to_owned(), value.to_owned()));
@@ -346,10 +345,16 @@ mod cookie_tests {
     #[test]
     fn a_jar_sends_each_origin_its_own_cookies() {
         let mut jar = CookieJar::default();
-        jar.store("http://a:1", "_interaction=abc; path=/interaction/x; httponly");
+        jar.store(
+            "http://a:1",
+            "_interaction=abc; path=/interaction/x; httponly",
+        );
         jar.store("http://a:1", "_session=s1; path=/");
         jar.store("http://b:1", "other=1");
-        assert_eq!(jar.header("http://a:1").unwrap(), "_interaction=abc; _session=s1");
+        assert_eq!(
+            jar.header("http://a:1").unwrap(),
+            "_interaction=abc; _session=s1"
+        );
         jar.store("http://a:1", "_interaction=; max-age=0");
         jar.store("http://a:1", "_session=s2");
         assert_eq!(jar.header("http://a:1").unwrap(), "_session=s2");

@@ -143,11 +143,11 @@ impl Flow {
                 "dynamic client registration needs a redirect URI",
             ));
         };
-        let body = registration_request(
-            &self.inputs.client_name,
-            &redirect,
-            self.scope_param().as_deref(),
-        );
+        // No `scope` in the registration: an authorization server that keeps a registered
+        // client to the scopes it registered with (RFC 7591 §2; oidc-provider does) would refuse
+        // the step-up to a scope the server asks for later, and the scopes of each request are
+        // chosen per authorization anyway.
+        let body = registration_request(&self.inputs.client_name, &redirect, None);
         self.step = Step::Register { url, body };
         Ok(())
     }

@@ -567,7 +567,7 @@ fn the_2025_03_26_fallback_takes_a_same_origin_issuer_and_no_other() {
     assert!(e.to_string().contains("iss"), "{e}");
     // Another origin (or port) is still refused, as RFC 8414 §3.3 says.
     for other in ["https://evil.test/oauth", "https://mcp.test:8443/oauth"] {
-        let e = legacy(other).err().expect(other);
+        let e = legacy(other).expect_err(other);
         assert!(
             e.to_string().contains("names another issuer"),
             "{other}: {e}"

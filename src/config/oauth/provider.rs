@@ -472,10 +472,18 @@ impl OAuthProvider {
                 ) && (400..500).contains(&reply.status)
                 {
                     log::debug!("oauth: the refresh was refused; the tokens are forgotten");
-                    let _ = self
-                        .inner
-                        .storage
-                        .remove(&credential_id(&tokens.issuer, &tokens.resource));
+                    let storage = &self.inner.storage;
+                    let _ = storage.remove(&credential_id(&tokens.issuer, &tokens.resource));
+                    // Why, for whoever finds the server needing a login (another process too).
+                    let index_id = resource_index_id(&self.inner.server_resource);
+                    if let Some(mut index) = storage.get(&index_id) {
+                        let why = match &e {
+                            Error::OAuth { message, .. } => message.clone(),
+                            e => e.to_string(),
+                        };
+                        index.extra.insert("refused".into(), json!(why));
+                        let _ = storage.set(&index_id, index);
+                    }
                     let mut s = self.inner.state.lock();
                     s.tokens = None;
                 }
@@ -606,8 +614,16 @@ impl OAuthProvider {
     /// Whether a `401`/`403` is worth a re-send, remembering why not (with the refresh failure
     /// that led to a login that could not run, if that is how it went).
     fn settle(&self, outcome: Result<(), Error>) -> bool {
+        let refused = || {
+            let index = self
+                .inner
+                .storage
+                .get(&resource_index_id(&self.inner.server_resource))?;
+            index.extra.get("refused")?.as_str().map(str::to_owned)
+        };
+        let refused = if outcome.is_err() { refused() } else { None };
         let mut s = self.inner.state.lock();
-        let refresh_failure = s.refresh_failure.take();
+        let refresh_failure = s.refresh_failure.take().or(refused);
         match outcome {
             Ok(()) => {
                 s.refusal = None;
@@ -618,7 +634,9 @@ impl OAuthProvider {
                 s.refusal = Some(match (e, refresh_failure) {
                     (Error::OAuth { kind, message }, Some(why)) => Error::OAuth {
                         kind,
-                        message: format!("{message}; the stored tokens could not be refreshed: {why}"),
+                        message: format!(
+                            "{message}; the stored tokens could not be refreshed: {why}"
+                        ),
                     },
                     (e, _) => e,
                 });

@@ -26,8 +26,8 @@ impl Shared {
             let Some(auth) = self.target_auth.as_ref() else {
                 return outcome;
             };
-            let asked = retries < web::MAX_AUTH_RETRIES
-                && !deadline.is_some_and(|d| Instant::now() >= d);
+            let asked =
+                retries < web::MAX_AUTH_RETRIES && deadline.is_none_or(|d| Instant::now() < d);
             let (again, consulted) = match &outcome {
                 _ if !asked => (false, false),
                 Err(Error::Http {
