@@ -127,6 +127,12 @@ fn check(version: &str, scenario: &str, spec: Option<&str>, expected: Option<&st
         return;
     };
     let at = spec.map(|s| format!(" at {s}")).unwrap_or_default();
+    // For `tests/conformance/table.sh` (the README's table), shown with `--nocapture`.
+    println!(
+        "CONFORMANCE\t{version}\t{}\t{scenario}\t{}",
+        spec.unwrap_or("default"),
+        if outcome.passed() { "passed" } else { "failed" }
+    );
     match (outcome.passed(), expected) {
         (true, None) => {}
         (false, Some(why)) => {
