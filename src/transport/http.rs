@@ -67,6 +67,7 @@ mod ending;
 mod get_stream;
 mod session;
 mod stateless;
+mod strays;
 use ending::{cancelled_id, has_progress_token};
 pub use get_stream::MAX_DEAD_LISTENS;
 
@@ -97,9 +98,13 @@ struct Shared {
     tool_headers: RwLock<stateless::ToolHeaders>,
     /// Whether the GET stream's listener runs (see `get_stream`).
     listening: Mutex<get_stream::Listening>,
+    /// Told when the listener's first GET was answered (or failed): `on_ready` waits for it.
+    listen_opened: Mutex<Option<crossbeam_channel::Sender<()>>>,
     pool: WorkerPool,
     /// The abort switches of the requests running on workers, by id.
     exchanges: Mutex<std::collections::HashMap<i64, Arc<Abort>>>,
+    /// Requests in flight, and their answers that came on another stream.
+    strays: strays::Strays,
     closed: AtomicBool,
     stop: CancelToken,
 }
@@ -142,6 +147,8 @@ impl HttpTransport {
                 listening: Mutex::new(get_stream::Listening::default()),
                 pool: WorkerPool::new(name),
                 exchanges: Mutex::new(std::collections::HashMap::new()),
+                strays: strays::Strays::default(),
+                listen_opened: Mutex::new(None),
                 closed: AtomicBool::new(false),
                 stop: CancelToken::new(),
             }),
@@ -309,24 +316,41 @@ impl Transport for HttpTransport {
     }
 
     /// Opens the GET stream: after the first handshake, and again after each re-initialization
-    /// (a listener still running carries on with the new session instead).
+    /// (a listener still running carries on with the new session instead). Returns once the
+    /// server answered the GET (or [`LISTEN_OPEN_WAIT`] passed, or the transport closed), so
+    /// that the stream is there before the requests whose messages it may carry, and a server
+    /// never takes it for the resumption of a request sent after it.
     fn on_ready(&self) {
         if !self.shared.listening.lock().start() {
             return;
         }
+        let (opened, answered) = crossbeam_channel::bounded(1);
+        *self.shared.listen_opened.lock() = Some(opened);
         let shared = Arc::clone(&self.shared);
         let spawned = std::thread::Builder::new()
             .name(format!("mcp-{}-listen", self.shared.name))
             .spawn(move || shared.listen());
         if let Err(e) = spawned {
             self.shared.listening.lock().stopped();
+            self.shared.listen_opened.lock().take();
             log::warn!(
                 "[{}] cannot start the GET stream listener: {e}",
                 self.shared.name
             );
+            return;
+        }
+        crossbeam_channel::select! {
+            recv(answered) -> _ => {}
+            recv(self.shared.stop.receiver()) -> _ => {}
+            default(LISTEN_OPEN_WAIT) => {
+                log::debug!("[{}] the GET stream is not answered yet; going on", self.shared.name);
+            }
         }
     }
 }
+
+/// How long the end of a handshake waits for the server to answer the GET stream's request.
+pub const LISTEN_OPEN_WAIT: Duration = Duration::from_millis(500);
 
 /// How close to its deadline a failed exchange counts as timed out (see `execute`).
 const DEADLINE_SLACK: Duration = Duration::from_millis(50);
@@ -397,9 +421,27 @@ impl Shared {
         deadline: Option<Instant>,
         abort: Option<&Abort>,
     ) -> Result<Option<RpcResponse>, Error> {
-        let mut reply = self.post(message, Some(id), deadline)?;
+        // A caller without a switch of its own runs its exchange in one, so that its answer
+        // arriving on another stream (see `strays`) ends a wait that would carry nothing more.
+        let own = abort.is_none().then(|| Arc::new(Abort::default()));
+        let key = id.as_i64();
+        let _in_flight = key.map(|k| self.strays.begin(k, own.clone()));
+        let stray = || key.and_then(|k| self.strays.take(k));
+        let run = |step: &dyn Fn() -> Result<Reply, Error>| match &own {
+            Some(a) => a.scope(step),
+            None => step(),
+        };
+        let mut reply = match run(&|| self.post(message, Some(id), deadline)) {
+            Err(e) => return stray().map(|r| Ok(Some(r))).unwrap_or(Err(e)),
+            Ok(reply) => reply,
+        };
         let mut attempts = 0;
         loop {
+            if !matches!(reply, Reply::Answer(_)) {
+                if let Some(r) = stray() {
+                    return Ok(Some(r));
+                }
+            }
             match reply {
                 Reply::Answer(r) => return Ok(Some(r)),
                 Reply::Accepted => return Ok(None),
@@ -412,14 +454,20 @@ impl Shared {
                     if let Some(d) = deadline {
                         delay = delay.min(d.saturating_duration_since(Instant::now()));
                     }
-                    if !self.pause(delay, abort) {
+                    if !self.pause(delay, abort.or(own.as_deref())) {
+                        if let Some(r) = stray() {
+                            return Ok(Some(r));
+                        }
                         return Err(Error::closed("the connection was closed"));
                     }
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(Error::closed("the request ran out of time before resuming"));
                     }
                     log::debug!("[{}] resuming the response stream after event {last:?}", self.name);
-                    reply = self.resume(&last, id, deadline)?;
+                    reply = match run(&|| self.resume(&last, id, deadline)) {
+                        Err(e) => return stray().map(|r| Ok(Some(r))).unwrap_or(Err(e)),
+                        Ok(reply) => reply,
+                    };
                 }
                 Reply::Cut { last_event_id, .. } => {
                     return Err(Error::closed(match last_event_id {
@@ -579,6 +627,11 @@ impl Shared {
                                 && r.id.as_ref().and_then(RequestId::as_i64) == wanted)) =>
                 {
                     answer = Some(r)
+                }
+                Message::Response(r) => {
+                    if let Some(r) = self.strays.offer(r) {
+                        self.inbound.on_message(Message::Response(r));
+                    }
                 }
                 other => self.inbound.on_message(other),
             }

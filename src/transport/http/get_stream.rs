@@ -101,7 +101,11 @@ impl Shared {
             let request = self.with_version(self.with_session(request));
             let mut delivered = false;
             let opened = Instant::now();
-            match request.call() {
+            let called = request.call();
+            if let Some(told) = self.listen_opened.lock().take() {
+                let _ = told.send(());
+            }
+            match called {
                 Err(e) => {
                     let unreachable = web::is_connection_failure(&e);
                     let error = web::transport_error(e, &self.wire.split.shown, "GET");
