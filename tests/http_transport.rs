@@ -562,3 +562,36 @@ fn a_host_name_is_resolved_for_each_new_connection() {
         );
     }
 }
+
+#[test]
+fn a_response_sent_on_the_get_stream_answers_its_request() {
+    // Against the specification (a response goes on its request's own stream), some servers
+    // send it on the standalone GET stream: the call is answered, not left to time out.
+    let server = TestHttp::start(Behaviour {
+        get_stream: true,
+        hang_calls: true,
+        ..Behaviour::default()
+    });
+    let (tx, _changed) = crossbeam_channel::unbounded();
+    let opts = ConnectOptions {
+        handler: Arc::new(Roots { changed: tx }),
+        ..options()
+    };
+    let client = Client::connect("stray", &http(&server), opts).unwrap();
+    let caller = {
+        let client = client.clone();
+        std::thread::spawn(move || {
+            client.call_tool_with(
+                "echo",
+                json!({"message": "x"}),
+                CallOptions::timeout(Duration::from_secs(30)),
+            )
+        })
+    };
+    let call = server.wait_for("tools/call");
+    let id = call.body["id"].clone();
+    server.push(json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "from the GET stream"}]}}));
+    let out = caller.join().unwrap().expect("answered");
+    assert_eq!(out.text(), "from the GET stream");
+    client.close();
+}

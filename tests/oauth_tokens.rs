@@ -387,3 +387,36 @@ fn no_secret_reaches_the_logs_at_trace_level() {
         assert!(dumped.is_empty(), "{needle}: {dumped:?}");
     }
 }
+
+#[test]
+fn a_refresh_answered_without_a_new_refresh_token_keeps_the_old_one() {
+    let server = OAuthServer::start(Script {
+        rotate_refresh: false,
+        ..Script::default()
+    });
+    let storage = storage("refresh-kept");
+    let options = options();
+    let p = OAuthProvider::new(
+        &server.url(),
+        OAuthConfig::from_value(&pre()).unwrap(),
+        storage.clone(),
+        Arc::new(HeadlessAuthorizer::new(options.clone())),
+        options.clone(),
+    )
+    .unwrap();
+    p.login(None).unwrap();
+    let id = credential_id(&server.issuer(), &server.url());
+    let first = storage.get(&id).unwrap();
+    assert!(first.refresh_token.is_some());
+    for round in 1..=2 {
+        p.refresh().unwrap();
+        let now = storage.get(&id).unwrap();
+        assert_ne!(now.access_token, first.access_token, "round {round}");
+        assert_eq!(
+            now.refresh_token, first.refresh_token,
+            "round {round}: kept"
+        );
+    }
+    assert_eq!(grants(&server, "refresh_token"), 2);
+    call(&p, &server.url()).unwrap();
+}
