@@ -578,20 +578,25 @@ fn a_response_sent_on_the_get_stream_answers_its_request() {
         ..options()
     };
     let client = Client::connect("stray", &http(&server), opts).unwrap();
-    let caller = {
+    // The call's own timeout is far away: without the stray answer it would end only there.
+    let (done, answered) = crossbeam_channel::bounded(1);
+    {
         let client = client.clone();
         std::thread::spawn(move || {
-            client.call_tool_with(
+            let _ = done.send(client.call_tool_with(
                 "echo",
                 json!({"message": "x"}),
-                CallOptions::timeout(Duration::from_secs(30)),
-            )
-        })
-    };
+                CallOptions::timeout(Duration::from_secs(300)),
+            ));
+        });
+    }
     let call = server.wait_for("tools/call");
     let id = call.body["id"].clone();
     server.push(json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "from the GET stream"}]}}));
-    let out = caller.join().unwrap().expect("answered");
+    let out = answered
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the call was answered from the GET stream, not at its timeout")
+        .expect("answered");
     assert_eq!(out.text(), "from the GET stream");
     client.close();
 }
