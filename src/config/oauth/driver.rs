@@ -98,11 +98,25 @@ impl Http {
         body: Option<&[u8]>,
         deadline: Instant,
     ) -> Result<(Reply, Option<String>), Error> {
+        self.exchange_with(method, url, headers, body, deadline, |_| {})
+    }
+
+    /// [`exchange`](Http::exchange), with a look at the response's headers first.
+    fn exchange_with(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+        deadline: Instant,
+        look: impl FnOnce(&super::wire::Response),
+    ) -> Result<(Reply, Option<String>), Error> {
         log::debug!("oauth: {method} {}", redact(url));
         let response = self
             .wire()
             .request(method, url, headers, body, deadline)
             .map_err(|e| self.fail(e, url))?;
+        look(&response);
         let location = response.header("location").map(str::to_owned);
         let content_type = response.header("content-type").map(str::to_owned);
         log::debug!("oauth: {} answered HTTP {}", redact(url), response.status);
@@ -133,25 +147,11 @@ impl Http {
         if let Some(c) = &cookie {
             headers.push(("Cookie", c.as_str()));
         }
-        log::debug!("oauth: GET {}", redact(url));
-        let response = self
-            .wire()
-            .request("GET", url, &headers, None, deadline)
-            .map_err(|e| self.fail(e, url))?;
-        for set in response.headers_named("set-cookie") {
-            jar.store(&host, set);
-        }
-        log::debug!("oauth: {} answered HTTP {}", redact(url), response.status);
-        let location = response.header("location").map(str::to_owned);
-        let content_type = response.header("content-type").map(str::to_owned);
-        Ok((
-            Reply {
-                status: response.status,
-                content_type,
-                body: response.body,
-            },
-            location,
-        ))
+        self.exchange_with("GET", url, &headers, None, deadline, |response| {
+            for set in response.headers_named("set-cookie") {
+                jar.store(&host, set);
+            }
+        })
     }
 
     fn deadline(&self) -> Instant {
