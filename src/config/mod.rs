@@ -24,7 +24,7 @@ pub mod sources;
 mod trust;
 mod writer;
 
-pub use auth::{AuthStorage, Credential, FileAuthStorage};
+pub use auth::{AuthStorage, Credential, FileAuthStorage, StoreHold};
 pub(crate) use discovery::home_dir;
 pub use discovery::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
 pub use exa::{exa_api_key, is_exa};
