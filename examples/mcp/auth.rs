@@ -54,7 +54,7 @@ pub fn login(args: &Args, project: &Path, name: &str, how: LoginHow) -> Result<u
                 .iter()
                 .filter(|t| t.server == name)
                 .count();
-            println!("logged in to {name} ({tools} tools)");
+            outln!("logged in to {name} ({tools} tools)");
             0
         }
         Err(e) => {
@@ -107,7 +107,7 @@ pub fn logout(args: &Args, project: &Path, name: &str) -> Result<u8, String> {
     .map_err(|e| e.to_string())?
     .ok_or_else(|| format!("{name} does not use OAuth"))?;
     provider.logout().map_err(|e| e.to_string())?;
-    println!("logged out of {name}");
+    outln!("logged out of {name}");
     Ok(0)
 }
 
@@ -139,20 +139,20 @@ pub fn status(args: &Args, project: &Path) -> Result<u8, String> {
         rows.push(row);
     }
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
         );
         return Ok(0);
     }
     if rows.is_empty() {
-        println!("no server uses OAuth");
+        outln!("no server uses OAuth");
     }
     for r in &rows {
         let name = r["name"].as_str().unwrap_or("?");
         match (r["loggedIn"].as_bool(), r["error"].as_str()) {
-            (_, Some(e)) => println!("{name}: {e}"),
-            (Some(true), _) => println!(
+            (_, Some(e)) => outln!("{name}: {e}"),
+            (Some(true), _) => outln!(
                 "{name}: logged in (issuer {}, scopes {}{})",
                 r["issuer"].as_str().unwrap_or("?"),
                 r["scopes"]
@@ -169,7 +169,7 @@ pub fn status(args: &Args, project: &Path) -> Result<u8, String> {
                     ""
                 }
             ),
-            _ => println!("{name}: not logged in (mcp login {name})"),
+            _ => outln!("{name}: not logged in (mcp login {name})"),
         }
     }
     Ok(0)

@@ -61,12 +61,12 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
     match result {
         Ok(output) => {
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string(&output.result).unwrap_or_default()
                 );
             } else {
-                println!("{}", output.model_text());
+                outln!("{}", output.model_text());
             }
             let _ = std::io::stdout().flush();
             Ok(u8::from(output.is_error))

@@ -44,7 +44,7 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
     .map_err(|e| e.to_string())?;
     let mut ok = true;
 
-    println!("== 1. Discovery");
+    outln!("== 1. Discovery");
     let discovery = DiscoveryOptions {
         home: Some(home),
         // The demo wrote this project itself, so its servers need no approval.
@@ -54,7 +54,7 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
     let found = load_all_mcp_configs(&project, &discovery);
     for (name, c) in &found.configs {
         let src = &found.sources[name];
-        println!(
+        outln!(
             "   {name:5} {} {} (from {} via {})",
             c.command.as_deref().unwrap_or(""),
             c.args.join(" "),
@@ -72,19 +72,19 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
     let manager = McpManager::new(options);
     crate::signals::close_on_signal(&manager);
 
-    println!(
+    outln!(
         "\n== 2. Start: every server in parallel, then the {} ms gate",
         manager.options().startup_timeout.as_millis()
     );
     let (report, took) = connect(&manager, &found);
     show(&report, took);
-    println!("   nothing was cached yet, so the slow server was waited for (the seed's rule)");
+    outln!("   nothing was cached yet, so the slow server was waited for (the seed's rule)");
     ok &= report.connected.len() == 2;
 
-    println!("\n== 3. Tools, named mcp_<server>_<tool>");
+    outln!("\n== 3. Tools, named mcp_<server>_<tool>");
     let tools = loaded_tools(&manager);
     for t in &tools {
-        println!(
+        outln!(
             "   {:22} {:40} {}",
             t.tool.name(),
             t.tool.description(),
@@ -92,23 +92,23 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
         );
     }
 
-    println!("\n== 4. Calls");
+    outln!("\n== 4. Calls");
     ok &= call(&tools, "mcp_fast_greet", json!({"name": "world"}));
     ok &= call(&tools, "mcp_slow_countdown", json!({"n": 3}));
 
-    println!("\n== 5. Reload: disconnect everything, start again");
+    outln!("\n== 5. Reload: disconnect everything, start again");
     manager.disconnect_all();
     let (report, took) = connect(&manager, &found);
     show(&report, took);
     let tools = loaded_tools(&manager);
     if cached {
         ok &= report.deferred == ["slow"];
-        println!("   the slow server's tools came from the cache: the host has them at once");
-        println!("   calling a deferred tool waits for its server, then calls it:");
+        outln!("   the slow server's tools came from the cache: the host has them at once");
+        outln!("   calling a deferred tool waits for its server, then calls it:");
     }
     ok &= call(&tools, "mcp_slow_weather", json!({"city": "Lisbon"}));
 
-    println!("\n== 6. Shutdown: close every connection, leave no process behind");
+    outln!("\n== 6. Shutdown: close every connection, leave no process behind");
     let pids: Vec<u32> = manager
         .server_names()
         .iter()
@@ -117,12 +117,12 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
     manager.disconnect_all();
     let alive: Vec<u32> = pids.into_iter().filter(|p| !gone(*p)).collect();
     if alive.is_empty() {
-        println!("   no server process left");
+        outln!("   no server process left");
     } else {
         ok = false;
-        println!("   still running: {alive:?}");
+        outln!("   still running: {alive:?}");
     }
-    println!(
+    outln!(
         "\n{}",
         if ok {
             "demo finished: every step worked"
@@ -140,8 +140,8 @@ fn connect(manager: &McpManager, found: &LoadedConfigs) -> (ConnectReport, u128)
 }
 
 fn show(report: &ConnectReport, took: u128) {
-    println!("   connect_servers returned after {took} ms");
-    println!(
+    outln!("   connect_servers returned after {took} ms");
+    outln!(
         "   connected: {:?}  deferred (from the cache): {:?}  failed: {:?}",
         report.connected,
         report.deferred,
@@ -151,7 +151,7 @@ fn show(report: &ConnectReport, took: u128) {
 
 fn call(tools: &[LoadedTool], name: &str, args: Value) -> bool {
     let Some(t) = tools.iter().find(|t| t.tool.name() == name) else {
-        println!("   {name}: not available");
+        outln!("   {name}: not available");
         return false;
     };
     let progress = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -167,19 +167,19 @@ fn call(tools: &[LoadedTool], name: &str, args: Value) -> bool {
     let started = Instant::now();
     match t.tool.execute(args.clone(), &ctx) {
         Ok(out) => {
-            println!(
+            outln!(
                 "   {name} {args} → {} ({} ms)",
                 out.model_text(),
                 started.elapsed().as_millis()
             );
             let progress = progress.lock().map(|p| p.clone()).unwrap_or_default();
             if !progress.is_empty() {
-                println!("      progress: {}", progress.join(", "));
+                outln!("      progress: {}", progress.join(", "));
             }
             !out.is_error
         }
         Err(e) => {
-            println!("   {name} {args} → {e}");
+            outln!("   {name} {args} → {e}");
             false
         }
     }

@@ -76,7 +76,7 @@ fn list_features(manager: &McpManager) {
 }
 
 fn print_json(value: Value) {
-    println!("{value}");
+    outln!("{value}");
 }
 
 fn with_server(server: &str, item: Value) -> Value {
@@ -98,7 +98,7 @@ fn resources(session: &Session, as_json: bool) -> Result<u8, String> {
     }
     for r in &listed {
         let mime = r.resource.mime_type.as_deref().unwrap_or("");
-        println!(
+        outln!(
             "{:16} {}  {} {}",
             r.server,
             r.resource.uri,
@@ -123,9 +123,11 @@ fn templates(session: &Session, as_json: bool) -> Result<u8, String> {
         return Ok(0);
     }
     for t in &listed {
-        println!(
+        outln!(
             "{:16} {}  {}",
-            t.server, t.template.uri_template, t.template.name
+            t.server,
+            t.template.uri_template,
+            t.template.name
         );
     }
     Ok(0)
@@ -155,7 +157,7 @@ fn prompts(session: &Session, as_json: bool) -> Result<u8, String> {
                 }
             })
             .collect();
-        println!(
+        outln!(
             "{} {}  {}",
             p.command,
             params.join(" "),
@@ -208,13 +210,13 @@ fn read(session: &Session, uri: &str, as_json: bool) -> Result<u8, String> {
     }
     for c in &result.contents {
         match (&c.text, &c.blob) {
-            (Some(text), _) => println!("{text}"),
-            (None, Some(blob)) => println!(
+            (Some(text), _) => outln!("{text}"),
+            (None, Some(blob)) => outln!(
                 "[binary {}: about {} bytes; --json shows its base64]",
                 c.mime_type.as_deref().unwrap_or("contents"),
                 blob.len() / 4 * 3
             ),
-            (None, None) => println!("[{}: no contents]", c.uri),
+            (None, None) => outln!("[{}: no contents]", c.uri),
         }
     }
     Ok(0)
@@ -242,7 +244,7 @@ fn prompt(session: &Session, command: &str, words: &[String], as_json: bool) -> 
         return Ok(0);
     }
     if let Some(d) = &result.description {
-        println!("# {d}");
+        outln!("# {d}");
     }
     for m in &result.messages {
         let text = m
@@ -250,7 +252,7 @@ fn prompt(session: &Session, command: &str, words: &[String], as_json: bool) -> 
             .as_text()
             .map(str::to_owned)
             .unwrap_or_else(|| format!("[{}]", m.content.kind()));
-        println!("{}: {text}", m.role);
+        outln!("{}: {text}", m.role);
     }
     Ok(0)
 }
@@ -284,7 +286,7 @@ fn complete(
                 print_json(json!(done.completion));
             } else {
                 for v in &done.completion.values {
-                    println!("{v}");
+                    outln!("{v}");
                 }
             }
             Ok(0)
@@ -318,8 +320,8 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
         return Ok(0);
     }
     let i = &info.implementation;
-    println!("name:         {}", info.name);
-    println!(
+    outln!("name:         {}", info.name);
+    outln!(
         "server:       {} {}{}",
         i.name,
         i.version,
@@ -328,17 +330,17 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
             .map(|t| format!(" ({t})"))
             .unwrap_or_default()
     );
-    println!("protocol:     {}", info.protocol_version.as_str());
-    println!("transport:    {}", info.transport);
-    println!("capabilities: {}", json!(info.capabilities));
+    outln!("protocol:     {}", info.protocol_version.as_str());
+    outln!("transport:    {}", info.transport);
+    outln!("capabilities: {}", json!(info.capabilities));
     match &info.instructions {
         Some(text) => {
-            println!("instructions:");
+            outln!("instructions:");
             for line in text.lines() {
-                println!("  {line}");
+                outln!("  {line}");
             }
         }
-        None => println!("instructions: (none)"),
+        None => outln!("instructions: (none)"),
     }
     Ok(0)
 }

@@ -1,6 +1,8 @@
 //! `mcp`: use MCP servers from the command line, and the black box that checks the crate.
 //! See `mcp --help` and the README.
 
+#[macro_use]
+mod output;
 mod args;
 mod auth;
 mod call;
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
             2
         }
     };
+    output::flush();
     ExitCode::from(signals::finish(code))
 }
 
@@ -77,11 +80,11 @@ fn run(args: &Args) -> Result<u8, String> {
     };
     match &args.command {
         Command::Help => {
-            print!("{}", args::USAGE);
+            out!("{}", args::USAGE);
             Ok(0)
         }
         Command::Version => {
-            println!("mcp {}", env!("CARGO_PKG_VERSION"));
+            outln!("mcp {}", env!("CARGO_PKG_VERSION"));
             Ok(0)
         }
         Command::Resources
@@ -107,10 +110,10 @@ fn run(args: &Args) -> Result<u8, String> {
             let approved =
                 trust_servers(&project, &load_options(args), names).map_err(|e| e.to_string())?;
             if approved.is_empty() {
-                println!("no project MCP server waits for approval");
+                outln!("no project MCP server waits for approval");
             }
             for d in &approved {
-                println!(
+                outln!(
                     "trusted {} (declared in {})",
                     d.name,
                     d.source.path.display()
@@ -122,9 +125,9 @@ fn run(args: &Args) -> Result<u8, String> {
             let removed =
                 untrust_server(&project, &load_options(args), name).map_err(|e| e.to_string())?;
             if removed {
-                println!("forgot the approval of {name}; it needs approval again");
+                outln!("forgot the approval of {name}; it needs approval again");
             } else {
-                println!("{name} has no approval in this project");
+                outln!("{name} has no approval in this project");
             }
             Ok(0)
         }
@@ -253,17 +256,17 @@ fn print_servers(loaded: &LoadedConfigs, as_json: bool) {
                              "shadowed": false, "skipped": format!("invalid: {}", p.message)}),
             );
         }
-        println!("{}", Value::Array(rows));
+        outln!("{}", Value::Array(rows));
     } else {
         if loaded.discovered.is_empty() && loaded.problems.is_empty() {
-            println!("no MCP servers found");
+            outln!("no MCP servers found");
         }
         for d in &loaded.discovered {
             let state = match why(d) {
                 Some(why) => format!("off: {why}"),
                 None => format!("on, {}", d.trust.describe()),
             };
-            println!(
+            outln!(
                 "{:20} {:5} {:7} {:13} {} [{}]",
                 d.name,
                 kind(&d.config),
@@ -274,7 +277,7 @@ fn print_servers(loaded: &LoadedConfigs, as_json: bool) {
             );
         }
         for p in &loaded.problems {
-            println!(
+            outln!(
                 "{:20} invalid: {} ({})",
                 p.name,
                 p.message,
@@ -315,7 +318,7 @@ fn print_tools(session: &Session, as_json: bool) {
                        "annotations": definition.and_then(|d| d.tool.annotations.as_ref())})
             })
             .collect();
-        println!("{}", Value::Array(rows));
+        outln!("{}", Value::Array(rows));
     } else {
         let width = session
             .tools
@@ -324,7 +327,7 @@ fn print_tools(session: &Session, as_json: bool) {
             .max()
             .unwrap_or(0);
         for t in &session.tools {
-            println!(
+            outln!(
                 "{:width$}  {}",
                 t.tool.name(),
                 first_line(t.tool.description())
@@ -380,11 +383,11 @@ fn print_status(session: &Session, as_json: bool) {
         }))
         .collect();
     if as_json {
-        println!("{}", Value::Array(rows));
+        outln!("{}", Value::Array(rows));
         return;
     }
     for r in &rows {
-        print!(
+        out!(
             "{:16} {:13} {:6} {} {}",
             r["name"].as_str().unwrap_or(""),
             r["status"].as_str().unwrap_or(""),
@@ -393,8 +396,8 @@ fn print_status(session: &Session, as_json: bool) {
             r["path"].as_str().unwrap_or("")
         );
         if let Some(e) = r["error"].as_str() {
-            print!("\n    error: {}", e.replace('\n', "\n    "));
+            out!("\n    error: {}", e.replace('\n', "\n    "));
         }
-        println!();
+        outln!();
     }
 }

@@ -198,12 +198,12 @@ fn probe(
         Ok(c) => c,
         Err(e) => {
             if as_json {
-                println!(
+                outln!(
                     "{}",
                     json!({"server": null, "protocolVersion": null, "tools": [], "calls": [], "error": e.to_string()})
                 );
             } else {
-                println!("connect: FAILED: {e}");
+                outln!("connect: FAILED: {e}");
             }
             return 1;
         }
@@ -214,20 +214,20 @@ fn probe(
     let tools = match client.list_tools() {
         Ok(t) => t,
         Err(e) => {
-            println!("tools/list: FAILED: {e}");
+            outln!("tools/list: FAILED: {e}");
             client.close();
             return 1;
         }
     };
     if !as_json {
-        println!(
+        outln!(
             "server: {} {} (protocol {}, {})",
             info.name,
             info.version,
             client.protocol_version(),
             client.transport_kind()
         );
-        println!("tools: {}", tools.len());
+        outln!("tools: {}", tools.len());
     }
     let calls = call_each(&client, &tools, call_timeout, call_all);
     let failed = calls
@@ -235,7 +235,7 @@ fn probe(
         .any(|c| c.get("skipped").is_none() && !c["ok"].as_bool().unwrap_or(false));
     if as_json {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        println!(
+        outln!(
             "{}",
             json!({"server": info.name, "protocolVersion": client.protocol_version().as_str(),
                    "transport": client.transport_kind(), "tools": names, "calls": calls,
@@ -252,9 +252,9 @@ fn probe(
                 (Some(true), _) => "ok".to_owned(),
                 _ => format!("FAILED: {}", c["error"].as_str().unwrap_or("")),
             };
-            println!("  {:40} {verdict}", c["tool"].as_str().unwrap_or(""));
+            outln!("  {:40} {verdict}", c["tool"].as_str().unwrap_or(""));
         }
-        println!(
+        outln!(
             "{}",
             if failed {
                 "probe: protocol failures found"

@@ -98,6 +98,16 @@ fn run_cleanups_and_exit(sig: i32) -> ! {
     std::process::exit(128 + sig);
 }
 
+/// Runs the cleanups registered so far (closing the servers) and exits with `code`: for a
+/// command that cannot go on (its output is gone).
+pub fn exit_now(code: i32) -> ! {
+    let cleanups = std::mem::take(&mut *lock());
+    for cleanup in cleanups {
+        cleanup();
+    }
+    std::process::exit(code);
+}
+
 fn lock() -> std::sync::MutexGuard<'static, Vec<Cleanup>> {
     CLEANUPS.lock().unwrap_or_else(|p| p.into_inner())
 }
