@@ -96,3 +96,89 @@ fn a_full_disk_is_one_line_on_stderr_and_status_74() {
         assert!(common::processes_tagged(&tag).is_empty(), "{args:?}");
     }
 }
+
+fn mcp_out(args: &[&str]) -> Output {
+    let home = home("help");
+    common::cli(&home).args(args).output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn help_for_the_tool_and_for_each_command_and_the_version() {
+    let full = mcp_out(&["help"]);
+    assert!(full.status.success());
+    assert!(text(&full).contains("commands:"), "{}", text(&full));
+    assert_eq!(text(&full), text(&mcp_out(&["--help"])));
+    for (a, b) in [
+        (vec!["help", "call"], vec!["call", "--help"]),
+        (vec!["help", "probe"], vec!["probe", "-h"]),
+    ] {
+        let (x, y) = (mcp_out(&a), mcp_out(&b));
+        assert!(x.status.success() && y.status.success(), "{a:?} {b:?}");
+        assert_eq!(text(&x), text(&y));
+        assert!(
+            text(&x).starts_with(&format!("usage: mcp [OPTIONS] {}", a[1])),
+            "{}",
+            text(&x)
+        );
+        assert!(!text(&x).contains("commands:"), "one command's help only");
+    }
+    for flag in ["-V", "--version"] {
+        let out = mcp_out(&[flag]);
+        assert_eq!(text(&out), format!("mcp {}\n", env!("CARGO_PKG_VERSION")));
+    }
+    let miss = mcp_out(&["help", "tols"]);
+    assert_eq!(miss.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&miss.stderr);
+    assert!(err.contains("did you mean tools?"), "{err}");
+}
+
+/// Runs a shell's syntax check (`-n`) on `script`; `None` (said) where the shell is missing.
+fn syntax_check(dir: &std::path::Path, shell: &str, script: &str) -> Option<Output> {
+    let path = dir.join(format!("mcp.{shell}"));
+    std::fs::write(&path, script).unwrap();
+    match Command::new(shell).arg("-n").arg(&path).output() {
+        Ok(out) => Some(out),
+        Err(_) => common::npm::missing(&format!(
+            "{shell} is not installed; its completion script was not checked"
+        )),
+    }
+}
+
+#[test]
+fn completion_scripts_parse_in_their_shells_and_complete_commands_and_options() {
+    let dir = home("completions");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = mcp_out(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let script = text(&out);
+        let config = if shell == "fish" {
+            "-l config"
+        } else {
+            "--config"
+        };
+        for word in ["tools", "call", "probe", config] {
+            assert!(script.contains(word), "{shell}: {word}");
+        }
+        if let Some(check) = syntax_check(&dir, shell, &script) {
+            assert!(
+                check.status.success(),
+                "{shell} -n: {}",
+                String::from_utf8_lossy(&check.stderr)
+            );
+        }
+    }
+    // bash, for real: the function completes a command and an option.
+    let script = dir.join("mcp.bash");
+    let probe = format!(
+        "source {}; COMP_WORDS=(mcp to); COMP_CWORD=1; _mcp; echo \"${{COMPREPLY[@]}}\"; COMP_WORDS=(mcp --con); COMP_CWORD=1; _mcp; echo \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let out = Command::new("bash").arg("-c").arg(probe).output().unwrap();
+    assert_eq!(text(&out), "tools\n--config\n");
+    let bad = mcp_out(&["completions", "powershell"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

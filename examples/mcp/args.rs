@@ -59,6 +59,9 @@ commands:
                          --call-all; roots/list is answered with an empty temporary directory
                          (removed afterwards), never the current one; --oauth JSON (an
                          `oauth` object, `{}` to register) logs in headlessly on a 401
+  help [COMMAND]         this text, or one command's (also `mcp COMMAND --help`)
+  completions SHELL      a completion script for bash, zsh or fish, e.g.
+                         `mcp completions bash > ~/.local/share/bash-completion/completions/mcp`
   repl                   read lines from stdin: `/mcp <sub> ...`, `tools`, `call TOOL JSON`,
                          `status`, `quit`; prints each answer. With --config, the /mcp
                          commands that edit config files (add, remove, enable, disable) are
@@ -84,16 +87,17 @@ options:
                  the project) starts only once approved with `mcp trust`
   --no-project-config  ignore project-level config files entirely
   -v             more logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG works too
-  -h, --help     this text
-  --version      the version
+  -h, --help     this text (after a command: that command's)
+  -V, --version  the version
 
 server requests: roots/list is answered with the project directory; elicitation asks on the
 terminal (or, without one, accepts the schema's defaults when they cover every required
 field, and declines otherwise); sampling is not offered (the CLI has no model)
 
 exit status: 0 done; 1 a call failed or returned isError, probe found a protocol failure, or
-every server failed (tools); 2 bad usage; 130, 143, 129 on SIGINT, SIGTERM, SIGHUP (every
-server is closed first)
+every server failed (tools); 2 bad usage; 74 the output could not be written (one line on
+stderr); 141 the output was closed by its reader (a pipe: quietly); 130, 143, 129 on SIGINT,
+SIGTERM, SIGHUP (every server is closed first, in each of these cases)
 ";
 
 /// The line shown with a usage error (the whole text is `--help`).
@@ -103,6 +107,10 @@ pub const SHORT_USAGE: &str = "usage: mcp [OPTIONS] [COMMAND] (see mcp --help)";
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Demo,
+    /// `help COMMAND`, `COMMAND --help`.
+    HelpFor(&'static str),
+    /// `completions SHELL`.
+    Completions(crate::help::Shell),
     Tools,
     Call {
         tool: String,
@@ -212,7 +220,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 );
             }
             "-h" | "--help" => args.command = Command::Help,
-            "--version" => args.command = Command::Version,
+            "-V" | "--version" => args.command = Command::Version,
             "--server" => args.servers.push(value("--server")?),
             "--level" => args.level = Some(value("--level")?),
             "--oauth" => oauth = Some(value("--oauth")?),
@@ -232,13 +240,30 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             _ => rest.push(a.clone()),
         }
     }
-    if matches!(args.command, Command::Help | Command::Version) {
+    if args.command == Command::Help {
+        // `mcp COMMAND --help`: that command's help.
+        if let Some(word) = rest.first() {
+            args.command = Command::HelpFor(crate::help::known(word)?);
+        }
+        return Ok(args);
+    }
+    if args.command == Command::Version {
         return Ok(args);
     }
     let mut words = rest.into_iter();
     args.command = match words.next().as_deref() {
         None => Command::Demo,
         Some("tools") => Command::Tools,
+        Some("help") => match words.next() {
+            None => Command::Help,
+            Some(word) => Command::HelpFor(crate::help::known(&word)?),
+        },
+        Some("completions") => {
+            let shell = words
+                .next()
+                .ok_or("completions needs a SHELL: bash, zsh or fish")?;
+            Command::Completions(crate::help::shell(&shell)?)
+        }
         Some("status") => Command::Status,
         Some("servers") => Command::Servers,
         Some("trust") => {

@@ -9,6 +9,7 @@ mod call;
 mod demo;
 mod demo_server;
 mod features;
+mod help;
 mod host;
 mod probe;
 mod repl;
@@ -81,6 +82,14 @@ fn run(args: &Args) -> Result<u8, String> {
     match &args.command {
         Command::Help => {
             out!("{}", args::USAGE);
+            Ok(0)
+        }
+        Command::HelpFor(command) => {
+            out!("{}", help::for_command(command));
+            Ok(0)
+        }
+        Command::Completions(shell) => {
+            out!("{}", help::completions(*shell));
             Ok(0)
         }
         Command::Version => {
