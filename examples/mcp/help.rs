@@ -194,7 +194,7 @@ complete -o default -F _mcp mcp
                 .into_iter()
                 .map(|(w, _, d)| {
                     let first = d.split(['(', ';', ':']).next().unwrap_or("").trim();
-                    format!("        '{w}:{}'", first.replace('\'', "").replace(':', ""))
+                    format!("        '{w}:{}'", first.replace(['\'', ':'], ""))
                 })
                 .collect();
             let opts: Vec<String> = options()
