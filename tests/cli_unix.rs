@@ -182,3 +182,71 @@ fn completion_scripts_parse_in_their_shells_and_complete_commands_and_options() 
     let bad = mcp_out(&["completions", "powershell"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn input_that_leaves_nothing_to_do_is_an_error_that_says_what_was_expected() {
+    let home = home("nothing");
+    let file = |name: &str, text: &str| {
+        let path = home.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let empty = file("empty.json", "{}");
+    let array = file("array.json", "[1, 2]");
+    let bad = file("bad.json", r#"{"mcpServers": {"x": {"command": 42}}}"#);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "--config".into(),
+                empty.display().to_string(),
+                "tools".into(),
+            ],
+            "no servers in it: expected {\"mcpServers\"",
+        ),
+        (
+            vec![
+                "--config".into(),
+                array.display().to_string(),
+                "tools".into(),
+            ],
+            "not a JSON object",
+        ),
+        (
+            vec!["--config".into(), bad.display().to_string(), "tools".into()],
+            "no usable server (x: ",
+        ),
+        (
+            vec![
+                "--cwd".into(),
+                "/nonexistent-mcp-dir".into(),
+                "tools".into(),
+            ],
+            "--cwd /nonexistent-mcp-dir: no such directory",
+        ),
+        (
+            vec!["--cwd".into(), home.display().to_string(), "status".into()],
+            "no MCP server is configured here",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = common::cli(&home).args(&args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // VS Code's shape is a config like any other.
+    let vscode = file(
+        "vscode.json",
+        &json!({"servers": {"v": {"type": "stdio", "command": common::server_path()}}}).to_string(),
+    );
+    let out = common::cli(&home)
+        .arg("--config")
+        .arg(&vscode)
+        .args(["call", "mcp_v_echo", "message=vs"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(text(&out), "vs\n");
+}

@@ -76,6 +76,9 @@ fn init_logging(verbosity: usize, following_logs: bool) {
 /// Runs a command; `Ok(exit status)`, or `Err` for bad usage (status 2).
 fn run(args: &Args) -> Result<u8, String> {
     let project = match &args.cwd {
+        Some(dir) if !dir.is_dir() => {
+            return Err(format!("--cwd {}: no such directory", dir.display()))
+        }
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| e.to_string())?,
     };

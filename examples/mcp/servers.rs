@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mcp_runtime::cache::{config_hash, ToolCache};
 use mcp_runtime::config::{
-    read_mcp_json, DiscoveredServer, Level, ServerConfig, SourceMeta, TrustState,
+    parse_mcp_json, DiscoveredServer, Level, ServerConfig, SourceMeta, TrustState,
 };
 use mcp_runtime::loader::{
     approval_errors, display_path, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool,
@@ -36,8 +36,48 @@ pub struct Session {
 
 /// `--config FILE` as discovery results. The user named the file, so its servers need no
 /// approval.
+///
+/// The file is `.mcp.json`-shaped (`{"mcpServers": {...}}`) or VS Code's (`{"servers":
+/// {...}}`); anything else, or a file whose every entry is invalid, is an error that says what
+/// was expected: a command given a file it can do nothing with fails instead of doing nothing.
 pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
-    let file = read_mcp_json(path).map_err(|e| e.to_string())?;
+    let shown = path.display();
+    // A regular file of a sane size only (a FIFO or /dev/zero would never end).
+    const CAP: u64 = 16 << 20;
+    let meta = std::fs::metadata(path).map_err(|e| format!("--config {shown}: {e}"))?;
+    if !meta.is_file() || meta.len() > CAP {
+        return Err(format!(
+            "--config {shown}: not a regular file of at most {} MiB",
+            CAP >> 20
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--config {shown}: {e}"))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("--config {shown}: malformed JSON: {e}"))?;
+    const EXPECTED: &str =
+        "expected {\"mcpServers\": {\"NAME\": {\"command\": ...} or {\"url\": ...}}} (or VS Code's {\"servers\": {...}})";
+    let text = match &value {
+        serde_json::Value::Object(m) if m.contains_key("mcpServers") => text,
+        serde_json::Value::Object(m) if m.get("servers").is_some_and(|s| s.is_object()) => {
+            serde_json::json!({"mcpServers": m["servers"]}).to_string()
+        }
+        serde_json::Value::Object(_) => {
+            return Err(format!("--config {shown}: no servers in it: {EXPECTED}"))
+        }
+        _ => return Err(format!("--config {shown}: not a JSON object: {EXPECTED}")),
+    };
+    let file = parse_mcp_json(&text).map_err(|e| format!("--config {shown}: {e}"))?;
+    if file.servers.is_empty() {
+        let why: Vec<String> = file
+            .errors
+            .iter()
+            .map(|(name, e)| format!("{name}: {e}"))
+            .collect();
+        return Err(match why.is_empty() {
+            true => format!("--config {shown}: no servers in it: {EXPECTED}"),
+            false => format!("--config {shown}: no usable server ({})", why.join("; ")),
+        });
+    }
     for (name, e) in &file.errors {
         log::warn!("skipping server {name}: {e}");
     }
@@ -165,6 +205,19 @@ pub fn start_with_handler(
         session
             .configs
             .retain(|name, _| args.servers.contains(name));
+    }
+    // Nothing to start is an error, not a silent success (the repl may add servers itself).
+    if session.configs.is_empty()
+        && session.needs_approval.is_empty()
+        && args.command != crate::args::Command::Repl
+    {
+        let mut why = String::from(
+            "no MCP server is configured here: pass --config FILE, or add one to a config file discovery reads (`mcp servers` lists what it found)",
+        );
+        for e in &session.errors {
+            why.push_str(&format!("; {}: {}", e.path, e.error));
+        }
+        return Err(why);
     }
     let cache = session.manager.options().cache.clone();
     let names = choose(&session.configs, cache.as_ref())
