@@ -117,7 +117,7 @@ impl AgentTool for ProxyTool {
         {
             Ok(_) => {}
             Err(Error::Cancelled) => return Err(Aborted),
-            Err(e) => return Ok(ToolOutput::error(e, self.details())),
+            Err(e) => return Ok(ToolOutput::failed(e, self.details())),
         }
         let left = self.cap.saturating_sub(started.elapsed());
         let capped = ToolContext {

@@ -111,8 +111,8 @@ fn call_prints_the_result_and_sets_the_exit_status() {
         json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
     );
 
-    // A tool error (isError) is exit status 1, and so is a missing tool. (The CLI answers
-    // roots/list and elicitation, never sampling.)
+    // A tool error (isError) is exit status 1; a missing tool is a usage error (2) naming the
+    // nearest tools. (The CLI answers roots/list and elicitation, never sampling.)
     let out = run(&[
         "--config",
         cfg,
@@ -122,8 +122,10 @@ fn call_prints_the_result_and_sets_the_exit_status() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).starts_with("Error: "));
-    let out = run(&["--config", cfg, "call", "mcp_t_nothing"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = run(&["--config", cfg, "call", "mcp_t_echoo"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean mcp_t_echo"), "{err}");
     // Bad usage is 2.
     assert_eq!(
         run(&["--config", cfg, "call", "mcp_t_echo", "{not json"])

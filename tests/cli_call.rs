@@ -71,7 +71,7 @@ fn call_starts_only_the_server_its_name_names() {
     );
     // A name no prefix gives away: every server starts.
     let o = run(&root, &cfg, &["--no-cache", "call", "mcp_nobody_echo"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "no such tool: a usage error");
     assert!(marker.exists());
     let _ = std::fs::remove_dir_all(root);
 }

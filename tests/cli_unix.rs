@@ -250,3 +250,95 @@ fn input_that_leaves_nothing_to_do_is_an_error_that_says_what_was_expected() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(text(&out), "vs\n");
 }
+
+#[test]
+fn a_calls_failure_is_told_apart_from_the_tools_own_error() {
+    let home = home("failures");
+    let tag = format!("cli-unix-failures-{}", std::process::id());
+    let cfg = config(&home, &tag);
+    let call = |extra: &[&str]| {
+        let mut cmd = common::cli(&home);
+        cmd.arg("--config").arg(&cfg).args(extra);
+        cmd.output().unwrap()
+    };
+    // The tool's own name, with one server.
+    let out = call(&["call", "echo", "message=own name"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(text(&out), "own name\n");
+    // A client-side timeout: status 124, and with --json an error object, not a tool result.
+    let out = call(&["--timeout", "300", "--json", "call", "mcp_t_hang"]);
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["error"]["kind"], "timeout", "{shown}");
+    assert!(shown.get("isError").is_none(), "{shown}");
+    assert!(
+        stderr(&out).contains("timeout after 300ms"),
+        "{}",
+        stderr(&out)
+    );
+    // A server that dies in the call: unavailable (69), said on stderr only.
+    let out = call(&["call", "mcp_t_crash"]);
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+    // A server that cannot start: unavailable too.
+    let broken = home.join("broken.json");
+    std::fs::write(
+        &broken,
+        json!({"mcpServers": {"b": {"command": "/nonexistent/mcp-server"}}}).to_string(),
+    )
+    .unwrap();
+    let out = common::cli(&home)
+        .arg("--config")
+        .arg(&broken)
+        .args(["call", "mcp_b_x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
+    assert!(common::processes_tagged(&tag).is_empty());
+}
+
+#[test]
+fn an_interrupted_call_exits_130_without_a_transport_error() {
+    let home = home("interrupt");
+    let tag = format!("cli-unix-interrupt-{}", std::process::id());
+    let cfg = config(&home, &tag);
+    let mut child = common::cli(&home)
+        .arg("--config")
+        .arg(&cfg)
+        .args(["-vv", "call", "mcp_t_hang"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The call arrived (the server says so on its stderr, which the CLI logs at debug).
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the CLI connected");
+        let connected = line.contains("hang: the call arrived");
+        seen.push(line);
+        if connected {
+            break;
+        }
+    }
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    seen.extend(rx.try_iter());
+    let errors: Vec<&String> = seen.iter().filter(|l| l.starts_with("mcp: ")).collect();
+    assert_eq!(out.status.code(), Some(130), "{seen:?}");
+    assert!(
+        errors.is_empty(),
+        "an interrupt is no error to report: {errors:?}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(common::processes_tagged(&tag).is_empty());
+}

@@ -94,10 +94,16 @@ server requests: roots/list is answered with the project directory; elicitation 
 terminal (or, without one, accepts the schema's defaults when they cover every required
 field, and declines otherwise); sampling is not offered (the CLI has no model)
 
-exit status: 0 done; 1 a call failed or returned isError, probe found a protocol failure, or
-every server failed (tools); 2 bad usage; 74 the output could not be written (one line on
-stderr); 141 the output was closed by its reader (a pipe: quietly); 130, 143, 129 on SIGINT,
-SIGTERM, SIGHUP (every server is closed first, in each of these cases)
+exit status: 0 done; 1 the tool reported an error of its own (isError), probe found a
+protocol failure, or every server failed (tools); 2 bad usage (a missing tool included, with
+the nearest names) or a config with nothing to do; 69 the server could not be started or
+reached, or went away; 76 the server answered with an error or broke the protocol; 77 the
+server needs a login; 124 no answer within the timeout; 74 the output could not be written
+(one line on stderr); 141 the output was closed by its reader (a pipe: quietly); 130, 143, 129
+on SIGINT, SIGTERM, SIGHUP. Every server is closed first, in each case. With --json, a call
+that failed prints {"error": {"kind": ..., "message": ...}} (kind: unavailable, protocol,
+authorization, timeout, usage), never a tool result; a call is by the tool's exposed name, or
+by its own name where one server has it
 ";
 
 /// The line shown with a usage error (the whole text is `--help`).

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 
 use crate::args::Args;
 use crate::servers::{owners_of, start_with, Session};
+use mcp_runtime::loader::LoadedTool;
 
 /// Runs the command; the exit status.
 pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<u8, String> {
@@ -25,7 +26,7 @@ pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<
     let mut session = start_with(args, project, |configs, cache| {
         owners_of(name, configs, cache)
     })?;
-    if !session.tools.iter().any(|t| t.tool.name() == name) {
+    if find(&session, name).is_err() {
         // The guess was wrong (or the cache is stale): every server, then.
         log::debug!("{name} is not among the started servers' tools; starting them all");
         session.connect_all();
@@ -35,18 +36,67 @@ pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<
     code
 }
 
-fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<u8, String> {
-    let Some(loaded) = session.tools.iter().find(|t| t.tool.name() == name) else {
-        eprintln!("mcp: no tool named {name} (see `mcp tools`)");
-        for e in &session.errors {
-            eprintln!("{}: {}", e.path, e.error);
+/// The tool `name` names: its exposed name (`mcp_<server>_<tool>`), or the tool's own name on
+/// its server when one tool has it; else the nearest names.
+fn find<'a>(session: &'a Session, name: &str) -> Result<&'a LoadedTool, String> {
+    if let Some(t) = session.tools.iter().find(|t| t.tool.name() == name) {
+        return Ok(t);
+    }
+    let own: Vec<&LoadedTool> = session
+        .tools
+        .iter()
+        .filter(|t| t.tool.mcp_identity().is_some_and(|(_, tool)| tool == name))
+        .collect();
+    match own.as_slice() {
+        [one] => return Ok(one),
+        [] => {}
+        several => {
+            let names: Vec<&str> = several.iter().map(|t| t.tool.name()).collect();
+            return Err(format!(
+                "{name} is a tool of several servers: call it as one of {}",
+                names.join(", ")
+            ));
         }
-        return Ok(1);
+    }
+    let mut near: Vec<(usize, &str)> = session
+        .tools
+        .iter()
+        .map(|t| t.tool.name())
+        .map(|n| (crate::help::distance(name, n), n))
+        .collect();
+    near.sort();
+    let near: Vec<&str> = near
+        .into_iter()
+        .take_while(|(d, _)| *d <= name.len().max(4) / 2)
+        .take(3)
+        .map(|(_, n)| n)
+        .collect();
+    let hint = if near.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", near.join(", "))
+    };
+    let mut message = format!("no tool named {name}{hint} (see `mcp tools`)");
+    for e in &session.errors {
+        message.push_str(&format!("; {}: {}", e.path, e.error));
+    }
+    Err(message)
+}
+
+fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<u8, String> {
+    let loaded = match find(session, name) {
+        Ok(loaded) => loaded,
+        // A server that failed may be the one that has it: unavailable, not a usage error.
+        Err(e) if !session.errors.is_empty() => {
+            eprintln!("mcp: {e}");
+            return Ok(69);
+        }
+        Err(e) => return Err(e),
     };
     let arguments = crate::host::arguments(words, Some(loaded.tool.parameters()))?;
     let bar = std::io::stderr()
         .is_terminal()
-        .then(|| Arc::new(ProgressLine::new(name)));
+        .then(|| Arc::new(ProgressLine::new(loaded.tool.name())));
     let ctx = ToolContext {
         timeout: args.timeout_ms.map(Duration::from_millis),
         on_progress: bar.clone().map(|bar| {
@@ -58,23 +108,35 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
     if let Some(bar) = &bar {
         bar.clear();
     }
+    if crate::signals::interrupted() {
+        // The servers are being closed for a signal: what the call saw of it is no news.
+        return Ok(130);
+    }
     match result {
-        Ok(output) => {
-            if args.json {
-                outln!(
-                    "{}",
-                    serde_json::to_string(&output.result).unwrap_or_default()
-                );
-            } else {
-                outln!("{}", output.model_text());
+        Ok(output) => match &output.failure {
+            // The call itself failed: never shown as a tool result.
+            Some(e) => {
+                let (_, code) = crate::failure::classify(e);
+                if args.json {
+                    outln!("{}", crate::failure::json(e));
+                }
+                eprintln!("mcp: {}: {e}", loaded.tool.name());
+                Ok(code)
             }
-            let _ = std::io::stdout().flush();
-            Ok(u8::from(output.is_error))
-        }
-        Err(aborted) => {
-            eprintln!("mcp: {aborted}");
-            Ok(1)
-        }
+            None => {
+                if args.json {
+                    outln!(
+                        "{}",
+                        serde_json::to_string(&output.result).unwrap_or_default()
+                    );
+                } else {
+                    outln!("{}", output.model_text());
+                }
+                let _ = std::io::stdout().flush();
+                Ok(u8::from(output.is_error))
+            }
+        },
+        Err(_) => Ok(130),
     }
 }
 

@@ -111,7 +111,7 @@ pub fn known(word: &str) -> Result<&'static str, String> {
 }
 
 /// The edit distance between two short words.
-fn distance(a: &str, b: &str) -> usize {
+pub fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -8,6 +8,7 @@ mod auth;
 mod call;
 mod demo;
 mod demo_server;
+mod failure;
 mod features;
 mod help;
 mod host;

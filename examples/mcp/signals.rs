@@ -98,6 +98,11 @@ fn run_cleanups_and_exit(sig: i32) -> ! {
     std::process::exit(128 + sig);
 }
 
+/// Whether a signal is being handled (the servers are being closed; the process exits soon).
+pub fn interrupted() -> bool {
+    CAUGHT.load(Ordering::SeqCst) != 0
+}
+
 /// Runs the cleanups registered so far (closing the servers) and exits with `code`: for a
 /// command that cannot go on (its output is gone).
 pub fn exit_now(code: i32) -> ! {

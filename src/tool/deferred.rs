@@ -44,9 +44,9 @@ impl AgentTool for DeferredMcpTool {
                     method: crate::protocol::methods::TOOLS_CALL.to_owned(),
                     after: bound,
                 };
-                Ok(ToolOutput::error(e, self.spec.details()))
+                Ok(ToolOutput::failed(e, self.spec.details()))
             }
-            Err(e) => Ok(ToolOutput::error(e, self.spec.details())),
+            Err(e) => Ok(ToolOutput::failed(e, self.spec.details())),
         }
     }
 }

@@ -135,6 +135,11 @@ pub struct ToolOutput {
     /// not match it: what is wrong (see [`schema::schema_mismatch`]). Reported, never enforced:
     /// the result stays as sent.
     pub schema_problem: Option<String>,
+    /// When the output stands for a failure of the call itself (the server could not be
+    /// reached, the call timed out, the server answered with a JSON-RPC error, ...), not for
+    /// the tool's own `isError` result: that error, so a host (or a script) can tell the two
+    /// apart. `None` for every result the server sent.
+    pub failure: Option<crate::error::Error>,
 }
 
 impl ToolOutput {
@@ -144,6 +149,7 @@ impl ToolOutput {
             result,
             details,
             schema_problem: None,
+            failure: None,
         }
     }
 
@@ -158,7 +164,16 @@ impl ToolOutput {
             is_error: true,
             details,
             schema_problem: None,
+            failure: None,
         }
+    }
+
+    /// An error output for a failure of the call (see [`ToolOutput::failure`]): the text
+    /// [`ToolOutput::error`] gives, and the error kept.
+    pub fn failed(e: crate::error::Error, details: ToolDetails) -> ToolOutput {
+        let mut output = ToolOutput::error(&e, details);
+        output.failure = Some(e);
+        output
     }
 
     /// The content blocks.
@@ -269,6 +284,6 @@ pub(crate) fn call_through(
     match manager.call_tool_with(server, tool, arguments, options) {
         Ok(result) => Ok(ToolOutput::from_result(result, details)),
         Err(crate::error::Error::Cancelled) => Err(Aborted),
-        Err(e) => Ok(ToolOutput::error(e, details)),
+        Err(e) => Ok(ToolOutput::failed(e, details)),
     }
 }

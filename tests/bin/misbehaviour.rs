@@ -29,6 +29,8 @@ impl Server {
                 self.text(id, "not reading any more");
             }
             "hang" => {
+                // On stderr too (the client logs it at debug), for a test without a token.
+                eprintln!("hang: the call arrived");
                 // With a progress token, say "started" first, so a test knows the call arrived.
                 if let Some(t) = params.pointer("/_meta/progressToken") {
                     self.notify(
