@@ -101,7 +101,7 @@ reached, or went away; 76 the server answered with an error or broke the protoco
 server needs a login; 124 no answer within the timeout; 74 the output could not be written
 (one line on stderr); 141 the output was closed by its reader (a pipe: quietly); 130, 143, 129
 on SIGINT, SIGTERM, SIGHUP. Every server is closed first, in each case. With --json, a call
-that failed prints {"error": {"kind": ..., "message": ...}} (kind: unavailable, protocol,
+that failed prints {\"error\": {\"kind\": ..., \"message\": ...}} (kind: unavailable, protocol,
 authorization, timeout, usage), never a tool result; a call is by the tool's exposed name, or
 by its own name where one server has it
 ";
