@@ -342,3 +342,62 @@ fn an_interrupted_call_exits_130_without_a_transport_error() {
     assert!(out.stdout.is_empty());
     assert!(common::processes_tagged(&tag).is_empty());
 }
+
+#[test]
+fn a_server_on_the_command_line_serves_every_command() {
+    let home = home("target");
+    let tag = format!("cli-unix-target-{}", std::process::id());
+    let server = [common::server_path(), "--tag", tag.as_str()];
+    let mcp = |args: &[&str]| {
+        let mut cmd = common::cli(&home);
+        cmd.args(args).arg("--").args(server);
+        cmd.output().unwrap()
+    };
+    let tools = mcp(&["--json", "tools"]);
+    assert!(tools.status.success(), "{}", stderr(&tools));
+    let listed: serde_json::Value = serde_json::from_slice(&tools.stdout).unwrap();
+    assert!(listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "mcp_mcp_test_server_echo"));
+    let out = mcp(&["call", "echo", "message=from argv"]);
+    assert_eq!(text(&out), "from argv\n", "{}", stderr(&out));
+    let out = mcp(&["--env", "MCP_TEST_VALUE=42", "status"]);
+    assert!(
+        text(&out).contains("mcp-test-server  connected"),
+        "{}",
+        text(&out)
+    );
+    let out = mcp(&["info"]);
+    assert!(
+        text(&out).contains("server:       mcp-test-server"),
+        "{}",
+        text(&out)
+    );
+    assert!(common::processes_tagged(&tag).is_empty());
+    // Over HTTP, with a header.
+    let http = common::http_server::TestHttp::start(common::http_server::Behaviour::default());
+    let out = common::cli(&home)
+        .args([
+            "--url",
+            &http.url(),
+            "--header",
+            "X-Test: yes",
+            "call",
+            "echo",
+            "message=over http",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(http
+        .seen()
+        .iter()
+        .any(|r| r.header("x-test") == Some("yes")));
+    // Given with a config, or to a command that starts nothing: a usage error.
+    for args in [vec!["--config", "x.json", "tools"], vec!["servers"]] {
+        let out = mcp(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}

@@ -7,7 +7,7 @@ mcp: use MCP servers from the command line
 
 usage: mcp [--config FILE] [--cwd DIR] [--server NAME]... [--json] [--timeout MS]
            [--cache-dir DIR] [--no-cache] [--no-wait] [--trust-project] [--no-project-config]
-           [-v]... [COMMAND]
+           [-v]... [COMMAND] [--url URL | -- SERVER_COMMAND ARGS...]
 
 commands:
   (none)                 demo: starts two embedded demo servers (one fast, one slow) and shows
@@ -75,6 +75,13 @@ options:
                  Cursor, Windsurf, VS Code, Zed, opencode, Goose, Cline, Roo Code,
                  Continue, Amazon Q, Junie, mcp.json); project-level servers need approval
   --server NAME  only this server (repeatable): every command starts only the named ones
+  --url URL      a server given on the command line instead of a config: Streamable HTTP,
+                 falling back to legacy SSE (with --header K:V, repeatable); or, last,
+                 `-- COMMAND ARGS...` for a stdio server (with --env K=V, repeatable). It is
+                 named after what it runs (`-- npx -y @scope/server-files` is server-files);
+                 its tools answer to their own names too
+  --header K:V   a header for --url (and for probe's URL)
+  --env K=V      an environment value for the `-- COMMAND` server
   --json         machine-readable output
   --timeout MS   connect timeout and request timeout per server (default: 30000 to connect,
                  60000 per request; probe's calls 30000)
@@ -171,6 +178,8 @@ pub struct Args {
     pub servers: Vec<String>,
     /// `logs --level L`.
     pub level: Option<String>,
+    /// A server given on the command line (`-- COMMAND ARGS...` or `--url URL`), with its name.
+    pub target: Option<(String, mcp_runtime::config::ServerConfig)>,
     pub command: Command,
 }
 
@@ -190,8 +199,11 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         no_project_config: false,
         servers: Vec::new(),
         level: None,
+        target: None,
         command: Command::Demo,
     };
+    let mut url: Option<String> = None;
+    let mut env: Vec<(String, String)> = Vec::new();
     let mut rest: Vec<String> = Vec::new();
     let mut headers: Vec<(String, String)> = Vec::new();
     let mut oauth: Option<String> = None;
@@ -230,6 +242,15 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--server" => args.servers.push(value("--server")?),
             "--level" => args.level = Some(value("--level")?),
             "--oauth" => oauth = Some(value("--oauth")?),
+            "--url" => url = Some(value("--url")?),
+            "--env" => {
+                let v = value("--env")?;
+                let (k, v) = v
+                    .split_once('=')
+                    .filter(|(k, _)| !k.is_empty())
+                    .ok_or_else(|| format!("--env takes K=V, not {v:?}"))?;
+                env.push((k.to_owned(), v.to_owned()));
+            }
             "--header" => {
                 let v = value("--header")?;
                 let (k, v) = v
@@ -352,17 +373,55 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             }
         }
         Some("logs") => Command::Logs,
-        Some("info") => Command::Info(words.next().ok_or("info needs a server NAME")?),
+        Some("info") => Command::Info(words.next().unwrap_or_default()),
         Some(other) => return Err(format!("unknown command {other:?}")),
     };
     if let Some(extra) = words.next() {
         return Err(format!("unexpected argument {extra:?}"));
     }
-    if command.is_some() {
-        return Err("`-- command` goes with probe".into());
+    if command.is_some() || url.is_some() {
+        if !matches!(
+            args.command,
+            Command::Tools
+                | Command::Call { .. }
+                | Command::Resources
+                | Command::Read(_)
+                | Command::Templates
+                | Command::Prompts
+                | Command::Prompt { .. }
+                | Command::Complete { .. }
+                | Command::Logs
+                | Command::Info(_)
+                | Command::Status
+        ) {
+            return Err("a server on the command line (`-- COMMAND...` or --url) goes with the commands that use servers (probe takes its own)".into());
+        }
+        if args.config.is_some() {
+            return Err(
+                "a server on the command line replaces --config: give one or the other".into(),
+            );
+        }
+        let target = crate::target::config(
+            command.take(),
+            url.take(),
+            std::mem::take(&mut headers),
+            std::mem::take(&mut env),
+        )?;
+        if let Command::Info(name) = &mut args.command {
+            if name.is_empty() {
+                name.clone_from(&target.0);
+            }
+        }
+        args.target = Some(target);
     }
     if !headers.is_empty() {
-        return Err("--header goes with probe URL".into());
+        return Err("--header goes with a URL (probe URL, or --url)".into());
+    }
+    if !env.is_empty() {
+        return Err("--env goes with a server command (`-- COMMAND ARGS...`)".into());
+    }
+    if args.command == Command::Info(String::new()) {
+        return Err("info needs a server NAME".into());
     }
     if args.level.is_some() && args.command != Command::Logs {
         return Err("--level goes with logs".into());

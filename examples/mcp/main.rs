@@ -16,6 +16,7 @@ mod probe;
 mod repl;
 mod servers;
 mod signals;
+mod target;
 
 use std::path::Path;
 use std::process::ExitCode;

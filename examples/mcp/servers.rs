@@ -152,6 +152,17 @@ pub fn start_with_handler(
         sources: BTreeMap::new(),
     };
     match &args.config {
+        _ if args.target.is_some() => {
+            let (name, config) = args.target.clone().expect("a target");
+            let source = SourceMeta {
+                provider: "command-line".into(),
+                provider_name: "the command line".into(),
+                path: Default::default(),
+                level: Level::User,
+            };
+            session.sources.insert(name.clone(), source);
+            session.configs.insert(name, config);
+        }
         Some(path) => {
             for d in from_config_file(path)? {
                 session.sources.insert(d.name.clone(), d.source.clone());
