@@ -268,6 +268,16 @@ fn probe_skips_destructive_tools_unless_asked() {
         calls.contains(&json!({"tool": "write_file", "skipped": "destructive"})),
         "{calls:?}"
     );
+    assert!(
+        calls.contains(&json!({"tool": "create_directory", "skipped": "writes"})),
+        "{calls:?}"
+    );
+    // Arguments of the declared types, unions and nested objects included.
+    assert!(
+        calls
+            .contains(&json!({"tool": "typed_union", "ok": true, "isError": false, "error": null})),
+        "{calls:?}"
+    );
     assert!(calls.contains(&json!({"tool": "echo", "ok": true, "isError": false, "error": null})));
     assert!(!log.exists(), "the destructive tool was called");
     assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);

@@ -55,8 +55,9 @@ commands:
                          headless check of one server; TARGET is a URL (the last argument) or
                          `-- command args...` for stdio: connect, answer server requests
                          unattended, call every tool with arguments from its schema, except
-                         tools annotated destructiveHint: true (reported as skipped) unless
-                         --call-all; roots/list is answered with an empty temporary directory
+                         tools that say they write (destructiveHint: true, readOnlyHint:
+                         false; reported as skipped) unless --call-all (a tool with no
+                         annotations is called); roots/list is answered with an empty temporary directory
                          (removed afterwards), never the current one; --oauth JSON (an
                          `oauth` object, `{}` to register) logs in headlessly on a 401
   help [COMMAND]         this text, or one command's (also `mcp COMMAND --help`)

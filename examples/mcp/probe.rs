@@ -95,21 +95,51 @@ pub fn arguments_for(schema: &Value) -> Value {
     let mut args = Map::new();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, prop) in props {
-            let value = prop
-                .get("default")
-                .cloned()
-                .or_else(|| prop.get("enum").and_then(|e| e.get(0)).cloned())
-                .unwrap_or_else(|| match prop.get("type").and_then(Value::as_str) {
-                    Some("integer") | Some("number") => json!(1),
-                    Some("boolean") => json!(true),
-                    Some("array") => json!([]),
-                    Some("object") => json!({}),
-                    _ => json!("test"),
-                });
-            args.insert(name.clone(), value);
+            args.insert(name.clone(), value_for(prop, 0));
         }
     }
     Value::Object(args)
+}
+
+/// A value `prop` accepts: its default, its first enum value or its const, else one of its
+/// type (the first of a union that is not `null`; the first branch of an `anyOf`/`oneOf`),
+/// an object filled the same way.
+fn value_for(prop: &Value, depth: usize) -> Value {
+    if let Some(v) = prop
+        .get("default")
+        .or_else(|| prop.get("enum").and_then(|e| e.get(0)))
+        .or_else(|| prop.get("const"))
+    {
+        return v.clone();
+    }
+    let kind = match prop.get("type") {
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null"),
+        _ => None,
+    };
+    if kind.is_none() && depth < 8 {
+        let branch = ["anyOf", "oneOf"]
+            .iter()
+            .find_map(|k| prop.get(*k).and_then(|b| b.get(0)));
+        if let Some(branch) = branch {
+            return value_for(branch, depth + 1);
+        }
+    }
+    match kind {
+        Some("integer") | Some("number") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("object") if depth < 8 => match arguments_for(prop) {
+            Value::Object(m) => Value::Object(m),
+            _ => json!({}),
+        },
+        Some("object") => json!({}),
+        Some("null") => Value::Null,
+        _ => json!("test"),
+    }
 }
 
 /// Runs the probe; the exit status is 1 on a protocol failure.
@@ -245,8 +275,11 @@ fn probe(
     } else {
         for c in &calls {
             let verdict = match (c["ok"].as_bool(), c["isError"].as_bool()) {
-                _ if c.get("skipped").is_some() => {
+                _ if c["skipped"] == "destructive" => {
                     "skipped (destructiveHint: true; --call-all calls it)".to_owned()
+                }
+                _ if c.get("skipped").is_some() => {
+                    "skipped (readOnlyHint: false; --call-all calls it)".to_owned()
                 }
                 (Some(true), Some(true)) => "ok (the tool reported an error)".to_owned(),
                 (Some(true), _) => "ok".to_owned(),
@@ -267,11 +300,20 @@ fn probe(
     u8::from(failed)
 }
 
-/// Whether a tool says it may destroy something (`destructiveHint: true`).
-fn destructive(tool: &Tool) -> bool {
-    tool.annotations
-        .as_ref()
-        .is_some_and(|a| a.destructive_hint == Some(true))
+/// Why a tool is not called without `--call-all`: it says it writes (`readOnlyHint: false`) or
+/// may destroy something (`destructiveHint: true`). A tool with no annotations is called: the
+/// specification's defaults ("may write") tell a host what to assume before asking its user,
+/// and most servers annotate nothing, so a probe that skipped them would check almost nothing;
+/// the user chose the server, and a tool that writes says so.
+fn writes(tool: &Tool) -> Option<&'static str> {
+    let a = tool.annotations.as_ref()?;
+    if a.destructive_hint == Some(true) {
+        Some("destructive")
+    } else if a.read_only_hint == Some(false) {
+        Some("writes")
+    } else {
+        None
+    }
 }
 
 /// Calls every tool (but the destructive ones unless `call_all`), all at once (one slow tool
@@ -282,8 +324,8 @@ fn call_each(client: &Client, tools: &[Tool], timeout: Duration, call_all: bool)
             .iter()
             .map(|tool| {
                 s.spawn(move || {
-                    if !call_all && destructive(tool) {
-                        return json!({"tool": tool.name, "skipped": "destructive"});
+                    if let Some(why) = writes(tool).filter(|_| !call_all) {
+                        return json!({"tool": tool.name, "skipped": why});
                     }
                     let args = arguments_for(&tool.input_schema);
                     match client.call_tool_with(&tool.name, args, CallOptions::timeout(timeout)) {

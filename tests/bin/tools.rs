@@ -19,6 +19,12 @@ impl Server {
                        "annotations": {"readOnlyHint": true}}),
                 json!({"name": "write_file", "description": "Writes a file in the first root", "inputSchema": object(json!({"path": {"type": "string"}})),
                        "annotations": {"readOnlyHint": false, "destructiveHint": true}}),
+                json!({"name": "create_directory", "description": "Creates a directory in the first root (logged as write_file is)", "inputSchema": object(json!({"path": {"type": "string"}})),
+                       "annotations": {"readOnlyHint": false}}),
+                json!({"name": "typed_union", "description": "Refuses arguments not of their declared types", "inputSchema": object(json!({
+                    "verbose": {"type": ["boolean", "string"]},
+                    "mode": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                    "nested": {"type": "object", "properties": {"n": {"type": ["null", "number"]}}}}))}),
             ];
         }
         let mut tools = vec![
@@ -131,7 +137,17 @@ impl Server {
                 self.text(id, "sent");
             }
             "ask" => self.ask(id, &args),
-            "write_file" => self.write_file(id, &args),
+            "write_file" | "create_directory" => self.write_file(id, &args),
+            "typed_union" => {
+                let fits = args["verbose"].is_boolean()
+                    && args["mode"].is_i64()
+                    && args["nested"]["n"].is_number();
+                if fits {
+                    self.text(id, "ok");
+                } else {
+                    self.error(id, -32602, &format!("arguments of the wrong types: {args}"));
+                }
+            }
             "typed" => {
                 let mut result = json!({"content": [{"type": "text", "text": "typed"}]});
                 if let Some(structured) = args.get("structured") {
