@@ -101,8 +101,13 @@ fn mcp_cli() -> std::process::Command {
     std::process::Command::new(dir.join("examples").join("mcp"))
 }
 
-fn probe_json(url: &str) -> serde_json::Value {
-    let out = mcp_cli().args(["--json", "probe", url]).output().unwrap();
+fn probe_json(url: &str, call_all: bool) -> serde_json::Value {
+    let mut cmd = mcp_cli();
+    cmd.args(["--json", "probe"]);
+    if call_all {
+        cmd.arg("--call-all");
+    }
+    let out = cmd.arg(url).output().unwrap();
     assert!(
         out.status.success(),
         "{}\n{}",
@@ -138,10 +143,21 @@ fn probe_over_streamable_http_and_legacy_sse() {
         return;
     };
     // Both at once: each probe waits about ten seconds for the long-running tool's default.
+    // With --call-all: the server annotates its sampling and elicitation tools
+    // `readOnlyHint: false`, which a plain probe does not call (below).
     std::thread::scope(|s| {
-        let h = s.spawn(|| probe_json(&http.mcp_url()));
-        let l = s.spawn(|| probe_json(&sse.sse_url()));
+        let h = s.spawn(|| probe_json(&http.mcp_url(), true));
+        let l = s.spawn(|| probe_json(&sse.sse_url(), true));
         check_probe(&h.join().unwrap(), "http");
         check_probe(&l.join().unwrap(), "sse");
     });
+    let plain = probe_json(&http.mcp_url(), false);
+    let calls = plain["calls"].as_array().unwrap();
+    assert!(
+        calls.contains(
+            &serde_json::json!({"tool": "trigger-sampling-request", "skipped": "writes"})
+        ),
+        "{plain}"
+    );
+    assert!(calls.iter().any(|c| c["tool"] == "echo" && c["ok"] == true));
 }
