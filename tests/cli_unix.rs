@@ -401,3 +401,39 @@ fn a_server_on_the_command_line_serves_every_command() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_discovery_warning_is_printed_once_and_login_and_logout_word_a_miss_alike() {
+    let home = home("warnings");
+    let project = home.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join(".mcp.json"), "{not json").unwrap();
+    let out = common::cli(&home)
+        .arg("--cwd")
+        .arg(&project)
+        .arg("servers")
+        .output()
+        .unwrap();
+    assert_eq!(
+        stderr(&out).matches("malformed JSON").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    let miss = |command: &str| {
+        let out = common::cli(&home)
+            .arg("--cwd")
+            .arg(&home)
+            .args([command, "nobody"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        stderr(&out)
+    };
+    let (login, logout) = (miss("login"), miss("logout"));
+    assert!(
+        login.contains("no configured server is named \"nobody\""),
+        "{login}"
+    );
+    assert_eq!(login, logout);
+}

@@ -97,7 +97,7 @@ pub fn logout(args: &Args, project: &Path, name: &str) -> Result<u8, String> {
         .discovered
         .iter()
         .find(|d| d.name == name && !d.shadowed)
-        .ok_or_else(|| format!("no MCP server named {name}"))?;
+        .ok_or_else(|| format!("no configured server is named {name:?} (see `mcp servers`)"))?;
     let provider = provider_for(
         &server.config,
         Arc::new(FileAuthStorage::user_default()),

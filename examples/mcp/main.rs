@@ -65,10 +65,12 @@ fn main() -> ExitCode {
 
 fn init_logging(verbosity: usize, following_logs: bool) {
     let level = ["warn", "info", "debug", "trace"][verbosity.min(3)];
+    // Discovery's warnings are printed by the commands themselves (`warning: ...`), once.
+    let level = format!("{level},mcp_runtime::config::discovery=error");
     let level = if following_logs {
         format!("{level},mcp=off")
     } else {
-        level.to_owned()
+        level
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp(None)

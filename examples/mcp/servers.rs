@@ -174,6 +174,9 @@ pub fn start_with_handler(
         None => match try_load_all_mcp_configs(project, &loader.config) {
             Err(e) => session.errors.push(e),
             Ok(loaded) => {
+                for w in &loaded.warnings {
+                    eprintln!("warning: {w}");
+                }
                 session
                     .errors
                     .extend(loaded.problems.iter().map(|p| LoadError {
