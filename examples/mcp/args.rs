@@ -1,4 +1,4 @@
-//! Command-line parsing (DESIGN §10), by hand: the contract is small and stable.
+//! Command-line parsing, by hand: the contract is small and stable.
 
 use std::path::PathBuf;
 
