@@ -65,6 +65,7 @@ const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version
 mod auth;
 mod ending;
 mod get_stream;
+mod resume;
 mod session;
 mod stateless;
 mod strays;
@@ -413,75 +414,6 @@ impl Shared {
         }
     }
 
-    /// Posts the request `message` (whose id is `id`), resuming a cut response stream.
-    pub(super) fn post_and_resume(
-        &self,
-        message: &Message,
-        id: &RequestId,
-        deadline: Option<Instant>,
-        abort: Option<&Abort>,
-    ) -> Result<Option<RpcResponse>, Error> {
-        // A caller without a switch of its own runs its exchange in one, so that its answer
-        // arriving on another stream (see `strays`) ends a wait that would carry nothing more.
-        let own = abort.is_none().then(|| Arc::new(Abort::default()));
-        let key = id.as_i64();
-        let _in_flight = key.map(|k| self.strays.begin(k, own.clone()));
-        let stray = || key.and_then(|k| self.strays.take(k));
-        let run = |step: &dyn Fn() -> Result<Reply, Error>| match &own {
-            Some(a) => a.scope(step),
-            None => step(),
-        };
-        let mut reply = match run(&|| self.post(message, Some(id), deadline)) {
-            Err(e) => return stray().map(|r| Ok(Some(r))).unwrap_or(Err(e)),
-            Ok(reply) => reply,
-        };
-        let mut attempts = 0;
-        loop {
-            if !matches!(reply, Reply::Answer(_)) {
-                if let Some(r) = stray() {
-                    return Ok(Some(r));
-                }
-            }
-            match reply {
-                Reply::Answer(r) => return Ok(Some(r)),
-                Reply::Accepted => return Ok(None),
-                Reply::Cut {
-                    last_event_id: Some(last),
-                    retry,
-                } if attempts < self.options.resume_attempts => {
-                    attempts += 1;
-                    let mut delay = retry.unwrap_or(self.options.default_retry);
-                    if let Some(d) = deadline {
-                        delay = delay.min(d.saturating_duration_since(Instant::now()));
-                    }
-                    if !self.pause(delay, abort.or(own.as_deref())) {
-                        if let Some(r) = stray() {
-                            return Ok(Some(r));
-                        }
-                        return Err(Error::closed("the connection was closed"));
-                    }
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Err(Error::closed("the request ran out of time before resuming"));
-                    }
-                    log::debug!("[{}] resuming the response stream after event {last:?}", self.name);
-                    reply = match run(&|| self.resume(&last, id, deadline)) {
-                        Err(e) => return stray().map(|r| Ok(Some(r))).unwrap_or(Err(e)),
-                        Ok(reply) => reply,
-                    };
-                }
-                Reply::Cut { last_event_id, .. } => {
-                    return Err(Error::closed(match last_event_id {
-                        Some(_) => format!(
-                            "the response stream ended before the response, {attempts} times"
-                        ),
-                        None => "the response stream ended before the response (no event id to resume from)"
-                            .to_owned(),
-                    }))
-                }
-            }
-        }
-    }
-
     /// POSTs one message. For a request, `expect` is its id and the reply is searched for its
     /// response; everything else the reply carries is dispatched.
     fn post(
@@ -538,39 +470,6 @@ impl Shared {
         Ok(self
             .dispatch(&bytes, expect)
             .map_or(Reply::Accepted, Reply::Answer))
-    }
-
-    /// Resumes a cut response stream with a GET carrying `Last-Event-ID`, bounded by the
-    /// request's deadline.
-    fn resume(
-        &self,
-        last_event_id: &str,
-        expect: &RequestId,
-        deadline: Option<Instant>,
-    ) -> Result<Reply, Error> {
-        let request = self.agents.get().get(self.uri.clone());
-        let request = match deadline {
-            Some(d) => request.config().timeout_global(Some(web::left(d))).build(),
-            None => request,
-        }
-        .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
-        .header("Last-Event-ID", last_event_id);
-        let response = self
-            .with_version(self.with_session(request))
-            .call()
-            .map_err(|e| self.failure(e, "GET"))?;
-        if web::is_redirect(&response) {
-            return Err(web::redirect_error(&response, &self.uri));
-        }
-        if !response.status().is_success() {
-            return Err(web::status_error(response));
-        }
-        if !web::is_event_stream(&response) {
-            return Err(Error::protocol(
-                "the resumed stream is not text/event-stream",
-            ));
-        }
-        self.read_stream(response, Some(expect), Some(last_event_id))
     }
 
     /// Reads an event stream until `expect`'s response (dispatching everything else) or its end.
