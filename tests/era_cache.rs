@@ -14,7 +14,9 @@ use mcp_runtime::protocol::ProtocolVersion;
 
 fn server_config(args: &[&str]) -> ServerConfig {
     ServerConfig::stdio(
-        env!("CARGO_BIN_EXE_mcp-modern-server"),
+        common::example_path("mcp-modern-server")
+            .display()
+            .to_string(),
         args.iter().copied(),
     )
 }

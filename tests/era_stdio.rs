@@ -14,7 +14,12 @@ use mcp_runtime::{
 use serde_json::{json, Value};
 
 fn server() -> &'static str {
-    env!("CARGO_BIN_EXE_mcp-modern-server")
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        common::example_path("mcp-modern-server")
+            .display()
+            .to_string()
+    })
 }
 
 /// A fresh log file for one test's server.

@@ -94,11 +94,9 @@ fn a_bare_url_detects_each_transport() {
     client.close();
 }
 
-/// The `mcp` example binary (built by `cargo test` next to the test binaries).
+/// The `mcp` command.
 fn mcp_cli() -> std::process::Command {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    std::process::Command::new(dir.join("examples").join("mcp"))
+    std::process::Command::new(common::cli_path())
 }
 
 fn probe_json(url: &str, call_all: bool) -> serde_json::Value {

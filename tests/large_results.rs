@@ -14,7 +14,7 @@ use serde_json::json;
 
 /// Runs one call in a child host; its output and its peak resident memory in MiB.
 fn call_in_child(tool: &str, count: usize) -> (String, u64) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mcp-test-host"))
+    let out = Command::new(common::example_path("mcp-test-host"))
         .args([
             "--call",
             common::server_path(),

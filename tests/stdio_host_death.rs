@@ -13,7 +13,7 @@ use common::{is_alive, server_path, wait_gone};
 /// Starts the test host with `servers` stubborn servers; returns it and every server and
 /// grandchild pid, once they all run.
 fn start_host(servers: usize) -> (std::process::Child, Vec<u32>) {
-    let mut host = Command::new(env!("CARGO_BIN_EXE_mcp-test-host"))
+    let mut host = Command::new(common::example_path("mcp-test-host"))
         .args([server_path(), &servers.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -20,6 +20,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::expand::{expand_value, process_env};
 use super::server::ServerConfig;
 use crate::error::Error;
 
@@ -130,7 +131,8 @@ pub fn read_mcp_json(path: &Path) -> Result<McpJson, Error> {
     })
 }
 
-/// Parses the text of a `.mcp.json`-shaped file.
+/// Parses the text of a `.mcp.json`-shaped file, expanding `${VAR}` and `${VAR:-default}` in
+/// its entries as discovery does for a project's `.mcp.json`.
 pub fn parse_mcp_json(text: &str) -> Result<McpJson, Error> {
     let value: Value = serde_json::from_str(text).map_err(|e| Error::Config {
         message: format!("malformed JSON: {e}"),
@@ -146,7 +148,9 @@ pub fn parse_mcp_json(text: &str) -> Result<McpJson, Error> {
     };
     let mut out = McpJson::default();
     for (name, entry) in servers {
-        match serde_json::from_value::<ServerConfig>(entry.clone()) {
+        let mut entry = entry.clone();
+        expand_value(&mut entry, &process_env);
+        match serde_json::from_value::<ServerConfig>(entry) {
             Ok(config) => {
                 out.servers.insert(name.clone(), config);
             }

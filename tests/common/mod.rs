@@ -13,9 +13,30 @@ use std::time::{Duration, Instant};
 use mcp_runtime::transport::StdioOptions;
 use mcp_runtime::{Client, ConnectOptions, Endpoint};
 
-/// The test server binary built by cargo for this package.
+/// The test server binary (an example: `cargo test` builds it next to the test binaries).
 pub fn server_path() -> &'static str {
-    env!("CARGO_BIN_EXE_mcp-test-server")
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| example_path("mcp-test-server").display().to_string())
+}
+
+/// A test helper program of this package (`mcp-test-server`, `mcp-modern-server`,
+/// `mcp-test-host`): an example, so `cargo install` never installs it, built by `cargo test`
+/// into the target directory's `examples/`.
+pub fn example_path(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test` (it builds the examples)",
+        path.display()
+    );
+    path
 }
 
 /// The endpoint of the test server started with `args`.
@@ -202,25 +223,15 @@ pub fn processes_tagged(tag: &str) -> Vec<u32> {
     out
 }
 
-/// The example CLI, built by `cargo test`.
+/// The `mcp` command (the package's binary; the `cli` feature, on by default, builds it).
 pub fn cli_path() -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo test` (it builds the examples)",
-        path.display()
-    );
-    path
+    match option_env!("CARGO_BIN_EXE_mcp") {
+        Some(path) => path.into(),
+        None => panic!("the `mcp` binary is not built: the CLI tests need the `cli` feature"),
+    }
 }
 
-/// The example CLI with `home` as its home (its config, cache and auth files live there) and
+/// The `mcp` command with `home` as its home (its config, cache and auth files live there) and
 /// no `RUST_LOG` from the environment.
 pub fn cli(home: &std::path::Path) -> std::process::Command {
     std::fs::create_dir_all(home).unwrap();

@@ -42,6 +42,11 @@ fn main() -> ExitCode {
     }
     // Before any other thread exists: the signal mask is inherited by every thread.
     signals::install();
+    // `${MCP_CLI}` in a config this command reads is this program (examples/mcp.json starts
+    // the built-in demo servers with it, from any directory); set before any thread exists.
+    if let Ok(exe) = std::env::current_exe() {
+        std::env::set_var("MCP_CLI", exe);
+    }
     let args = match args::parse(&argv) {
         Ok(a) => a,
         Err(e) => {
