@@ -33,6 +33,10 @@ pub enum Error {
         after: Duration,
         /// The last lines the server wrote to stderr, if it is a local process.
         stderr_tail: Vec<String>,
+        /// How many stdout lines that were not JSON-RPC a local server printed (and that were
+        /// skipped) before it answered, and the first of them, trimmed and with its secrets
+        /// masked: a server that prints a banner, or is not an MCP server at all.
+        skipped_stdout: Option<(usize, String)>,
     },
     /// The caller's [`CancelToken`](crate::cancel::CancelToken) fired.
     Cancelled,
@@ -213,12 +217,22 @@ impl fmt::Display for Error {
                 server,
                 after,
                 stderr_tail,
+                skipped_stdout,
             } => {
                 write!(
                     f,
                     "Connection to MCP server \"{server}\" timed out after {}ms",
                     after.as_millis()
                 )?;
+                if let Some((lines, first)) = skipped_stdout {
+                    let s = if *lines == 1 { "" } else { "s" };
+                    write!(
+                        f,
+                        "; it printed {lines} line{s} that {} not JSON-RPC on stdout (the \
+                         first: \"{first}\")",
+                        if *lines == 1 { "is" } else { "are" }
+                    )?;
+                }
                 write_tail(f, stderr_tail)
             }
             Error::Cancelled => f.write_str("Request cancelled"),
@@ -345,10 +359,22 @@ mod tests {
             server: "files".into(),
             after: Duration::from_secs(30),
             stderr_tail: vec![],
+            skipped_stdout: None,
         };
         assert_eq!(
             c.to_string(),
             "Connection to MCP server \"files\" timed out after 30000ms"
+        );
+        let noisy = Error::ConnectTimeout {
+            server: "files".into(),
+            after: Duration::from_secs(30),
+            stderr_tail: vec![],
+            skipped_stdout: Some((3, "Server v1 ready".into())),
+        };
+        assert_eq!(
+            noisy.to_string(),
+            "Connection to MCP server \"files\" timed out after 30000ms; it printed 3 lines \
+             that are not JSON-RPC on stdout (the first: \"Server v1 ready\")"
         );
         let r = Error::Rpc {
             code: -32601,

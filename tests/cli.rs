@@ -229,7 +229,11 @@ fn probe_reports_protocol_failures_with_exit_status_1() {
 #[test]
 fn probe_a_server_that_cannot_start() {
     let out = run(&["probe", "--", "/nonexistent/server"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(69),
+        "the server could not be started"
+    );
     assert!(
         stdout(&out).contains("connect: FAILED: Failed to start MCP server"),
         "{}",

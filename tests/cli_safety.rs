@@ -113,7 +113,11 @@ fn tools_exits_1_when_every_server_failed_and_names_the_failures() {
         .args(["--no-cache", "--config", cfg.to_str().unwrap(), "tools"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(69),
+        "every server failed: unavailable"
+    );
     let err = text(&out.stderr);
     assert!(
         err.contains("mcp:a via") && err.contains("mcp:b via"),

@@ -522,3 +522,25 @@ fn resumptions_and_server_requests_stay_within_their_deadlines_under_load() {
     a.close();
     b.close();
 }
+
+#[test]
+fn a_connect_whose_bound_runs_out_in_the_era_probe_is_a_connect_timeout() {
+    // The probe's own bound (5 s) is longer than the connect's: the connect timed out, and the
+    // error says so with the bound the host set.
+    let server = TestHttp::start(Behaviour {
+        hang_discover: true,
+        ..Behaviour::default()
+    });
+    let options = ConnectOptions {
+        timeout: Duration::from_millis(300),
+        ..options()
+    };
+    let err = Client::connect("silent-probe", &http(server.url()), options).unwrap_err();
+    match &err {
+        Error::ConnectTimeout { server, after, .. } => {
+            assert_eq!(server, "silent-probe");
+            assert_eq!(*after, Duration::from_millis(300));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}

@@ -74,7 +74,11 @@ fn the_package_builds_and_installs_only_the_mcp_command() {
         .collect();
     installed.sort();
     let mcp = format!("mcp{}", std::env::consts::EXE_SUFFIX);
-    assert_eq!(installed, std::slice::from_ref(&mcp), "bin/ holds exactly the CLI");
+    assert_eq!(
+        installed,
+        std::slice::from_ref(&mcp),
+        "bin/ holds exactly the CLI"
+    );
     let version = run(Command::new(root.join("bin").join(&mcp)).arg("--version"));
     assert_eq!(version.trim(), format!("mcp {}", env!("CARGO_PKG_VERSION")));
 }

@@ -207,8 +207,13 @@ fn a_silent_server_times_out_the_handshake_with_the_design_text() {
             server,
             after,
             stderr_tail,
+            skipped_stdout,
         } => {
             assert_eq!(server, "silent");
+            assert_eq!(
+                *skipped_stdout, None,
+                "the test server prints only JSON-RPC"
+            );
             assert_eq!(*after, Duration::from_millis(300));
             assert!(
                 stderr_tail.iter().any(|l| l == "ignoring initialize"),

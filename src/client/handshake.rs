@@ -29,6 +29,7 @@ pub(super) fn run(
             server: conn.name.clone(),
             after: options.timeout,
             stderr_tail: conn.transport.stderr_tail(),
+            skipped_stdout: conn.transport.skipped_stdout(),
         },
         other => other,
     })

@@ -419,6 +419,7 @@ impl Client {
                         server: name.to_owned(),
                         after: options.timeout,
                         stderr_tail: Vec::new(),
+                        skipped_stdout: None,
                     }
                 }
                 other => other,

@@ -134,6 +134,17 @@ pub(super) fn negotiate(
                         code: 0,
                         data: None,
                     },
+                    // The connect's own bound ran out during the probe: that is what timed
+                    // out (whatever the transport).
+                    Err(Error::Timeout { .. }) if Instant::now() >= deadline => {
+                        let error = Error::ConnectTimeout {
+                            server: conn.name.clone(),
+                            after: options.timeout,
+                            stderr_tail: conn.transport.stderr_tail(),
+                            skipped_stdout: conn.transport.skipped_stdout(),
+                        };
+                        return Err((error, conn.transport));
+                    }
                     Err(e) if probe == ProbeKind::Http && !matches!(e, Error::Rpc { .. }) => {
                         // 401/403 (authorize, then probe again), 5xx, network errors and
                         // timeouts are failures, not verdicts.
@@ -143,15 +154,7 @@ pub(super) fn negotiate(
                         code: *code,
                         data: data.as_ref(),
                     },
-                    Err(Error::Timeout { .. }) if Instant::now() < deadline => ProbeEvent::Silent,
-                    Err(Error::Timeout { .. }) => {
-                        let error = Error::ConnectTimeout {
-                            server: conn.name.clone(),
-                            after: options.timeout,
-                            stderr_tail: conn.transport.stderr_tail(),
-                        };
-                        return Err((error, conn.transport));
-                    }
+                    Err(Error::Timeout { .. }) => ProbeEvent::Silent,
                     Err(Error::TransportClosed { .. }) => ProbeEvent::Gone,
                     Err(other) => return Err((other.clone(), conn.transport)),
                 };

@@ -231,7 +231,12 @@ impl McpManager {
                 recv(wake) -> _ => continue,
                 recv(cancelled) -> _ => return Err(Error::Cancelled),
                 default(left) => {
-                    return Err(Error::ConnectTimeout { server: name.to_owned(), after: timeout, stderr_tail: Vec::new() })
+                    return Err(Error::ConnectTimeout {
+                        server: name.to_owned(),
+                        after: timeout,
+                        stderr_tail: Vec::new(),
+                        skipped_stdout: None,
+                    })
                 }
             }
         }

@@ -177,6 +177,7 @@ impl Task {
                     server: self.name.clone(),
                     after: configured,
                     stderr_tail: Vec::new(),
+                    skipped_stdout: None,
                 };
                 return (Err(error), Teardown::Nothing);
             }
@@ -362,10 +363,12 @@ fn configured_bound(error: Error, reduced: Duration, configured: Duration) -> Er
             server,
             after,
             stderr_tail,
+            skipped_stdout,
         } if after <= reduced => Error::ConnectTimeout {
             server,
             after: configured,
             stderr_tail,
+            skipped_stdout,
         },
         Error::Timeout { method, after } if after <= reduced => Error::Timeout {
             method,
@@ -386,6 +389,7 @@ mod tests {
             server: "s".into(),
             after: reduced,
             stderr_tail: Vec::new(),
+            skipped_stdout: None,
         };
         assert!(matches!(
             configured_bound(connect, reduced, configured),

@@ -103,6 +103,11 @@ pub trait Transport: Send + Sync {
     fn stderr_tail(&self) -> Vec<String> {
         Vec::new()
     }
+    /// How many stdout lines that are not JSON-RPC a local server printed before its first
+    /// message, and the first of them (trimmed, secrets masked); `None` when there were none.
+    fn skipped_stdout(&self) -> Option<(usize, String)> {
+        None
+    }
     /// A short name of the transport kind: `stdio`, `http` or `sse`.
     fn kind(&self) -> &'static str;
     /// The server's process id, for a local process.

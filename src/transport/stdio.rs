@@ -52,6 +52,7 @@ use super::SendHint;
 use super::{Inbound, Transport};
 use crate::error::Error;
 use crate::jsonrpc::Message;
+use noise::Noise;
 use stderr::StderrTail;
 use teardown::Phase;
 
@@ -59,6 +60,7 @@ use teardown::Phase;
 mod guardian;
 #[cfg(unix)]
 mod lead;
+mod noise;
 #[cfg(unix)]
 mod reader;
 mod reading;
@@ -148,6 +150,8 @@ struct Shared {
     process: Arc<ServerProcess>,
     stdin: Arc<StdinWriter>,
     tail: StderrTail,
+    /// What stdout had that was not JSON-RPC before the first message.
+    noise: Noise,
     grace: Duration,
     close_requested: AtomicBool,
     /// The server closed its stdin and did not exit: requests fail as they are written.
@@ -205,6 +209,7 @@ impl StdioTransport {
                 })
             }),
             tail: StderrTail::new(options.stderr_tail_lines),
+            noise: Noise::new(&command.env),
             grace: options.close_grace,
             close_requested: AtomicBool::new(false),
             stdin_gone: AtomicBool::new(false),
@@ -273,6 +278,10 @@ impl Transport for StdioTransport {
 
     fn stderr_tail(&self) -> Vec<String> {
         self.shared.tail.lines()
+    }
+
+    fn skipped_stdout(&self) -> Option<(usize, String)> {
+        self.shared.noise.report()
     }
 
     fn kind(&self) -> &'static str {

@@ -37,6 +37,8 @@ pub struct Behaviour {
     pub post_status: Option<Canned>,
     /// Never answer `tools/call`.
     pub hang_calls: bool,
+    /// Never answer `server/discover` (the era probe).
+    pub hang_discover: bool,
     /// Answer `tools/call` with one event of this many bytes.
     pub oversized_event: Option<usize>,
     /// Answer `tools/call` with a JSON body of this many bytes (with its Content-Length).
@@ -399,6 +401,16 @@ fn handle(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
     }
 }
 
+/// Holds a request unanswered until the server stops (at most a minute).
+fn hold_until_stopped(s: &State) {
+    for _ in 0..600 {
+        if s.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn known_session(s: &State, req: &Seen) -> bool {
     match req.header("mcp-session-id") {
         Some(id) => s.sessions.lock().unwrap().iter().any(|k| k == id),
@@ -410,6 +422,10 @@ fn post_mcp(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
     let b = &s.behaviour;
     let rpc = req.rpc_method().unwrap_or("");
     let mut headers: Vec<(&str, String)> = Vec::new();
+    if rpc == "server/discover" && b.hang_discover {
+        hold_until_stopped(s);
+        return false;
+    }
     if rpc == "initialize" {
         let id = format!("session-{}", s.next_session.fetch_add(1, Ordering::SeqCst));
         s.sessions.lock().unwrap().push(id.clone());
@@ -439,13 +455,7 @@ fn post_mcp(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
             return kept;
         }
         if b.hang_calls {
-            // Hold the call unanswered until the server stops (at most a minute).
-            for _ in 0..600 {
-                if s.stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            hold_until_stopped(s);
             return false;
         }
         if let Some(size) = b.oversized_event {

@@ -84,8 +84,9 @@ options:
   --header K:V   a header for --url (and for probe's URL)
   --env K=V      an environment value for the `-- COMMAND` server
   --json         machine-readable output
-  --timeout MS   connect timeout and request timeout per server (default: 30000 to connect,
-                 60000 per request; probe's calls 30000)
+  --timeout MS   bounds each wait on a server: its connect (start, protocol probe,
+                 initialize) and then each request, the first tools/list included
+                 (default: 30000 to connect, 60000 per request; probe's calls 30000)
   --cache-dir DIR  where tool definitions are cached (default: the user's cache directory,
                  e.g. ~/.cache/mcp-runtime)
   --no-cache     no tool cache (servers still connecting after the gate are waited for)
@@ -102,13 +103,14 @@ server requests: roots/list is answered with the project directory; elicitation 
 terminal (or, without one, accepts the schema's defaults when they cover every required
 field, and declines otherwise); sampling is not offered (the CLI has no model)
 
-exit status: 0 done; 1 the tool reported an error of its own (isError), probe found a
-protocol failure, or every server failed (tools); 2 bad usage (a missing tool included, with
+exit status: 0 done; 1 the tool reported an error of its own (isError), or one of probe's
+calls failed; 2 bad usage (a missing tool included, with
 the nearest names) or a config with nothing to do; 69 the server could not be started or
 reached, or went away; 76 the server answered with an error or broke the protocol; 77 the
 server needs a login; 124 no answer within the timeout; 74 the output could not be written
 (one line on stderr); 141 the output was closed by its reader (a pipe: quietly); 130, 143, 129
-on SIGINT, SIGTERM, SIGHUP. Every server is closed first, in each case. With --json, a call
+on SIGINT, SIGTERM, SIGHUP. When every server failed, `tools` exits with the first failure's
+status. Every server is closed first, in each case. With --json, a call
 that failed prints {\"error\": {\"kind\": ..., \"message\": ...}} (kind: unavailable, protocol,
 authorization, timeout, usage), never a tool result; a call is by the tool's exposed name, or
 by its own name where one server has it

@@ -16,7 +16,7 @@ use mcp_runtime::Error;
 /// The kind of failure `e` is, and the exit status that says it.
 pub fn classify(e: &Error) -> (&'static str, u8) {
     match e {
-        Error::Timeout { .. } => ("timeout", 124),
+        Error::Timeout { .. } | Error::ConnectTimeout { .. } => ("timeout", 124),
         Error::Cancelled => ("interrupted", 130),
         Error::Config { .. } => ("usage", 2),
         Error::OAuth { .. }

@@ -169,14 +169,23 @@ fn run(args: &Args) -> Result<u8, String> {
         Command::Tools => {
             let session = start(args, &project)?;
             print_tools(&session, args.json);
-            // Every server failed (none connected, none still connecting): status 1.
+            // Every server failed (none connected, none still connecting): the status of the
+            // first failure's kind (a timeout 124, a server that could not start 69, ...).
             let m = &session.manager;
-            let alive = m
+            let statuses: Vec<_> = m
                 .server_names()
                 .iter()
-                .any(|n| m.connection_status(n).state != ConnectionState::Disconnected);
+                .map(|n| m.connection_status(n))
+                .collect();
+            let alive = statuses
+                .iter()
+                .any(|s| s.state != ConnectionState::Disconnected);
             let failed = session.errors.len() > session.needs_approval.len();
-            let code = u8::from(failed && !alive);
+            let code = match statuses.iter().find_map(|s| s.error.as_ref()) {
+                _ if !failed || alive => 0,
+                Some(e) => failure::classify(e).1,
+                None => 69,
+            };
             session.manager.disconnect_all();
             Ok(code)
         }

@@ -142,7 +142,8 @@ fn value_for(prop: &Value, depth: usize) -> Value {
     }
 }
 
-/// Runs the probe; the exit status is 1 on a protocol failure.
+/// Runs the probe; the exit status is 1 when a call failed, and the failure's own status when
+/// the server cannot be connected or listed.
 pub fn run(
     target: &Target,
     options: &ConnectOptions,
@@ -235,7 +236,7 @@ fn probe(
             } else {
                 outln!("connect: FAILED: {e}");
             }
-            return 1;
+            return crate::failure::classify(&e).1;
         }
     };
     let closer = client.clone();
@@ -246,7 +247,7 @@ fn probe(
         Err(e) => {
             outln!("tools/list: FAILED: {e}");
             client.close();
-            return 1;
+            return crate::failure::classify(&e).1;
         }
     };
     if !as_json {

@@ -34,6 +34,10 @@ pub(super) enum ReadEnd {
     Failed(std::io::Error),
     /// A line was longer than `max_message_bytes` (it was never buffered whole).
     TooLong,
+    /// Before its first message the server printed more output that is not JSON-RPC than
+    /// [`NOISE_LINE_BOUND`](super::noise::NOISE_LINE_BOUND) lines or
+    /// [`NOISE_BYTE_BOUND`](super::noise::NOISE_BYTE_BOUND) bytes.
+    Noise,
 }
 
 /// The pipes and what was read of them: held by whoever reads.
@@ -114,27 +118,31 @@ impl Pipes {
         shared: &Shared,
         seen: &mut dyn FnMut(i64),
     ) -> Option<ReadEnd> {
-        let mut too_long = false;
+        let mut stop = None;
         let (out, inbound) = (&mut self.out, &*self.inbound);
         let ended = read_available(&mut self.stdout, &mut self.chunk, &mut |bytes| {
             out.push(bytes, &mut |piece| match piece {
                 Piece::Line(l) => {
-                    dispatch_line(shared, l, inbound, seen);
-                    true
+                    if dispatch_line(shared, l, inbound, seen) {
+                        stop = Some(ReadEnd::Noise);
+                    }
+                    stop.is_none()
                 }
                 Piece::TooLong(_) => {
-                    too_long = true;
+                    stop = Some(ReadEnd::TooLong);
                     false
                 }
             });
-            !too_long
+            stop.is_none()
         });
-        if too_long {
-            return Some(ReadEnd::TooLong);
+        if stop.is_some() {
+            return stop;
         }
         match ended {
             Some(Ok(())) => {
-                dispatch_line(shared, &self.out.take_rest(), &*self.inbound, seen);
+                if dispatch_line(shared, &self.out.take_rest(), &*self.inbound, seen) {
+                    return Some(ReadEnd::Noise);
+                }
                 Some(ReadEnd::Eof)
             }
             Some(Err(e)) => Some(ReadEnd::Failed(e)),
@@ -224,11 +232,15 @@ pub(super) fn read_loop(
     let end = loop {
         match read_line_capped(&mut reader, &mut buf, max, false) {
             Ok(LineRead::Line) => {
-                dispatch_line(shared, &buf, &*inbound, &mut |_| {});
+                if dispatch_line(shared, &buf, &*inbound, &mut |_| {}) {
+                    break ReadEnd::Noise;
+                }
                 reuse(&mut buf);
             }
             Ok(LineRead::Eof) => {
-                dispatch_line(shared, &buf, &*inbound, &mut |_| {});
+                if dispatch_line(shared, &buf, &*inbound, &mut |_| {}) {
+                    break ReadEnd::Noise;
+                }
                 break ReadEnd::Eof;
             }
             Ok(LineRead::TooLong) => break ReadEnd::TooLong,
@@ -242,14 +254,21 @@ pub(super) fn read_loop(
 /// Parses one stdout line and hands its messages to `inbound`; the id of each response is shown
 /// to `seen` first. A line that cannot be parsed but is recognisably the response to one of our
 /// requests (invalid UTF-8 in a string, nested deeper than the parser goes) fails that request
-/// with [`Error::Protocol`] instead of leaving it to its timeout; other such lines are skipped.
-fn dispatch_line(shared: &Shared, raw: &[u8], inbound: &dyn Inbound, seen: &mut dyn FnMut(i64)) {
+/// with [`Error::Protocol`] instead of leaving it to its timeout; other such lines are skipped
+/// (and counted while no message has come: true when that output has passed its bound).
+fn dispatch_line(
+    shared: &Shared,
+    raw: &[u8],
+    inbound: &dyn Inbound,
+    seen: &mut dyn FnMut(i64),
+) -> bool {
     let line = trim_line(raw);
     if line.iter().all(u8::is_ascii_whitespace) {
-        return;
+        return false;
     }
     match Message::parse(line) {
         Ok(messages) => {
+            shared.noise.message();
             for m in messages {
                 if let Message::Response(r) = &m {
                     if let Some(id) = r.id.as_ref().and_then(|id| id.as_i64()) {
@@ -272,13 +291,17 @@ fn dispatch_line(shared: &Shared, raw: &[u8], inbound: &dyn Inbound, seen: &mut 
                     Error::protocol(format!("the response could not be parsed: {e}")),
                 );
             }
-            None => log::debug!(
-                "[{}] skipping a stdout line that is {e}: {}",
-                shared.name,
-                preview(line)
-            ),
+            None => {
+                log::debug!(
+                    "[{}] skipping a stdout line that is {e}: {}",
+                    shared.name,
+                    preview(line)
+                );
+                return shared.noise.skipped(line);
+            }
         },
     }
+    false
 }
 
 fn preview(line: &[u8]) -> String {

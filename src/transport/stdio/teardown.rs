@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 #[cfg(target_os = "linux")]
 use super::guardian;
+use super::noise::{NOISE_BYTE_BOUND, NOISE_LINE_BOUND};
 use super::reading::ReadEnd;
 use super::{Shared, KILL_WAIT};
 use crate::error::Error;
@@ -71,6 +72,18 @@ impl Shared {
     /// After stdout ended: tell the sink why the connection ended, then stop the process.
     pub(super) fn finish(&self, end: ReadEnd, max: usize, inbound: Arc<dyn Inbound>) {
         match end {
+            ReadEnd::Noise => {
+                let (lines, first) = self.noise.report().unwrap_or_default();
+                let error = Error::protocol(format!(
+                    "the server printed {lines} lines that are not JSON-RPC on stdout before \
+                     its first message (more than {NOISE_LINE_BOUND} lines or {} MiB; the \
+                     first: \"{first}\"); it is stopped",
+                    NOISE_BYTE_BOUND >> 20
+                ));
+                log::warn!("[{}] {error}", self.name);
+                inbound.on_closed(error);
+                self.shutdown();
+            }
             ReadEnd::TooLong => {
                 log::warn!(
                     "[{}] the server sent a message over {max} bytes; closing the connection",
