@@ -416,7 +416,7 @@ impl McpCommands {
         let (Some(config), Some(source)) = (loaded.configs.get(name), loaded.sources.get(name))
         else {
             if let Some(d) = loaded.needs_approval().into_iter().find(|d| d.name == name) {
-                return crate::config::needs_approval_message(name, &d.source.path);
+                return loaded.approval_message(d);
             }
             return format!("{name} is not enabled, so it was not connected.");
         };
@@ -439,7 +439,7 @@ impl McpCommands {
             return Ok(format!(
                 "MCP server {name} is not tested: {}. {}",
                 d.trust.describe(),
-                crate::config::needs_approval_message(name, &d.source.path)
+                loaded.approval_message(d)
             ));
         }
         let config = found

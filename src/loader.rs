@@ -18,9 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::cache::{FileToolCache, ToolCache};
-use crate::config::{
-    load_all_mcp_configs, needs_approval_message, DiscoveredServer, DiscoveryOptions, LoadedConfigs,
-};
+use crate::config::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
 use crate::manager::{ConnectReport, ManagerOptions, McpManager};
 use crate::tool::{build_tools, AgentTool};
 
@@ -212,7 +210,7 @@ pub fn approval_errors(loaded: &LoadedConfigs) -> Vec<LoadError> {
         .into_iter()
         .map(|d| LoadError {
             path: d.source.path.display().to_string(),
-            error: needs_approval_message(&d.name, &d.source.path),
+            error: loaded.approval_message(d),
         })
         .collect()
 }
@@ -265,12 +263,7 @@ pub fn trust_servers(
     };
     let store = options.trust_store(cwd);
     for d in &chosen {
-        store.approve(
-            cwd,
-            &d.name,
-            &crate::cache::config_hash(&d.config),
-            &d.source.path,
-        )?;
+        store.approve(cwd, &d.name, &d.config, &d.source.path)?;
     }
     Ok(chosen.into_iter().cloned().collect())
 }

@@ -242,3 +242,113 @@ fn servers_explains_every_skip_and_lists_problems_and_warnings() {
     let err = text(&out.stderr);
     assert!(err.contains("warning: [Gemini CLI]"), "{err}");
 }
+
+/// `mcp ARGS` run on a terminal (a pty made by `script`), typing `answer`.
+fn on_a_terminal(repo: &Repo, args: &str, answer: &str) -> Option<Output> {
+    use std::io::Write;
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("CI").is_err(),
+            "`script` (util-linux) is missing: the terminal test cannot run"
+        );
+        eprintln!("skipping: `script` (util-linux) is not installed");
+        return None;
+    }
+    let line = format!(
+        "'{}' --cwd '{}' {args}",
+        common::cli_path().display(),
+        repo.project().display()
+    );
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .env("HOME", repo.root.join("home"))
+        .env("XDG_CACHE_HOME", repo.root.join("home/.cache"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn servers_and_trust_show_what_is_approved_and_what_changed_and_a_terminal_is_asked() {
+    let repo = Repo::new("display");
+    let file = repo.project().join(".mcp.json");
+    let write = |args: Value, env: Value| {
+        let server = json!({"command": "node", "args": args, "env": env});
+        std::fs::write(&file, json!({"mcpServers": {"files": server}}).to_string()).unwrap();
+    };
+    write(
+        json!(["server.js", "--root", "a dir"]),
+        json!({"API_KEY": "sk-one-111"}),
+    );
+
+    // What is to be approved: the command line and the names of the env values.
+    let out = repo.mcp(&["servers"]);
+    let listing = text(&out.stdout);
+    assert!(
+        listing.contains("    command: node server.js --root 'a dir'"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("    env: API_KEY (values not shown)"),
+        "{listing}"
+    );
+    assert!(!listing.contains("sk-one"), "{listing}");
+    let rows = json_rows(&repo.mcp(&["--json", "servers"]));
+    let files = row(&rows, "files");
+    assert_eq!(files["command"], "node");
+    assert_eq!(files["args"], json!(["server.js", "--root", "a dir"]));
+    assert_eq!(files["env"], json!(["API_KEY"]));
+
+    // On a terminal, trust shows it and asks; "n" trusts nothing.
+    if let Some(out) = on_a_terminal(&repo, "trust files", "n\n") {
+        let said = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(
+            said.contains("command: node server.js") && said.contains("[y/N]"),
+            "{said}"
+        );
+        assert!(said.contains("nothing was trusted"), "{said}");
+        let rows = json_rows(&repo.mcp(&["--json", "servers"]));
+        assert_eq!(row(&rows, "files")["trust"], "needs approval");
+        let out = on_a_terminal(&repo, "trust files", "y\n").unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+        assert!(text(&out.stdout).contains("trusted files"));
+    } else {
+        // Not a terminal: the command itself is the consent.
+        let out = repo.mcp(&["trust", "files"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let rows = json_rows(&repo.mcp(&["--json", "servers"]));
+    assert_eq!(row(&rows, "files")["trust"], "approved");
+
+    // A changed config asks again and says what changed, never a value.
+    write(json!(["evil.js"]), json!({"API_KEY": "sk-two-222"}));
+    let out = repo.mcp(&["servers"]);
+    let listing = text(&out.stdout);
+    assert!(
+        listing.contains("changed since its approval: args: server.js --root 'a dir' → evil.js; env API_KEY: changed"),
+        "{listing}"
+    );
+    let err = text(&out.stderr);
+    assert!(err.contains("approve it with `mcp trust files`"), "{err}");
+    assert!(
+        !listing.contains("sk-") && !err.contains("sk-"),
+        "{listing}{err}"
+    );
+    let out = repo.mcp(&["trust", "files"]);
+    let said = text(&out.stdout);
+    assert!(said.contains("changed since its approval: args:"), "{said}");
+    assert!(said.contains("trusted files"), "{said}");
+}

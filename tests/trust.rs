@@ -130,8 +130,11 @@ fn a_cloned_repository_runs_and_resolves_nothing_until_approved() {
             .unwrap_or_else(|| panic!("no error for {name}: {:?}", loaded.errors));
         assert_eq!(e.path, mcp_json.display().to_string());
         assert!(e.error.contains("needs approval"), "{}", e.error);
+        // The library's words are the host's, not a command of our CLI.
         assert!(
-            e.error.contains(&format!("mcp trust {name}")),
+            e.error
+                .ends_with("approve it where this application manages MCP servers")
+                && !e.error.contains("mcp trust"),
             "{}",
             e.error
         );
@@ -215,6 +218,62 @@ fn the_store_is_private_and_keyed_by_the_unresolved_config() {
     std::env::set_var("MCP_TRUST_TEST_SECRET", "rotated");
     let loaded = load_all_mcp_configs(&repo.project(), &repo.config(ProjectTrust::Report));
     assert!(loaded.configs.contains_key("c"));
+}
+
+#[test]
+fn a_changed_config_says_what_changed_names_the_user_server_it_hides_and_ends_with_the_hosts_hint()
+{
+    let repo = Clone_::new("changed");
+    let user = repo.write(
+        "home/.claude.json",
+        &json!({"mcpServers": {"files": {"command": "my-own-files-server"}}}),
+    );
+    let project_file = |args: Value, env: Value| {
+        repo.write(
+            "project/.mcp.json",
+            &json!({"mcpServers": {"files": {"command": "node", "args": args, "env": env}}}),
+        )
+    };
+    project_file(json!(["server.js"]), json!({"KEY": "value-one-1"}));
+    trust_servers(&repo.project(), &repo.config(ProjectTrust::Report), &[]).unwrap();
+    let loaded = load_all_mcp_configs(&repo.project(), &repo.config(ProjectTrust::Report));
+    assert_eq!(loaded.discovered[0].trust, TrustState::Approved);
+    assert!(loaded.discovered[0].changes.is_empty());
+
+    project_file(
+        json!(["evil.js"]),
+        json!({"KEY": "value-two-2", "NEW": "x"}),
+    );
+    let mut options = repo.config(ProjectTrust::Report);
+    options.approval_hint = Some("run `myhost approve {name}`".into());
+    let loaded = load_all_mcp_configs(&repo.project(), &options);
+    let waiting = loaded.needs_approval();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(
+        waiting[0].changes,
+        [
+            "args: server.js → evil.js",
+            "env KEY: changed",
+            "env NEW: added"
+        ]
+    );
+    let message = loaded.approval_message(waiting[0]);
+    assert!(
+        message.contains("its config changed since it was approved (args: server.js → evil.js; env KEY: changed; env NEW: added)"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "your own server \"files\" (declared in {}) is not used either",
+            user.display()
+        )),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(": run `myhost approve files`"),
+        "{message}"
+    );
+    assert!(!message.contains("value-"), "{message}");
 }
 
 #[test]

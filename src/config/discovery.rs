@@ -17,6 +17,7 @@ use super::source::{
 };
 use super::sources::{default_sources, HostConfig};
 use super::trust::{self, ProjectTrust, TrustRequest, TrustState, TrustStore};
+use super::trust_facts;
 
 /// How to discover.
 #[derive(Clone)]
@@ -38,6 +39,10 @@ pub struct DiscoveryOptions {
     /// The file of remembered approvals (default: `trusted.json` in the host's user
     /// directory, `~/.mcp-runtime/trusted.json`).
     pub trust_store: Option<PathBuf>,
+    /// How this host's user approves a project server, ending the message of a server that
+    /// waits for approval ([`LoadedConfigs::approval_message`]); `{name}` stands for the
+    /// server's name. Default: none (host-neutral words).
+    pub approval_hint: Option<String>,
 }
 
 impl Default for DiscoveryOptions {
@@ -50,6 +55,7 @@ impl Default for DiscoveryOptions {
             sources: None,
             project_trust: ProjectTrust::default(),
             trust_store: None,
+            approval_hint: None,
         }
     }
 }
@@ -135,6 +141,10 @@ pub struct DiscoveredServer {
     pub skipped: Option<String>,
     /// Where it stands with the trust gate (user-level servers are [`TrustState::User`]).
     pub trust: TrustState,
+    /// A project server approved before for another config: what changed since, one line each
+    /// (`args: server.js → evil.js`, `env KEY: changed`; never a value that may be secret).
+    /// Empty otherwise.
+    pub changes: Vec<String>,
 }
 
 /// What discovery found.
@@ -150,6 +160,8 @@ pub struct LoadedConfigs {
     pub warnings: Vec<String>,
     /// Servers found but unusable (an unresolvable input, a malformed entry).
     pub problems: Vec<ServerProblem>,
+    /// The host's [`DiscoveryOptions::approval_hint`].
+    pub approval_hint: Option<String>,
     /// Every entry seen, winners first in priority order, then the shadowed ones.
     pub discovered: Vec<DiscoveredServer>,
 }
@@ -168,6 +180,23 @@ impl LoadedConfigs {
             })
             .collect()
     }
+
+    /// The message for `server`, a project server that waits for approval: where it is
+    /// declared, what changed since its approval, the user's own server of the same name it
+    /// keeps from being used, and how to approve it (the host's hint, or neutral words).
+    pub fn approval_message(&self, server: &DiscoveredServer) -> String {
+        let shadows = self
+            .discovered
+            .iter()
+            .find(|d| d.shadowed && d.name == server.name && d.source.level == Level::User);
+        trust::needs_approval_message(
+            &server.name,
+            &server.source.path,
+            &server.changes,
+            shadows.map(|d| d.source.path.as_path()),
+            self.approval_hint.as_deref(),
+        )
+    }
 }
 
 /// Discovers the MCP servers for the project at `cwd`. Never fails as a whole: a source that
@@ -178,7 +207,10 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedCon
         .sources
         .clone()
         .unwrap_or_else(|| default_sources(options.host.clone()));
-    let mut out = LoadedConfigs::default();
+    let mut out = LoadedConfigs {
+        approval_hint: options.approval_hint.clone(),
+        ..LoadedConfigs::default()
+    };
     let mut winners: Vec<(DiscoveredServer, ToolVerdict)> = Vec::new();
     let mut shadowed: Vec<DiscoveredServer> = Vec::new();
     let mut ignored: Vec<DiscoveredServer> = Vec::new();
@@ -209,6 +241,7 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedCon
                 shadowed: false,
                 skipped: None,
                 trust: TrustState::User,
+                changes: Vec::new(),
             };
             if !options.enable_project_config && entry.source.level == Level::Project {
                 // Dropped before the merge, so a user-level server of the same name still wins.
@@ -241,12 +274,20 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedCon
                 ToolVerdict::Rejected(why) => Some(TrustState::Rejected(why)),
                 _ => None,
             };
+            let hash = crate::cache::config_hash(&server.config);
+            server.changes = match approvals.get(&server.name) {
+                Some(a) if a.hash != hash => {
+                    trust_facts::changes(&a.facts, &trust_facts::facts(&server.config))
+                }
+                _ => Vec::new(),
+            };
             let request = TrustRequest {
                 name: server.name.clone(),
-                hash: crate::cache::config_hash(&server.config),
+                hash,
                 config: server.config.clone(),
                 source: server.source.clone(),
                 project: cwd.to_path_buf(),
+                changes: server.changes.clone(),
             };
             // Only a server that would start is put to a host's question; the others get the
             // state the gate would give them without asking (for listings).

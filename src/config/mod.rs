@@ -22,6 +22,7 @@ mod server;
 mod source;
 pub mod sources;
 mod trust;
+mod trust_facts;
 mod writer;
 
 pub use auth::{AuthStorage, Credential, FileAuthStorage, StoreHold};
@@ -38,7 +39,7 @@ pub use source::{
     ToolVerdict,
 };
 pub use trust::{
-    needs_approval_message, Approval, ProjectTrust, TrustDecision, TrustPrompt, TrustRequest,
-    TrustState, TrustStore,
+    Approval, ProjectTrust, TrustDecision, TrustPrompt, TrustRequest, TrustState, TrustStore,
 };
+pub use trust_facts::approval_lines;
 pub use writer::{ConfigWriter, Scope};

@@ -197,6 +197,12 @@ pub fn validate_server_name(name: &str) -> Result<(), Error> {
 }
 
 impl ServerConfig {
+    /// The URL as it may be shown (listings, errors): userinfo and fragment dropped, each
+    /// query value replaced by `REDACTED`.
+    pub fn url_for_display(&self) -> Option<String> {
+        self.url.as_deref().map(crate::transport::url::redact)
+    }
+
     /// A stdio server config.
     pub fn stdio<I, S>(command: impl Into<String>, args: I) -> ServerConfig
     where

@@ -32,6 +32,7 @@ use super::atomic::write_private;
 use super::file::{read_text, ReadError, CONFIG_FILE_CAP};
 use super::server::ServerConfig;
 use super::source::{Level, SourceMeta};
+use super::trust_facts::facts;
 use crate::error::Error;
 
 /// The trust store's format version.
@@ -107,6 +108,10 @@ pub struct TrustRequest {
     pub project: PathBuf,
     /// The hash an approval is remembered by.
     pub hash: String,
+    /// What changed since the server was last approved (for another config), one line each
+    /// (see [`DiscoveredServer::changes`](super::DiscoveredServer::changes)); empty when it
+    /// never was.
+    pub changes: Vec<String>,
 }
 
 type AskFn = dyn Fn(&TrustRequest) -> TrustDecision + Send + Sync;
@@ -185,6 +190,11 @@ pub struct Approval {
     pub path: PathBuf,
     /// When, in milliseconds since the Unix epoch.
     pub approved_at: u64,
+    /// What was approved, for telling what changed since: the program, its arguments, the
+    /// URL with its secrets masked, and digests (never values) of environment values,
+    /// headers and every other setting.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub facts: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -265,15 +275,17 @@ impl TrustStore {
             .is_some_and(|a| a.hash == hash)
     }
 
-    /// Remembers the approval of `name` in `project` for the config with `hash`, declared in
+    /// Remembers the approval of `name` in `project` for exactly `config`, declared in
     /// `declared_in`. A malformed store is refused, not overwritten.
     pub fn approve(
         &self,
         project: &Path,
         name: &str,
-        hash: &str,
+        config: &ServerConfig,
         declared_in: &Path,
     ) -> Result<(), Error> {
+        let hash = crate::cache::config_hash(config);
+        let facts = facts(config);
         self.edit(|file| {
             let approved_at = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -285,9 +297,10 @@ impl TrustStore {
                 .insert(
                     name.to_owned(),
                     Approval {
-                        hash: hash.to_owned(),
+                        hash,
                         path: declared_in.to_path_buf(),
                         approved_at,
+                        facts,
                     },
                 );
             true
@@ -357,7 +370,7 @@ pub(crate) fn evaluate(
                 match store.approve(
                     &request.project,
                     &request.name,
-                    &request.hash,
+                    &request.config,
                     &request.source.path,
                 ) {
                     Ok(()) => TrustState::Approved,
@@ -376,14 +389,40 @@ pub(crate) fn evaluate(
     }
 }
 
-/// The text a host shows for a project server that waits for approval.
-pub fn needs_approval_message(name: &str, declared_in: &Path) -> String {
-    format!(
+/// The text a host shows for a project server that waits for approval: the file that
+/// declared it, what changed since its approval, the user-level server of the same name it
+/// hides (`shadows`: where that one is declared), and how to approve it: the host's `hint`
+/// (`{name}` in it stands for the server's name) or, without one, host-neutral words.
+pub(crate) fn needs_approval_message(
+    name: &str,
+    declared_in: &Path,
+    changes: &[String],
+    shadows: Option<&Path>,
+    hint: Option<&str>,
+) -> String {
+    let mut text = format!(
         "Project MCP server \"{name}\" (declared in {}) needs approval before it is started or \
-         any of its values resolved: approve it with `mcp trust {name}` (or the host's trust \
-         prompt), or trust the project for one run with `--trust-project`",
+         any of its values resolved",
         declared_in.display()
-    )
+    );
+    if !changes.is_empty() {
+        text.push_str(&format!(
+            "; its config changed since it was approved ({})",
+            changes.join("; ")
+        ));
+    }
+    if let Some(user) = shadows {
+        text.push_str(&format!(
+            "; until then your own server \"{name}\" (declared in {}) is not used either, as \
+             the project's takes its name",
+            user.display()
+        ));
+    }
+    match hint {
+        Some(hint) => text.push_str(&format!(": {}", hint.replace("{name}", name))),
+        None => text.push_str(": approve it where this application manages MCP servers"),
+    }
+    text
 }
 
 #[cfg(test)]
@@ -403,13 +442,16 @@ mod tests {
         let store = TrustStore::new(d.join("state").join("trusted.json"));
         let project = d.join("p");
         std::fs::create_dir_all(&project).unwrap();
-        assert!(!store.is_approved(&project, "s", "h1"));
+        let config = ServerConfig::stdio("node", ["server.js"]);
+        let h1 = crate::cache::config_hash(&config);
+        assert!(!store.is_approved(&project, "s", &h1));
         store
-            .approve(&project, "s", "h1", &project.join(".mcp.json"))
+            .approve(&project, "s", &config, &project.join(".mcp.json"))
             .unwrap();
-        assert!(store.is_approved(&project, "s", "h1"));
+        assert!(store.is_approved(&project, "s", &h1));
+        assert_eq!(store.approvals(&project)["s"].facts["command"], "node");
         assert!(!store.is_approved(&project, "s", "h2"), "a changed config");
-        assert!(!store.is_approved(&d, "s", "h1"), "another project");
+        assert!(!store.is_approved(&d, "s", &h1), "another project");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -421,7 +463,7 @@ mod tests {
         }
         assert!(store.revoke(&project, "s").unwrap());
         assert!(!store.revoke(&project, "s").unwrap());
-        assert!(!store.is_approved(&project, "s", "h1"));
+        assert!(!store.is_approved(&project, "s", &h1));
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -432,7 +474,8 @@ mod tests {
         std::fs::write(&path, "{not json").unwrap();
         let store = TrustStore::new(&path);
         assert!(store.approvals(&d).is_empty());
-        assert!(store.approve(&d, "s", "h", &d).is_err());
+        let config = ServerConfig::stdio("node", ["server.js"]);
+        assert!(store.approve(&d, "s", &config, &d).is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json");
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -37,9 +37,10 @@ commands:
   status                 every server: status, error, source, the transport actually used
   servers                discovered server configs with their sources, trust state and why
                          each one is skipped (connects nothing, resolves nothing)
-  trust NAME... | --all  approve project servers that wait for approval (remembered for their
+  trust NAME... | --all  approve project servers that wait for approval, after showing what
+                         each runs (on a terminal, asks first); remembered for their
                          current config in ~/.mcp-runtime/trusted.json; a changed config
-                         asks again)
+                         asks again, saying what changed
   untrust NAME           forget a project server's approval
   login NAME [--headless | --no-browser]
                          log in to a remote server (OAuth): opens the browser ($BROWSER, else

@@ -3,6 +3,7 @@
 
 #[macro_use]
 mod output;
+mod approve;
 mod args;
 mod auth;
 mod call;
@@ -25,10 +26,8 @@ use std::time::Duration;
 
 use args::{Args, Command};
 use mcp_runtime::cache::FileToolCache;
-use mcp_runtime::config::{
-    DiscoveredServer, DiscoveryOptions, LoadedConfigs, ProjectTrust, ServerConfig,
-};
-use mcp_runtime::loader::{trust_servers, untrust_server};
+use mcp_runtime::config::{DiscoveryOptions, LoadedConfigs, ProjectTrust};
+use mcp_runtime::loader::untrust_server;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions};
 use mcp_runtime::ConnectOptions;
 use serde_json::{json, Value};
@@ -118,30 +117,10 @@ fn run(args: &Args) -> Result<u8, String> {
         | Command::Info(_) => features::run(args, &project),
         Command::Demo => demo::run(args),
         Command::Servers => {
-            print_servers(&discovered(args, &project)?, args.json);
+            approve::print_servers(&discovered(args, &project)?, args.json);
             Ok(0)
         }
-        Command::Trust(names) => {
-            if args.config.is_some() {
-                return Err(
-                    "trust is for discovered project servers; --config FILE needs no approval"
-                        .into(),
-                );
-            }
-            let approved =
-                trust_servers(&project, &load_options(args), names).map_err(|e| e.to_string())?;
-            if approved.is_empty() {
-                outln!("no project MCP server waits for approval");
-            }
-            for d in &approved {
-                outln!(
-                    "trusted {} (declared in {})",
-                    d.name,
-                    d.source.path.display()
-                );
-            }
-            Ok(0)
-        }
+        Command::Trust(names) => approve::trust(args, &project, names),
         Command::Untrust(name) => {
             let removed =
                 untrust_server(&project, &load_options(args), name).map_err(|e| e.to_string())?;
@@ -210,6 +189,11 @@ pub fn load_options(args: &Args) -> DiscoveryOptions {
         } else {
             ProjectTrust::Report
         },
+        approval_hint: Some(
+            "approve it with `mcp trust {name}`, or trust the project for one run with \
+             `--trust-project`"
+                .into(),
+        ),
         ..DiscoveryOptions::default()
     }
 }
@@ -256,74 +240,6 @@ pub fn discovered(args: &Args, project: &Path) -> Result<LoadedConfigs, String> 
             let loaded = mcp_runtime::config::load_all_mcp_configs(project, &load_options(args));
             Ok(loaded)
         }
-    }
-}
-
-/// One row per entry (problems included, as `invalid`), each saying why it is skipped.
-fn print_servers(loaded: &LoadedConfigs, as_json: bool) {
-    let kind = |c: &ServerConfig| c.transport_type().map(|t| t.as_str()).unwrap_or("unknown");
-    let why = |d: &DiscoveredServer| -> Option<String> {
-        if d.shadowed {
-            Some("shadowed by a higher-priority source".to_owned())
-        } else {
-            d.skipped.clone()
-        }
-    };
-    if as_json {
-        let mut rows: Vec<Value> = loaded
-            .discovered
-            .iter()
-            .map(|d| {
-                json!({"name": d.name, "provider": d.source.provider, "providerName": d.source.provider_name,
-                       "path": d.source.path.display().to_string(), "level": d.source.level.as_str(),
-                       "type": kind(&d.config), "enabled": d.enabled, "shadowed": d.shadowed,
-                       "trust": d.trust.describe(), "skipped": why(d)})
-            })
-            .collect();
-        for p in &loaded.problems {
-            rows.push(
-                json!({"name": p.name, "path": p.path.display().to_string(), "enabled": false,
-                             "shadowed": false, "skipped": format!("invalid: {}", p.message)}),
-            );
-        }
-        outln!("{}", Value::Array(rows));
-    } else {
-        if loaded.discovered.is_empty() && loaded.problems.is_empty() {
-            outln!("no MCP servers found");
-        }
-        for d in &loaded.discovered {
-            let state = match why(d) {
-                Some(why) => format!("off: {why}"),
-                None => format!("on, {}", d.trust.describe()),
-            };
-            outln!(
-                "{:20} {:5} {:7} {:13} {} [{}]",
-                d.name,
-                kind(&d.config),
-                d.source.level.as_str(),
-                d.source.provider_name,
-                d.source.path.display(),
-                state
-            );
-        }
-        for p in &loaded.problems {
-            outln!(
-                "{:20} invalid: {} ({})",
-                p.name,
-                p.message,
-                p.path.display()
-            );
-        }
-    }
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
-    let waiting = loaded.needs_approval();
-    if !waiting.is_empty() && !as_json {
-        eprintln!(
-            "{} project server(s) need approval: mcp trust NAME... (or --all), or --trust-project for one run",
-            waiting.len()
-        );
     }
 }
 
@@ -403,7 +319,7 @@ fn print_status(session: &Session, as_json: bool) {
             json!({
                 "name": d.name,
                 "status": "needs approval",
-                "error": mcp_runtime::config::needs_approval_message(&d.name, &d.source.path),
+                "error": session.approval_messages.get(&d.name),
                 "provider": d.source.provider,
                 "providerName": d.source.provider_name,
                 "path": d.source.path.display().to_string(),

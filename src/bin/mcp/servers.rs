@@ -29,6 +29,8 @@ pub struct Session {
     pub errors: Vec<LoadError>,
     /// Project servers not started because they wait for approval.
     pub needs_approval: Vec<DiscoveredServer>,
+    /// What each of them needs (the library's message, with the CLI's hint).
+    pub approval_messages: BTreeMap<String, String>,
     /// Every server that could be started (enabled, approved).
     configs: BTreeMap<String, ServerConfig>,
     sources: BTreeMap<String, SourceMeta>,
@@ -98,6 +100,7 @@ pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
             source: source.clone(),
             shadowed: false,
             trust: TrustState::User,
+            changes: Vec::new(),
         })
         .collect())
 }
@@ -148,6 +151,7 @@ pub fn start_with_handler(
         tools: Vec::new(),
         errors: Vec::new(),
         needs_approval: Vec::new(),
+        approval_messages: BTreeMap::new(),
         configs: BTreeMap::new(),
         sources: BTreeMap::new(),
     };
@@ -199,6 +203,10 @@ pub fn start_with_handler(
                         .filter(|(_, d)| waiting(d))
                         .map(|(e, _)| e),
                 );
+                session.approval_messages = loaded_waiting
+                    .iter()
+                    .map(|d| (d.name.clone(), loaded.approval_message(d)))
+                    .collect();
                 session.needs_approval = loaded_waiting;
                 session.configs = loaded.configs;
                 session.sources = loaded.sources;
