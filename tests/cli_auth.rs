@@ -115,3 +115,62 @@ fn probe_logs_in_headlessly_with_an_inline_oauth_object() {
         .unwrap();
     assert!(!o.status.success());
 }
+
+#[test]
+fn login_where_there_is_nothing_to_log_in_to_says_so_and_opens_nothing() {
+    use common::http_server::{Behaviour, TestHttp};
+    let open = TestHttp::start(Behaviour::default());
+    let home = common::temp_dir("cli-login-nothing");
+    let opened = home.join("browser-opened");
+    let browser = home.join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\ntouch '{}'\n", opened.display()),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let config = home.join(".mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"open": {"type": "http", "url": open.url()},
+                              "local": {"command": common::server_path()}}})
+        .to_string(),
+    )
+    .unwrap();
+    let login = |name: &str| {
+        let mut cmd = mcp(&home);
+        cmd.env("BROWSER", &browser)
+            .arg("--config")
+            .arg(&config)
+            .args(["login", name]);
+        cmd.output().unwrap()
+    };
+
+    // A server that answers without asking: nothing is registered, nothing stored.
+    let o = login("open");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("answered without asking for authorization: it needs no login"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !open
+            .seen()
+            .iter()
+            .any(|s| s.path.contains("register") || s.path.contains(".well-known")),
+        "login went looking for an authorization server"
+    );
+    assert!(!home.join(".mcp-runtime/auth.json").exists());
+
+    // A stdio server: OAuth does not apply, and no browser is opened for it.
+    let o = login("local");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("does not use OAuth"), "{}", text(&o));
+    assert!(!text(&o).contains("opening your browser"), "{}", text(&o));
+    assert!(!opened.exists(), "a browser was opened");
+}

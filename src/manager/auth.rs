@@ -69,6 +69,10 @@ impl Shared {
 impl McpManager {
     /// Logs in to `name`'s server with `authorizer` (the browser and a loopback listener, a
     /// headless one, or the host's own), stores the tokens, and reconnects the server.
+    ///
+    /// A server still connecting is waited for first (bounded by its connect timeout): one
+    /// that connected without any stored login never asked for authorization, and logging in
+    /// to it is an [`Error::Config`] saying so (nothing is registered or stored).
     pub fn login(&self, name: &str, authorizer: Arc<dyn Authorizer>) -> Result<(), Error> {
         let config = self
             .shared
@@ -80,8 +84,21 @@ impl McpManager {
             .ok_or_else(|| Error::Config {
                 message: format!("server {name:?} does not use OAuth (not HTTP, or it sends its own Authorization)"),
             })?;
+        let bound = config
+            .timeout()
+            .unwrap_or(self.shared.options.connect.timeout);
+        let _ = self.wait_for_connection(name, bound, None);
+        let status = self.connection_status(name);
+        if status.state == super::ConnectionState::Connected && !provider.status().logged_in {
+            return Err(Error::Config {
+                message: format!(
+                    "MCP server {name:?} answered without asking for authorization: it needs \
+                     no login"
+                ),
+            });
+        }
         // The server's own challenge, if its last attempt was refused, says where to log in.
-        let challenge = match self.connection_status(name).error {
+        let challenge = match status.error {
             Some(Error::Http {
                 www_authenticate, ..
             }) => www_authenticate,

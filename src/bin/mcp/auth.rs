@@ -59,7 +59,7 @@ pub fn login(args: &Args, project: &Path, name: &str, how: LoginHow) -> Result<u
         }
         Err(e) => {
             eprintln!("mcp: login to {name} failed: {e}");
-            1
+            crate::failure::classify(&e).1
         }
     };
     session.manager.disconnect_all();
@@ -146,7 +146,7 @@ pub fn status(args: &Args, project: &Path) -> Result<u8, String> {
         return Ok(0);
     }
     if rows.is_empty() {
-        outln!("no server uses OAuth");
+        outln!("no server can use OAuth (none is remote without its own Authorization)");
     }
     for r in &rows {
         let name = r["name"].as_str().unwrap_or("?");
@@ -169,7 +169,9 @@ pub fn status(args: &Args, project: &Path) -> Result<u8, String> {
                     ""
                 }
             ),
-            _ => outln!("{name}: not logged in (mcp login {name})"),
+            _ => outln!(
+                "{name}: not logged in (if the server asks for authorization: mcp login {name})"
+            ),
         }
     }
     Ok(0)
