@@ -176,7 +176,12 @@ impl McpCommands {
             .map(|name| {
                 let status = manager.connection_status(name);
                 let count = tools.iter().filter(|t| &t.server == name).count();
-                let mut line = format!("{name}: {} ({count} tools)", status.state.as_str());
+                let state = if status.needs_login() {
+                    "needs login"
+                } else {
+                    status.state.as_str()
+                };
+                let mut line = format!("{name}: {state} ({count} tools)");
                 if let Some(e) = status.error {
                     line.push_str(&format!(" - {e}"));
                 }

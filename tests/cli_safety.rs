@@ -105,7 +105,7 @@ fn sigint_sigterm_and_sighup_close_every_server_and_exit_128_plus_the_signal() {
 }
 
 #[test]
-fn tools_exits_1_when_every_server_failed_and_names_the_failures() {
+fn tools_exits_69_when_every_server_failed_and_names_the_failures() {
     let root = common::temp_dir("cli-tools-failed");
     let broken = server(&["--exit-on-initialize", "4"]);
     let cfg = config(&root, json!({"a": broken, "b": broken}));
@@ -181,6 +181,60 @@ fn status_waits_for_a_server_still_connecting_behind_a_warm_cache() {
     let out = wait_exit(child, Duration::from_secs(30));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows[0]["status"], "connected", "{rows:?}");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn the_repls_status_waits_as_status_does_and_its_call_takes_key_value_words() {
+    let root = common::temp_dir("cli-repl-status");
+    let cache = root.join("cache");
+    let hold = common::Hold::new();
+    let cfg = config(&root, json!({"s": server(&["--hold-port", &hold.port()])}));
+    let cli = || {
+        let mut cmd = mcp(&root);
+        cmd.args(["--cache-dir", cache.to_str().unwrap()])
+            .args(["--config", cfg.to_str().unwrap()]);
+        cmd
+    };
+    let mut warming = cli().arg("tools").stdout(Stdio::null()).spawn().unwrap();
+    hold.wait().release();
+    assert!(warming.wait().unwrap().success());
+
+    // The server is held at initialize behind a warm cache: the session starts at the gate.
+    let mut child = cli()
+        .env("RUST_LOG", "mcp=debug")
+        .arg("repl")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let held = hold.wait();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"/mcp status\n").unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines() {
+            let Ok(line) = line else { break };
+            if line.contains("waiting for the outcome") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let _ = rx.recv_timeout(Duration::from_secs(20));
+    held.release();
+    stdin
+        .write_all(b"status\ncall mcp_s_echo message=\"two words\"\nquit\n")
+        .unwrap();
+    drop(stdin);
+    let out = wait_exit(child, Duration::from_secs(30));
+    let said = text(&out.stdout);
+    assert!(
+        said.starts_with("s: connected (17 tools)\n\ns: connected (17 tools)\n\n"),
+        "/mcp status and status agree with `mcp status`: {said}"
+    );
+    assert!(said.contains("\n\ntwo words\n\n"), "{said}");
     let _ = std::fs::remove_dir_all(root);
 }
 

@@ -437,3 +437,29 @@ fn a_discovery_warning_is_printed_once_and_login_and_logout_word_a_miss_alike() 
     );
     assert_eq!(login, logout);
 }
+
+#[test]
+fn status_columns_stay_aligned_with_long_names_and_states() {
+    let home = home("status-columns");
+    let path = home.join("mcp.json");
+    let long = "a-server-with-a-name-longer-than-any-column";
+    let servers = json!({"mcpServers": {
+        long: {"command": common::server_path()},
+        "b": {"command": "/nonexistent/server"}
+    }});
+    std::fs::write(&path, servers.to_string()).unwrap();
+    let out = common::cli(&home)
+        .args(["--no-cache", "--config", path.to_str().unwrap(), "status"])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    let rows: Vec<&str> = said.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(rows.len(), 2, "{said}");
+    let column = |row: &str, word: &str| row.find(word).unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(
+        column(rows[0], "connected"),
+        column(rows[1], "disconnected"),
+        "{said}"
+    );
+    assert_eq!(column(rows[0], "stdio"), column(rows[1], "stdio"), "{said}");
+}

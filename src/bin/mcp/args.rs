@@ -64,8 +64,9 @@ commands:
   help [COMMAND]         this text, or one command's (also `mcp COMMAND --help`)
   completions SHELL      a completion script for bash, zsh or fish, e.g.
                          `mcp completions bash > ~/.local/share/bash-completion/completions/mcp`
-  repl                   read lines from stdin: `/mcp <sub> ...`, `tools`, `call TOOL JSON`,
-                         `status`, `quit`; prints each answer. With --config, the /mcp
+  repl                   read lines from stdin: `/mcp <sub> ...`, `tools`, `call TOOL
+                         [JSON | KEY=VALUE...]`, `status` (as the command: each server's
+                         outcome first), `quit`; prints each answer. With --config, the /mcp
                          commands that edit config files (add, remove, enable, disable) are
                          refused: edit FILE and /mcp reload
 

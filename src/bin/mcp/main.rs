@@ -332,9 +332,17 @@ fn print_status(session: &Session, as_json: bool) {
         outln!("{}", Value::Array(rows));
         return;
     }
+    // Columns as wide as their longest entry (a long name or `needs approval` keeps them).
+    let width = |key: &str| {
+        rows.iter()
+            .map(|r| r[key].as_str().unwrap_or("").chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (name_w, status_w, transport_w) = (width("name"), width("status"), width("transport"));
     for r in &rows {
         out!(
-            "{:16} {:13} {:6} {} {}",
+            "{:name_w$}  {:status_w$}  {:transport_w$}  {} {}",
             r["name"].as_str().unwrap_or(""),
             r["status"].as_str().unwrap_or(""),
             r["transport"].as_str().unwrap_or(""),

@@ -1,6 +1,7 @@
 //! `mcp repl`: a host session driven line by line from stdin (a terminal or a script's pipe).
 //!
-//! Lines: `/mcp <sub> ...` (the /mcp commands), `tools`, `call TOOL [JSON]`, `status`, `quit`
+//! Lines: `/mcp <sub> ...` (the /mcp commands), `tools`, `call TOOL [JSON | KEY=VALUE...]`,
+//! `status` (each server's outcome first, as `mcp status`; `/mcp status` is the same), `quit`
 //! (or `exit`, or the end of input). Each answer is printed, followed by a blank line. On quit
 //! every server is disconnected: nothing is left running.
 //!
@@ -9,7 +10,7 @@
 //! host's own files (the user's `~/.mcp-runtime/mcp.json`), which `--config` promised to leave
 //! alone. Edit FILE itself and `/mcp reload`.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +20,6 @@ use mcp_runtime::config::sources::McpJsonFile;
 use mcp_runtime::config::{ConfigSource, ProjectTrust};
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::ToolContext;
-use serde_json::Value;
 
 use crate::args::Args;
 
@@ -46,7 +46,6 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     }
     let commands = McpCommands::new(session.clone());
     let stdin = std::io::stdin();
-    let mut out = std::io::stdout();
     let mut code = 0;
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
@@ -57,7 +56,14 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
         let (answer, failed) = match line {
             "quit" | "exit" => break,
             "tools" => (tools(&session), false),
-            "status" => (commands.run("status"), false),
+            // As `mcp status` does: each server's outcome first (bounded by its connect
+            // timeout), so the two never disagree.
+            "status" | "/mcp status" => {
+                if let Some(manager) = session.manager() {
+                    crate::servers::wait_for_outcomes(&manager);
+                }
+                (commands.run("status"), false)
+            }
             l if args.config.is_some() && mcp_runtime::commands::McpCommands::edits_config(l) => {
                 (
                     format!(
@@ -72,7 +78,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
             l if l.starts_with("call ") || l == "call" => call(&session, l, args),
             other => (
                 format!(
-                    "Unknown command: {other}. Try /mcp help, tools, call TOOL JSON, status, quit."
+                    "Unknown command: {other}. Try /mcp help, tools, call TOOL [JSON | KEY=VALUE...], status, quit."
                 ),
                 true,
             ),
@@ -80,8 +86,8 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
         if failed {
             code = 1;
         }
-        let _ = writeln!(out, "{answer}\n");
-        let _ = out.flush();
+        outln!("{answer}\n");
+        crate::output::flush();
     }
     session.close();
     Ok(code)
@@ -107,19 +113,28 @@ fn tools(session: &AgentSession) -> String {
 
 fn call(session: &AgentSession, line: &str, args: &Args) -> (String, bool) {
     let rest = line.strip_prefix("call").unwrap_or("").trim();
-    let (name, json) = match rest.split_once(char::is_whitespace) {
-        Some((n, j)) => (n, j.trim()),
-        None => (rest, "{}"),
+    let (name, rest) = match rest.split_once(char::is_whitespace) {
+        Some((n, r)) => (n, r.trim()),
+        None => (rest, ""),
     };
     if name.is_empty() {
-        return ("usage: call TOOL [JSON]".to_owned(), true);
+        return ("usage: call TOOL [JSON | KEY=VALUE...]".to_owned(), true);
     }
-    let arguments: Value = match serde_json::from_str(json) {
-        Ok(v) => v,
-        Err(e) => return (format!("the arguments are not JSON: {e}"), true),
-    };
     let Some(tool) = session.tool(name) else {
         return (format!("No tool named {name}."), true);
+    };
+    // One JSON object, or KEY=VALUE words typed by the tool's schema (as `mcp call` takes).
+    let words = match rest {
+        "" => Vec::new(),
+        json if json.starts_with('{') => vec![json.to_owned()],
+        words => match split_words(words) {
+            Ok(words) => words,
+            Err(e) => return (e, true),
+        },
+    };
+    let arguments = match crate::host::arguments(&words, Some(tool.parameters())) {
+        Ok(v) => v,
+        Err(e) => return (e, true),
     };
     let ctx = ToolContext {
         timeout: args.timeout_ms.map(Duration::from_millis),
@@ -128,5 +143,48 @@ fn call(session: &AgentSession, line: &str, args: &Args) -> (String, bool) {
     match tool.execute(arguments, &ctx) {
         Ok(out) => (out.model_text(), out.is_error),
         Err(e) => (format!("Error: {e}"), true),
+    }
+}
+
+/// Splits a line into words as a shell would for `KEY=VALUE` arguments: spaces separate,
+/// single or double quotes keep spaces in, a backslash escapes the next character.
+fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None | Some('"'), '\\') => {
+                let next = chars.next().ok_or("a backslash ends the line")?;
+                word.get_or_insert_with(String::new).push(next);
+            }
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (_, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if quote.is_some() {
+        return Err("a quote is not closed".into());
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_words;
+
+    #[test]
+    fn words_split_on_spaces_and_quotes_keep_them() {
+        assert_eq!(
+            split_words(r#"a=1 name="two words" path='x y' esc=a\ b empty="""#).unwrap(),
+            ["a=1", "name=two words", "path=x y", "esc=a b", "empty="]
+        );
+        assert!(split_words("a='open").is_err());
     }
 }
