@@ -60,7 +60,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
             // timeout), so the two never disagree.
             "status" | "/mcp status" => {
                 if let Some(manager) = session.manager() {
-                    crate::servers::wait_for_outcomes(&manager);
+                    crate::servers::wait_for_outcomes(manager);
                 }
                 (commands.run("status"), false)
             }
