@@ -1,4 +1,4 @@
-//! Everything the CLI prints on stdout goes through [`out!`] and [`outln!`]: a write that fails
+//! Everything the CLI prints on stdout goes through `out!` and `outln!`: a write that fails
 //! ends the command the way a Unix tool ends, never with a panic (which `println!` gives). A
 //! closed pipe (`mcp servers | head -1`) ends it quietly with status 141, as the shell reports a
 //! tool that SIGPIPE stopped; any other failure (`> /dev/full`) is one line on stderr and status

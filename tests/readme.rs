@@ -1,0 +1,111 @@
+//! The README's `mcp` examples as written: every line of the tour block runs (with `cargo run
+//! --` standing for the built `mcp`, as it does after `cargo build`), from the checkout and from
+//! another directory, and the help it quotes is the command's own.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+}
+
+/// The lines of the fenced block after `marker`.
+fn block_after(text: &str, marker: &str) -> Vec<String> {
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in README.md"));
+    let rest = &text[at..];
+    let open = rest.find("```").unwrap();
+    let body = &rest[open..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    let end = body.find("\n```").unwrap();
+    body[..end].lines().map(str::to_owned).collect()
+}
+
+/// A directory holding a `cargo` that runs `cargo run [--quiet] -- ARGS` as the built `mcp`
+/// (the test binaries are built already; a nested cargo would wait on this build's lock).
+fn cargo_shim(home: &Path) -> PathBuf {
+    let dir = home.join("shim");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        "#!/bin/sh\n[ \"$1\" = run ] || {{ echo \"the shim runs only cargo run\" >&2; exit 97; }}\nshift\n[ \"$1\" = --quiet ] && shift\n[ \"$1\" = -- ] && shift\nexec '{}' \"$@\"\n",
+        common::cli_path().display()
+    );
+    let path = dir.join("cargo");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn run_line(line: &str, cwd: &Path, home: &Path) -> Output {
+    let path = format!(
+        "{}:{}",
+        cargo_shim(home).display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new("sh")
+        .args(["-c", line])
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_line_of_the_tour_runs_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let home = common::temp_dir("readme-tour");
+    let lines = block_after(&readme(), "<!-- tour:");
+    assert!(lines.len() >= 10, "the tour block: {lines:?}");
+    for line in &lines {
+        let out = run_line(line, root, &home);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && !stdout.trim().is_empty(),
+            "{line}\nstatus {:?}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if line.contains("call mcp_fast_add a=2 b=3.5") {
+            assert_eq!(stdout.trim(), "5.5", "{line}");
+        }
+    }
+}
+
+#[test]
+fn the_sample_config_works_from_any_directory() {
+    let home = common::temp_dir("readme-anywhere");
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mcp.json");
+    let out = common::cli(&home)
+        .current_dir(&home)
+        .arg("--config")
+        .arg(&config)
+        .args(["call", "mcp_fast_add", "a=2", "b=3.5"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5.5");
+}
+
+#[test]
+fn the_quoted_help_is_the_commands_own() {
+    let quoted = block_after(&readme(), "## The `mcp` command in full").join("\n");
+    let home = common::temp_dir("readme-help");
+    let out = common::cli(&home).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        quoted.trim_end(),
+        help.trim_end(),
+        "README.md's help differs from `mcp --help`: paste the new help in"
+    );
+}
