@@ -65,13 +65,21 @@ pub fn print_servers(loaded: &LoadedConfigs, as_json: bool) {
         if loaded.discovered.is_empty() && loaded.problems.is_empty() {
             outln!("no MCP servers found");
         }
+        // Columns as wide as their longest entry.
+        let width = |f: &dyn Fn(&DiscoveredServer) -> usize| {
+            loaded.discovered.iter().map(f).max().unwrap_or(0)
+        };
+        let name_w = width(&|d| d.name.chars().count());
+        let kind_w = width(&|d| kind(&d.config).len());
+        let level_w = width(&|d| d.source.level.as_str().len());
+        let provider_w = width(&|d| d.source.provider_name.chars().count());
         for d in &loaded.discovered {
             let state = match why(d) {
                 Some(why) => format!("off: {why}"),
                 None => format!("on, {}", d.trust.describe()),
             };
             outln!(
-                "{:20} {:5} {:7} {:13} {} [{}]",
+                "{:name_w$}  {:kind_w$}  {:level_w$}  {:provider_w$}  {} [{}]",
                 d.name,
                 kind(&d.config),
                 d.source.level.as_str(),
