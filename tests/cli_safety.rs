@@ -87,6 +87,7 @@ fn sigint_sigterm_and_sighup_close_every_server_and_exit_128_plus_the_signal() {
             .spawn()
             .unwrap();
         let server = wait_for_tagged(&tag);
+        let watched = common::Watched::new(server);
         assert_eq!(
             blocked_signals(server),
             0,
@@ -97,7 +98,7 @@ fn sigint_sigterm_and_sighup_close_every_server_and_exit_128_plus_the_signal() {
         let out = wait_exit(child, Duration::from_secs(30));
         assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
         assert!(
-            common::wait_gone(server, Duration::from_secs(10)),
+            watched.wait_gone(Duration::from_secs(10)),
             "signal {sig}: the server outlived the CLI"
         );
         let _ = std::fs::remove_dir_all(root);

@@ -76,31 +76,56 @@ pub fn is_alive(pid: u32) -> bool {
 
 /// Waits (bounded) until the process is gone: on its pidfd where the kernel has them.
 pub fn wait_gone(pid: u32, bound: Duration) -> bool {
-    let deadline = Instant::now() + bound;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as libc::c_int;
-    if fd >= 0 {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        while is_alive(pid) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
+    Watched::new(pid).wait_gone(bound)
+}
+
+/// A process watched by its pidfd from now on: when its pid is reused later (a busy machine
+/// wraps `pid_max`), the watch still tells about this process, not the new one.
+pub struct Watched {
+    pid: u32,
+    fd: Option<std::os::fd::OwnedFd>,
+}
+
+impl Watched {
+    pub fn new(pid: u32) -> Watched {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd =
+            unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as libc::c_int;
+        // SAFETY: a new descriptor, owned once.
+        let fd = (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+        Watched { pid, fd }
+    }
+
+    /// Waits (bounded) until the process has exited.
+    pub fn wait_gone(&self, bound: Duration) -> bool {
+        use std::os::fd::AsRawFd;
+        let deadline = Instant::now() + bound;
+        let Some(fd) = &self.fd else {
+            // No pidfd (an old kernel, or the process was gone already).
+            while is_alive(self.pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
             }
-            // SAFETY: one valid pollfd; the fd becomes readable when the process exits.
-            unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(100) as libc::c_int) };
-        }
-        // SAFETY: closing the fd we opened.
-        unsafe { libc::close(fd) };
-    } else {
-        while is_alive(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
+            return !is_alive(self.pid);
+        };
+        loop {
+            let mut pfd = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            // SAFETY: one valid pollfd; it becomes readable when the process exits.
+            let ready =
+                unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(100) as libc::c_int) };
+            if ready > 0 && pfd.revents & libc::POLLIN != 0 {
+                return true;
+            }
+            if left.is_zero() {
+                return false;
+            }
         }
     }
-    !is_alive(pid)
 }
 
 /// A log record captured by [`logs`].
