@@ -80,7 +80,8 @@ impl Shared {
                      first: \"{first}\"); it is stopped",
                     NOISE_BYTE_BOUND >> 20
                 ));
-                log::warn!("[{}] {error}", self.name);
+                // The caller gets the error; the log has it for a host that looks there.
+                log::debug!("[{}] {error}", self.name);
                 inbound.on_closed(error);
                 self.shutdown();
             }
