@@ -21,9 +21,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::ServerConfig;
 use crate::error::Error;
-use crate::protocol::{Prompt, Resource, ResourceTemplate, Tool};
+use crate::protocol::{Listing, Prompt, Resource, ResourceTemplate, Tool};
 
 /// The cache format version; entries of another version are misses.
 pub const CACHE_VERSION: u32 = 1;
@@ -95,44 +94,6 @@ struct FeaturesEntry {
     config_hash: String,
     features: CachedFeatures,
     written_at: u64,
-}
-
-/// What a tool listing said of itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Listing {
-    /// The protocol version the server spoke.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol_version: Option<String>,
-    /// 2026-07-28: how long (ms) the listing stays fresh (the smallest of its pages').
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// 2026-07-28: `public` or `private`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<String>,
-}
-
-impl Listing {
-    /// Whether the server spoke the stateless era.
-    pub fn is_stateless(&self) -> bool {
-        self.protocol_version
-            .as_deref()
-            .and_then(crate::protocol::ProtocolVersion::parse)
-            .is_some_and(crate::protocol::ProtocolVersion::is_stateless)
-    }
-
-    /// Whether the tools may be shared beyond one authorization context.
-    pub fn is_private(&self) -> bool {
-        self.cache_scope.as_deref() == Some("private")
-    }
-}
-
-/// The hex SHA-256 of the canonical JSON of the unresolved config.
-pub fn config_hash(config: &ServerConfig) -> String {
-    // serde_json's maps are sorted by key, so the text is canonical.
-    let canonical = serde_json::to_string(config).unwrap_or_default();
-    let digest = Sha256::digest(canonical.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[derive(Serialize, Deserialize)]
@@ -350,6 +311,7 @@ fn write_entry<T: Serialize>(path: &Path, entry: &T) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{config_hash, ServerConfig};
     use serde_json::json;
 
     fn tools() -> Vec<Arc<Tool>> {

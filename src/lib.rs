@@ -62,7 +62,10 @@
 //!
 //! ## Layers
 //!
-//! Each layer calls only the one below it:
+//! Each layer uses only itself and the layers below it (`tests/layers.rs` fails on a use of a
+//! layer above, by `use` or by an inline path); auth sits beside the transport. One use is
+//! still the other way, named in that test: OAuth, under `config::oauth`, reads the server's
+//! config and the token storage from the config layer.
 //!
 //! | layer | module | job |
 //! |---|---|---|
@@ -70,8 +73,8 @@
 //! | transport | [`transport`] | moves messages: stdio, Streamable HTTP, legacy SSE, and an in-memory pair ([`transport::memory`]) |
 //! | client | [`client`] | one connection: correlation, handshake, calls, server requests |
 //! | config | [`config`] | server configs and the files they come from |
-//! | manager | [`manager`], [`cache`] | many servers: parallel connect, the 250 ms gate, deferred tools, status |
-//! | tools | [`tool`] | host-facing tools, exposed names (`mcp_<server>_<tool>`), result rendering |
+//! | manager | [`manager`], [`cache`] | many servers: parallel connect, the 250 ms gate, deferred tools, status, exposed names (`mcp_<server>_<tool>`, [`manager::naming`]) |
+//! | tools | [`tool`] | host-facing tools, result rendering |
 //! | host | [`loader`], [`session`], [`commands`], [`subagent`] | the startup facade, the session's tool registry and refresh, `/mcp` commands, subagent proxies |
 //!
 //! ## Threads
@@ -127,7 +130,7 @@ pub use client::{
     MAX_RESULT_VALUES,
 };
 pub use config::{DiscoveryOptions, ProjectTrust, ServerConfig};
-pub use error::{Error, IoSource, Result};
+pub use error::{Error, IoSource, OAuthErrorKind, Result};
 pub use loader::{
     discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,
 };

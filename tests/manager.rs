@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::{server_path, wait_gone, Hold};
 use crossbeam_channel::Receiver;
-use mcp_runtime::cache::{config_hash, FileToolCache, ToolCache};
+use mcp_runtime::cache::{FileToolCache, ToolCache};
+use mcp_runtime::config::config_hash;
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{
     ConnectionState, ManagerOptions, McpManager, ReconnectPolicy, ToolsChanged,

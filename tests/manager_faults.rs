@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{processes_tagged, server_path, Hold};
-use mcp_runtime::cache::{config_hash, ToolCache};
+use mcp_runtime::cache::ToolCache;
+use mcp_runtime::config::config_hash;
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::jsonrpc::Notification;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};

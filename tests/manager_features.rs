@@ -169,7 +169,7 @@ fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
     });
     first.connect_servers(&configs);
     let hold = releasing.join().unwrap();
-    let hash = mcp_runtime::cache::config_hash(&config);
+    let hash = mcp_runtime::config::config_hash(&config);
     eventually("features cached", || {
         cache
             .get_features("rich", &hash)

@@ -7,9 +7,10 @@ mod oauth_server;
 
 use std::time::{Duration, Instant};
 
-use mcp_runtime::config::oauth::{credential_id, OAuthErrorKind};
+use mcp_runtime::config::oauth::credential_id;
 use mcp_runtime::config::AuthStorage as _;
 use mcp_runtime::Error;
+use mcp_runtime::OAuthErrorKind;
 use oauth_server::*;
 use serde_json::json;
 

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::config::oauth::{
-    credential_id, BrowserAuthorizer, HeadlessAuthorizer, OAuthConfig, OAuthErrorKind,
-    OAuthOptions, OAuthProvider,
+    credential_id, BrowserAuthorizer, HeadlessAuthorizer, OAuthConfig, OAuthOptions, OAuthProvider,
 };
 use mcp_runtime::config::AuthStorage as _;
 use mcp_runtime::transport::AuthProvider as _;
 use mcp_runtime::Error;
+use mcp_runtime::OAuthErrorKind;
 use oauth_server::*;
 use serde_json::json;
 

@@ -88,7 +88,7 @@ struct Inner {
     /// How requests go on the wire: the one place the era decides.
     era: SessionEra,
     /// What the last `tools/list` said of itself (version, `ttlMs`, `cacheScope`).
-    listing: parking_lot::Mutex<crate::cache::Listing>,
+    listing: parking_lot::Mutex<crate::protocol::Listing>,
     /// When the last `tools/list` began.
     listed_at: parking_lot::Mutex<Option<Instant>>,
     /// The tools whose last listing said they must be called as tasks.

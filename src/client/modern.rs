@@ -260,7 +260,7 @@ impl super::Client {
     /// What the last complete `tools/list` said of itself: the protocol version and, from a
     /// stateless server, `ttlMs` (the smallest of its pages') and `cacheScope`. The manager
     /// stores it beside the tools in the [`ToolCache`](crate::cache::ToolCache).
-    pub fn tools_listing(&self) -> crate::cache::Listing {
+    pub fn tools_listing(&self) -> crate::protocol::Listing {
         self.inner.listing.lock().clone()
     }
 
@@ -284,7 +284,7 @@ impl super::Client {
         let ttl = ttl_ms.map(|t| t.max(0) as u64);
         let mut listing = self.inner.listing.lock();
         if first {
-            *listing = crate::cache::Listing {
+            *listing = crate::protocol::Listing {
                 protocol_version: Some(self.protocol_version().as_str().to_owned()),
                 ttl_ms: None,
                 cache_scope: None,

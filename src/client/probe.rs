@@ -51,7 +51,7 @@ impl Client {
                     session: Session::new(n.init, n.version),
                     client_info: options.client_info.clone(),
                     era: n.era,
-                    listing: parking_lot::Mutex::new(crate::cache::Listing::default()),
+                    listing: parking_lot::Mutex::new(crate::protocol::Listing::default()),
                     listed_at: parking_lot::Mutex::new(None),
                     task_tools: parking_lot::Mutex::new(HashSet::new()),
                 }),

@@ -274,7 +274,7 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedCon
                 ToolVerdict::Rejected(why) => Some(TrustState::Rejected(why)),
                 _ => None,
             };
-            let hash = crate::cache::config_hash(&server.config);
+            let hash = super::config_hash(&server.config);
             server.changes = match approvals.get(&server.name) {
                 Some(a) if a.hash != hash => {
                     trust_facts::changes(&a.facts, &trust_facts::facts(&server.config))

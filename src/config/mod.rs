@@ -33,7 +33,9 @@ pub use file::{parse_mcp_json, read_mcp_json, McpJson};
 pub(crate) use file::{read_text, ReadError, CACHE_FILE_CAP};
 pub(crate) use resolve::resolve_cancellable;
 pub use resolve::{resolve_server_config, ResolvedConfig};
-pub use server::{validate_server_config, validate_server_name, ServerConfig, TransportType};
+pub use server::{
+    config_hash, validate_server_config, validate_server_name, ServerConfig, TransportType,
+};
 pub use source::{
     ConfigSource, DiscoveryContext, FoundServer, Level, ServerProblem, SourceMeta, SourceOutput,
     ToolVerdict,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use crate::client::Endpoint;
 use crate::error::Error;
@@ -360,6 +361,14 @@ mod lenient {
             _ => None,
         })
     }
+}
+
+/// The hex SHA-256 of the canonical JSON of the unresolved config.
+pub fn config_hash(config: &ServerConfig) -> String {
+    // serde_json's maps are sorted by key, so the text is canonical.
+    let canonical = serde_json::to_string(config).unwrap_or_default();
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! says yes.
 //!
 //! - An approval is remembered by the hash of the server's unresolved config
-//!   ([`crate::cache::config_hash`]), per project directory and server name, in the user's own
+//!   ([`config_hash`](super::config_hash)), per project directory and server name, in the user's own
 //!   [`TrustStore`] (`<user dir>/trusted.json`, by default `~/.mcp-runtime/trusted.json`, mode
 //!   0600, written atomically). A changed config has another hash, so it asks again.
 //! - A server from a user-level file needs no approval.
@@ -284,7 +284,7 @@ impl TrustStore {
         config: &ServerConfig,
         declared_in: &Path,
     ) -> Result<(), Error> {
-        let hash = crate::cache::config_hash(config);
+        let hash = super::config_hash(config);
         let facts = facts(config);
         self.edit(|file| {
             let approved_at = SystemTime::now()
@@ -443,7 +443,7 @@ mod tests {
         let project = d.join("p");
         std::fs::create_dir_all(&project).unwrap();
         let config = ServerConfig::stdio("node", ["server.js"]);
-        let h1 = crate::cache::config_hash(&config);
+        let h1 = crate::config::config_hash(&config);
         assert!(!store.is_approved(&project, "s", &h1));
         store
             .approve(&project, "s", &config, &project.join(".mcp.json"))

@@ -12,11 +12,10 @@ use std::sync::Arc;
 use super::{McpManager, Shared};
 use crate::client::Endpoint;
 use crate::config::oauth::{
-    provider_for, AuthStatus, Authorizer, NoLoginAuthorizer, OAuthErrorKind, OAuthOptions,
-    OAuthProvider,
+    provider_for, AuthStatus, Authorizer, NoLoginAuthorizer, OAuthOptions, OAuthProvider,
 };
 use crate::config::{AuthStorage, FileAuthStorage, ServerConfig};
-use crate::error::Error;
+use crate::error::{Error, OAuthErrorKind};
 
 impl Shared {
     /// Where OAuth tokens are kept: the host's storage, else the user's own auth file.

@@ -5,23 +5,24 @@
 //! them (read, subscribe, get a prompt, complete, set the log level).
 //!
 //! Prompts are offered to hosts as commands named like tools, `mcp_<server>_<prompt>` (the
-//! same sanitising, 64-character cap and collision rules, see [`crate::tool::naming`]), so one
+//! same sanitising, 64-character cap and collision rules, see [`naming`](super::naming)), so one
 //! naming scheme covers everything a model or a user can invoke.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::naming::exposed_names;
 use super::state::Phase;
 use super::{McpManager, Shared};
-use crate::cache::{config_hash, CachedFeatures};
+use crate::cache::CachedFeatures;
 use crate::client::Client;
+use crate::config::config_hash;
 use crate::error::Error;
 use crate::protocol::{
     CompleteResult, CompletionRef, ContentBlock, GetPromptResult, Implementation, LoggingLevel,
     Prompt, ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
 };
-use crate::tool::naming::exposed_names;
 
 /// The most bytes of a server's `instructions` the manager hands on (a server's text for the
 /// model should be a few paragraphs; a megabyte of it is an attack on the context window).

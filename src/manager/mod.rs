@@ -38,6 +38,7 @@ mod close;
 mod eras;
 mod features;
 mod handler;
+pub mod naming;
 mod options;
 mod runtime;
 mod startup;

@@ -14,8 +14,8 @@ use super::features::Features;
 use super::state::{Coalesce, Phase, Server};
 use super::task::{allowed_tools, Task};
 use super::Shared;
-use crate::cache::config_hash;
 use crate::cancel::CancelToken;
+use crate::config::config_hash;
 use crate::error::Error;
 
 /// What a `list_changed` refreshes.

@@ -27,7 +27,7 @@ pub use resources::{
 };
 pub use stateless::{DiscoverResult, ResultType};
 pub use tools::{
-    json_kind, CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations,
+    json_kind, CallToolParams, CallToolResult, ListToolsResult, Listing, Tool, ToolAnnotations,
 };
 pub use version::{
     ProtocolVersion, LATEST_PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSIONS,

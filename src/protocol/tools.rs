@@ -529,3 +529,33 @@ mod tests {
         }
     }
 }
+
+/// What a tool listing said of itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listing {
+    /// The protocol version the server spoke.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// 2026-07-28: how long (ms) the listing stays fresh (the smallest of its pages').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// 2026-07-28: `public` or `private`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<String>,
+}
+
+impl Listing {
+    /// Whether the server spoke the stateless era.
+    pub fn is_stateless(&self) -> bool {
+        self.protocol_version
+            .as_deref()
+            .and_then(super::ProtocolVersion::parse)
+            .is_some_and(super::ProtocolVersion::is_stateless)
+    }
+
+    /// Whether the tools may be shared beyond one authorization context.
+    pub fn is_private(&self) -> bool {
+        self.cache_scope.as_deref() == Some("private")
+    }
+}

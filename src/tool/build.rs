@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::naming::exposed_names;
 use super::{AgentTool, DeferredMcpTool, McpTool, Spec};
+use crate::manager::naming::exposed_names;
 use crate::manager::McpManager;
 
 /// The tool objects for the manager's current tools: an [`McpTool`] for each live tool, a

@@ -3,7 +3,7 @@
 //! [`AgentTool`] is the host-facing trait (a tool as an agent sees it; the MCP definition is [`crate::protocol::Tool`]) (name, label, description, parameters, `execute`).
 //! [`McpTool`] calls a connected server; [`DeferredMcpTool`] comes from the cache while its
 //! server is still connecting, and waits for it. [`build_tools`] turns the manager's current
-//! tool set into tool objects with their exposed names ([`naming`]); results render as text
+//! tool set into tool objects with their exposed names ([`naming`](crate::manager::naming)); results render as text
 //! with [`render_text`].
 
 use std::sync::Arc;
@@ -43,14 +43,12 @@ macro_rules! spec_accessors {
 mod build;
 mod deferred;
 mod mcp_tool;
-pub mod naming;
 pub mod render;
 pub mod schema;
 
 pub use build::{build_tools, parameters_of};
 pub use deferred::DeferredMcpTool;
 pub use mcp_tool::McpTool;
-pub use naming::{exposed_name, exposed_names};
 pub use render::render_text;
 
 /// A tool a host can register and call.

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::cache::{config_hash, ToolCache};
+use mcp_runtime::cache::ToolCache;
+use mcp_runtime::config::config_hash;
 use mcp_runtime::config::{
     parse_mcp_json, DiscoveredServer, Level, ServerConfig, SourceMeta, TrustState,
 };
@@ -15,9 +16,8 @@ use mcp_runtime::loader::{
     approval_errors, display_path, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool,
     LoaderOptions,
 };
+use mcp_runtime::manager::naming::{exposed_names, exposed_prefix};
 use mcp_runtime::manager::McpManager;
-use mcp_runtime::tool::exposed_names;
-use mcp_runtime::tool::naming::exposed_prefix;
 
 use crate::args::Args;
 use crate::host::CliHandler;

@@ -74,32 +74,7 @@ pub use jwt::{SigningAlgorithm, SigningKey};
 pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider, Operation};
 pub use registration::{ClientIdentity, IdentitySource};
 
-use crate::error::Error;
-
-/// What kind of OAuth failure an [`Error::OAuth`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum OAuthErrorKind {
-    /// The `oauth` config is invalid (a bad value, an unreadable key file).
-    Config,
-    /// Refused as unsafe: a non-http(s) URL, plain http to a non-loopback host, a metadata
-    /// `resource` that is not this server, an AS without PKCE S256, a `state` or `iss` mismatch.
-    Refused,
-    /// The metadata could not be found, or was malformed.
-    Discovery,
-    /// No client identity: nothing configured, and the AS offers no way to register.
-    Registration,
-    /// The authorization step was denied or failed (the redirect carried `error=…`).
-    Denied,
-    /// The token endpoint refused or answered with something that is not a token response.
-    Token,
-    /// An authorization server or identity provider could not be reached in time.
-    Unreachable,
-    /// A login is needed and no interactive step is available.
-    LoginRequired,
-    /// The retries allowed for one operation are used up.
-    RetryLimit,
-}
+use crate::error::{Error, OAuthErrorKind};
 
 /// An [`Error::OAuth`].
 pub(crate) fn error(kind: OAuthErrorKind, message: impl Into<String>) -> Error {

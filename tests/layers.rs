@@ -1,0 +1,274 @@
+//! The crate's layers, checked: wire → transport → client → config → manager → tools → host,
+//! with auth beside the transport. A module may use its own layer and the ones below it, by a
+//! `use` or by an inline `crate::` / `super::` path; a use of a layer above fails this test,
+//! naming the file, the line and the two layers. Comments and doc links do not count.
+
+use std::path::{Path, PathBuf};
+
+/// The layer of a module path (`client::session`, `config::oauth::flow`), bottom first.
+fn layer(module: &[&str]) -> Option<(u8, &'static str)> {
+    Some(match module {
+        // Shared by every layer: the one error, the cancel token, a sleeping lock.
+        ["error" | "cancel" | "sleep_lock", ..] => (0, "wire"),
+        ["jsonrpc" | "protocol", ..] => (0, "wire"),
+        ["transport", ..] => (1, "transport"),
+        ["config", "oauth", ..] | ["auth", ..] => (2, "auth"),
+        ["client", ..] => (3, "client"),
+        ["config", ..] => (4, "config"),
+        ["manager" | "cache", ..] => (5, "manager"),
+        ["tool", ..] => (6, "tools"),
+        ["loader" | "session" | "commands" | "subagent", ..] => (7, "host"),
+        _ => return None,
+    })
+}
+
+/// Uses of a layer above their own that are known and owned by an open piece of work: each
+/// names the two layers and why it is still there. An entry that no longer occurs fails the
+/// test too, so this list only shrinks.
+const KNOWN: &[(&str, &str, &str)] = &[(
+    "auth",
+    "config",
+    "OAuth still lives under config/ and reads ServerConfig and AuthStorage; it moves to auth/ \
+     with inputs of its own",
+)];
+
+/// One use of a layer above: (file, line number, from layer, to layer, the text).
+type Violation = (String, usize, &'static str, &'static str, String);
+
+/// The module path of a source file (`src/client/mod.rs` → `client`, `src/config/oauth/flow.rs`
+/// → `config::oauth::flow`).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The module paths a line of code names: `crate::a::b`, and `super::...` resolved from
+/// `module` (the file's own module).
+fn paths_in(line: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let bytes = line.as_bytes();
+    for (start, _) in line
+        .match_indices("crate::")
+        .chain(line.match_indices("super::"))
+    {
+        // A whole word only (not `my_crate::`, `supersuper::`).
+        if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+            continue;
+        }
+        let rest = &line[start..];
+        let words: Vec<&str> = rest
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .next()
+            .unwrap_or("")
+            .split("::")
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut path: Vec<String> = if words.first() == Some(&"crate") {
+            Vec::new()
+        } else {
+            // `super` is the parent of the file's module.
+            let mut base = module.to_vec();
+            base.pop();
+            base
+        };
+        let mut supers = 0;
+        for w in &words {
+            match *w {
+                "crate" => {}
+                "super" => {
+                    supers += 1;
+                    if supers > 1 {
+                        path.pop();
+                    }
+                }
+                w => path.push(w.to_owned()),
+            }
+        }
+        out.push(path);
+    }
+    out
+}
+
+/// Modules declared with `#[path = "FILE"] mod NAME;`: FILE (beside the declaring file) is
+/// the declaring module's NAME, whatever its own file name says.
+fn path_modules(src: &Path, files: &[(PathBuf, String)]) -> Vec<(PathBuf, Vec<String>)> {
+    let mut out = Vec::new();
+    for (file, text) in files {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(target) = line
+                .trim()
+                .strip_prefix("#[path = \"")
+                .and_then(|r| r.strip_suffix("\"]"))
+            else {
+                continue;
+            };
+            let Some(name) = lines[i + 1..].iter().find_map(|l| {
+                l.trim()
+                    .strip_prefix("mod ")
+                    .map(|r| r.trim_end_matches(';'))
+            }) else {
+                continue;
+            };
+            let mut module = module_of(src, file);
+            module.push(name.trim().to_owned());
+            out.push((file.parent().unwrap().join(target), module));
+        }
+    }
+    out
+}
+
+/// Every use of a layer above in the given files (path, text).
+fn violations(src: &Path, files: &[(PathBuf, String)]) -> Vec<Violation> {
+    let declared = path_modules(src, files);
+    let mut out = Vec::new();
+    for (file, text) in files {
+        let module = declared
+            .iter()
+            .find(|(f, _)| f == file)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_else(|| module_of(src, file));
+        let names: Vec<&str> = module.iter().map(String::as_str).collect();
+        let Some((mine, my_name)) = layer(&names) else {
+            continue;
+        };
+        // The unit tests at the end of a file may reach anywhere.
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+        if file.to_string_lossy().ends_with("_tests.rs") {
+            continue;
+        }
+        for (n, line) in code.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("//") || trimmed.starts_with("#[doc") {
+                continue;
+            }
+            // Code before a trailing comment (a `//` inside a string is rare in paths).
+            let line = match line.find(" // ") {
+                Some(at) => &line[..at],
+                None => line,
+            };
+            for path in paths_in(line, &module) {
+                let names: Vec<&str> = path.iter().map(String::as_str).collect();
+                if let Some((theirs, their_name)) = layer(&names) {
+                    if theirs > mine {
+                        out.push((
+                            file.display().to_string(),
+                            n + 1,
+                            my_name,
+                            their_name,
+                            line.trim().to_owned(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            // The `mcp` command is a user of the library, not one of its layers.
+            if path.file_name().is_some_and(|n| n == "bin") {
+                continue;
+            }
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push((path, text));
+        }
+    }
+}
+
+#[test]
+fn no_module_uses_a_layer_above_its_own() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let found = violations(&src, &files);
+    let unknown: Vec<&Violation> = found
+        .iter()
+        .filter(|v| !KNOWN.iter().any(|(from, to, _)| *from == v.2 && *to == v.3))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "uses of a layer above:\n{}",
+        unknown
+            .iter()
+            .map(|(f, n, from, to, text)| format!("  {f}:{n}: {from} uses {to}: {text}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    for (from, to, why) in KNOWN {
+        assert!(
+            found.iter().any(|v| v.2 == *from && v.3 == *to),
+            "{from} no longer uses {to} ({why}): take the entry out of KNOWN"
+        );
+    }
+}
+
+#[test]
+fn a_planted_violation_is_found_by_use_by_inline_path_and_by_super() {
+    let src = Path::new("/x/src");
+    let planted = |file: &str, text: &str| vec![(src.join(file), text.to_owned())];
+    // `use` of a layer above.
+    let v = violations(
+        src,
+        &planted("client/mod.rs", "use crate::manager::McpManager;\n"),
+    );
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!((v[0].2, v[0].3, v[0].1), ("client", "manager", 1));
+    // An inline path in an expression.
+    let v = violations(
+        src,
+        &planted(
+            "transport/http.rs",
+            "fn f() {\n    let x = crate::config::home_dir();\n}\n",
+        ),
+    );
+    assert_eq!((v[0].2, v[0].3, v[0].1), ("transport", "config", 2));
+    // `super::super::` out of the auth folder into config.
+    let v = violations(
+        src,
+        &planted(
+            "config/oauth/flow.rs",
+            "use super::super::ServerConfig;\nuse super::pkce;\n",
+        ),
+    );
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!((v[0].2, v[0].3), ("auth", "config"));
+    // A file declared with `#[path]` is the declaring module's child: `super::super` from
+    // `provider_refresh.rs` (auth's `provider::refresh`) is auth itself.
+    let v = violations(
+        src,
+        &[
+            (
+                src.join("config/oauth/provider.rs"),
+                "#[path = \"provider_refresh.rs\"]\nmod refresh;\n".to_owned(),
+            ),
+            (
+                src.join("config/oauth/provider_refresh.rs"),
+                "use super::super::{error, OAuthErrorKind};\n".to_owned(),
+            ),
+        ],
+    );
+    assert!(v.is_empty(), "{v:?}");
+    // Downward uses, comments and doc links are fine; so are the unit tests.
+    let v = violations(
+        src,
+        &planted(
+            "manager/mod.rs",
+            "use crate::client::Client;\n/// See [`crate::loader`].\n// crate::session\nuse super::cache;\n#[cfg(test)]\nmod tests {\n    use crate::loader::x;\n}\n",
+        ),
+    );
+    assert!(v.is_empty(), "{v:?}");
+}
