@@ -147,7 +147,7 @@ impl FileToolCache {
         if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
             return PathBuf::from(x).join("mcp-runtime");
         }
-        let home = crate::config::home_dir();
+        let home = crate::files::home_dir();
         if cfg!(target_os = "macos") {
             home.join("Library/Caches/mcp-runtime")
         } else {
@@ -305,7 +305,7 @@ fn read_entry<T: serde::de::DeserializeOwned>(
 /// Writes an entry atomically, mode 0600.
 fn write_entry<T: Serialize>(path: &Path, entry: &T) -> Result<(), Error> {
     let text = serde_json::to_string(entry).map_err(|e| Error::protocol(e.to_string()))?;
-    crate::config::atomic::write_private(path, text.as_bytes())
+    crate::files::write_private(path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -63,14 +63,14 @@
 //! ## Layers
 //!
 //! Each layer uses only itself and the layers below it (`tests/layers.rs` fails on a use of a
-//! layer above, by `use` or by an inline path); auth sits beside the transport. One use is
-//! still the other way, named in that test: OAuth, under `config::oauth`, reads the server's
-//! config and the token storage from the config layer.
+//! layer above, by `use` or by an inline path); auth sits beside the transport, and the
+//! config layer builds a server's OAuth provider from its config ([`config::oauth`]).
 //!
 //! | layer | module | job |
 //! |---|---|---|
 //! | wire | [`jsonrpc`], [`protocol`] | JSON-RPC messages; MCP types by topic; protocol versions |
 //! | transport | [`transport`] | moves messages: stdio, Streamable HTTP, legacy SSE, and an in-memory pair ([`transport::memory`]) |
+//! | auth | [`auth`] | OAuth 2.1 for remote servers: discovery, registration, the sans-IO flow and its driver, authorizers, the provider a transport asks for a token, token storage |
 //! | client | [`client`] | one connection: correlation, handshake, calls, server requests |
 //! | config | [`config`] | server configs and the files they come from |
 //! | manager | [`manager`], [`cache`] | many servers: parallel connect, the 250 ms gate, deferred tools, status, exposed names (`mcp_<server>_<tool>`, [`manager::naming`]) |
@@ -101,12 +101,14 @@
 //! group if the host dies without closing them.
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod cache;
 mod cancel;
 pub mod client;
 pub mod commands;
 pub mod config;
 mod error;
+mod files;
 pub mod jsonrpc;
 pub mod loader;
 pub mod manager;

@@ -5,10 +5,10 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
+use mcp_runtime::auth::{AuthStorage, Credential};
 use mcp_runtime::config::{
-    load_all_mcp_configs, resolve_server_config, AuthStorage, ConfigSource, Credential,
-    DiscoveryContext, DiscoveryOptions, FileAuthStorage, FoundServer, Level, ServerConfig,
-    SourceOutput, ToolVerdict,
+    load_all_mcp_configs, resolve_server_config, ConfigSource, DiscoveryContext, DiscoveryOptions,
+    FileAuthStorage, FoundServer, Level, ServerConfig, SourceOutput, ToolVerdict,
 };
 use mcp_runtime::Endpoint;
 use serde_json::{json, Map};

@@ -7,8 +7,8 @@ mod oauth_server;
 
 use std::time::{Duration, Instant};
 
-use mcp_runtime::config::oauth::credential_id;
-use mcp_runtime::config::AuthStorage as _;
+use mcp_runtime::auth::credential_id;
+use mcp_runtime::auth::AuthStorage as _;
 use mcp_runtime::Error;
 use mcp_runtime::OAuthErrorKind;
 use oauth_server::*;
@@ -217,9 +217,7 @@ fn dynamic_registration_is_native_with_refresh_tokens_and_remembered() {
         &server,
         json!({}),
         storage.clone(),
-        std::sync::Arc::new(mcp_runtime::config::oauth::HeadlessAuthorizer::new(
-            options(),
-        )),
+        std::sync::Arc::new(mcp_runtime::auth::HeadlessAuthorizer::new(options())),
     );
     call(&p, &server.url()).unwrap();
     let reg = &server.seen_at("/register")[0].json;
@@ -460,11 +458,11 @@ fn unsafe_authorization_urls_are_refused() {
         assert_eq!(kind(&e), OAuthErrorKind::Refused, "{endpoint}: {e}");
     }
     // The server itself over plain http to a host that is not loopback.
-    let e = mcp_runtime::config::oauth::OAuthProvider::new(
+    let e = mcp_runtime::auth::OAuthProvider::new(
         "http://mcp.example.com/mcp",
         Default::default(),
         storage("unsafe-server"),
-        std::sync::Arc::new(mcp_runtime::config::oauth::NoLoginAuthorizer),
+        std::sync::Arc::new(mcp_runtime::auth::NoLoginAuthorizer),
         options(),
     )
     .unwrap_err();
@@ -522,13 +520,11 @@ fn an_as_that_never_answers_is_a_typed_error_within_its_bound() {
     });
     let mut o = options();
     o.request_timeout = Duration::from_secs(1);
-    let p = mcp_runtime::config::oauth::OAuthProvider::new(
+    let p = mcp_runtime::auth::OAuthProvider::new(
         &server.url(),
-        mcp_runtime::config::oauth::OAuthConfig::from_value(&pre()).unwrap(),
+        mcp_runtime::auth::OAuthConfig::from_value(&pre()).unwrap(),
         storage("hang"),
-        std::sync::Arc::new(mcp_runtime::config::oauth::HeadlessAuthorizer::new(
-            o.clone(),
-        )),
+        std::sync::Arc::new(mcp_runtime::auth::HeadlessAuthorizer::new(o.clone())),
         o,
     )
     .unwrap();
@@ -546,14 +542,12 @@ fn an_as_that_never_answers_is_a_typed_error_within_its_bound() {
 fn a_changed_authorization_server_with_a_pre_registered_client_is_an_error() {
     let storage = storage("changed-as");
     let first = OAuthServer::start(Script::default());
-    let headless = std::sync::Arc::new(mcp_runtime::config::oauth::HeadlessAuthorizer::new(
-        options(),
-    ));
+    let headless = std::sync::Arc::new(mcp_runtime::auth::HeadlessAuthorizer::new(options()));
     let p = provider_with(&first, pre(), storage.clone(), headless.clone());
     call(&p, &first.url()).unwrap();
     // Same resource URL, other issuer: a PRM pointing elsewhere is simulated with an index
     // entry naming another issuer.
-    let index = mcp_runtime::config::oauth::resource_index_id(&first.url());
+    let index = mcp_runtime::auth::resource_index_id(&first.url());
     let mut entry = storage.get(&index).unwrap();
     entry
         .extra

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::config::oauth::HeadlessAuthorizer;
-use mcp_runtime::config::{AuthStorage, ServerConfig};
+use mcp_runtime::auth::AuthStorage;
+use mcp_runtime::auth::HeadlessAuthorizer;
+use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
 use mcp_runtime::Error;
 use oauth_server::*;

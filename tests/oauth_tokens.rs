@@ -10,10 +10,10 @@ mod oauth_server;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::config::oauth::{
+use mcp_runtime::auth::AuthStorage as _;
+use mcp_runtime::auth::{
     credential_id, BrowserAuthorizer, HeadlessAuthorizer, OAuthConfig, OAuthOptions, OAuthProvider,
 };
-use mcp_runtime::config::AuthStorage as _;
 use mcp_runtime::transport::AuthProvider as _;
 use mcp_runtime::Error;
 use mcp_runtime::OAuthErrorKind;

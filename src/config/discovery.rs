@@ -18,6 +18,7 @@ use super::source::{
 use super::sources::{default_sources, HostConfig};
 use super::trust::{self, ProjectTrust, TrustRequest, TrustState, TrustStore};
 use super::trust_facts;
+use crate::files::home_dir;
 
 /// How to discover.
 #[derive(Clone)]
@@ -114,14 +115,6 @@ impl DiscoveryOptions {
             }
         }
     }
-}
-
-/// The user's home directory (`$HOME`, or `%USERPROFILE%` on Windows).
-pub fn home_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .or_else(|| std::env::var_os("USERPROFILE"))
-        .map(PathBuf::from)
-        .unwrap_or_default()
 }
 
 /// Every server discovery saw, for diagnostics (`mcp servers`, `/mcp list`).

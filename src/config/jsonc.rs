@@ -7,20 +7,10 @@ use serde_json::Value;
 
 pub(crate) use super::file::ReadError;
 use super::file::{read_text, CONFIG_FILE_CAP};
+pub(crate) use crate::protocol::member::strings;
 
 /// Reads and parses a JSON (with comments) config file: a regular file of at most 4 MiB (see
 /// [`read_text`]).
-/// The strings of a JSON array (its other items skipped), collected as `C`; `None` when the
-/// value is absent or not an array.
-pub(crate) fn strings<C: FromIterator<String>>(value: Option<&Value>) -> Option<C> {
-    value.and_then(Value::as_array).map(|a| {
-        a.iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
-    })
-}
-
 pub(crate) fn read(path: &Path) -> Result<Value, ReadError> {
     read_capped(path, CONFIG_FILE_CAP)
 }

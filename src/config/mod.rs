@@ -6,10 +6,9 @@
 //! - [`ServerConfig`] is one server in the `.mcp.json` shape; [`validate_server_config`] checks
 //!   it; `${VAR}` / `${VAR:-default}` are expanded at discovery.
 //! - [`resolve_server_config`] runs at connect time: `!command` values, environment-variable
-//!   names, OAuth tokens from an [`AuthStorage`]. Resolved values are never logged or cached.
+//!   names, OAuth tokens from an [`AuthStorage`](crate::auth::AuthStorage). Resolved values are never logged or cached.
 //! - [`ConfigWriter`] edits the host's own files atomically.
 
-pub(crate) mod atomic;
 mod auth;
 mod discovery;
 mod exa;
@@ -25,8 +24,7 @@ mod trust;
 mod trust_facts;
 mod writer;
 
-pub use auth::{AuthStorage, Credential, FileAuthStorage, StoreHold};
-pub(crate) use discovery::home_dir;
+pub use auth::FileAuthStorage;
 pub use discovery::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
 pub use exa::{exa_api_key, is_exa};
 pub use file::{parse_mcp_json, read_mcp_json, McpJson};

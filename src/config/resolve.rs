@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 
-use super::auth::AuthStorage;
 use super::server::{ServerConfig, TransportType};
+use crate::auth::AuthStorage;
 use crate::cancel::CancelToken;
 use crate::error::Error;
 

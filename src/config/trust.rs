@@ -28,12 +28,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use super::atomic::write_private;
 use super::file::{read_text, ReadError, CONFIG_FILE_CAP};
 use super::server::ServerConfig;
 use super::source::{Level, SourceMeta};
 use super::trust_facts::facts;
 use crate::error::Error;
+use crate::files::write_private;
 
 /// The trust store's format version.
 const STORE_VERSION: u32 = 1;

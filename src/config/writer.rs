@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::atomic::write_private;
 use super::discovery::DiscoveryOptions;
 use super::jsonc::{self, ReadError};
 use super::server::{validate_server_name, ServerConfig};
 use super::source::SourceMeta;
 use crate::error::Error;
+use crate::files::write_private;
 
 /// Which of the host's files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! OAuth for the manager's HTTP servers: each connection gets its server's
-//! [`OAuthProvider`](crate::config::oauth::OAuthProvider), which refreshes stored tokens by
+//! [`OAuthProvider`](crate::auth::OAuthProvider), which refreshes stored tokens by
 //! itself but never asks the user (a background connect that needs a login fails, and its
 //! status says `needs login`); [`McpManager::login`] runs the interactive step with the host's
 //! [`Authorizer`] and reconnects the server; [`McpManager::logout`] forgets its tokens.
@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{McpManager, Shared};
-use crate::client::Endpoint;
-use crate::config::oauth::{
-    provider_for, AuthStatus, Authorizer, NoLoginAuthorizer, OAuthOptions, OAuthProvider,
+use crate::auth::{
+    AuthStatus, AuthStorage, Authorizer, NoLoginAuthorizer, OAuthOptions, OAuthProvider,
 };
-use crate::config::{AuthStorage, FileAuthStorage, ServerConfig};
+use crate::client::Endpoint;
+use crate::config::oauth::provider_for;
+use crate::config::{FileAuthStorage, ServerConfig};
 use crate::error::{Error, OAuthErrorKind};
 
 impl Shared {

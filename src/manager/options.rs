@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::auth::AuthStorage;
 use crate::cache::ToolCache;
 use crate::client::ConnectOptions;
-use crate::config::AuthStorage;
 use crate::error::Error;
 
 /// The startup gate's default bound.

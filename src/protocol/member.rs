@@ -1,11 +1,13 @@
 //! A member name told apart as it is read: the index of a name the reader knows, or the name
 //! itself (copied only then). Lets the streaming readers of large results (content blocks,
-//! listing pages) skip building an object to look its members up.
+//! listing pages) skip building an object to look its members up. Also: the strings of an
+//! array member ([`strings`]).
 
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Visitor};
 use serde::Deserializer;
+use serde_json::Value;
 
 /// Reads a member name against a list of known ones (`map.next_key_seed(Names(&LIST))`).
 pub(crate) struct Names<'a>(pub &'a [&'a str]);
@@ -35,6 +37,17 @@ impl Visitor<'_> for Names<'_> {
             .position(|k| *k == name)
             .ok_or_else(|| name.to_owned()))
     }
+}
+
+/// The strings of a JSON array (its other items skipped), collected as `C`; `None` when the
+/// value is absent or not an array.
+pub(crate) fn strings<C: FromIterator<String>>(value: Option<&Value>) -> Option<C> {
+    value.and_then(Value::as_array).map(|a| {
+        a.iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    })
 }
 
 #[cfg(test)]

@@ -7,9 +7,7 @@ use serde_json::Value;
 
 use super::OAuthServer;
 
-use mcp_runtime::config::oauth::{
-    Authorizer, HeadlessAuthorizer, OAuthConfig, OAuthOptions, OAuthProvider,
-};
+use mcp_runtime::auth::{Authorizer, HeadlessAuthorizer, OAuthConfig, OAuthOptions, OAuthProvider};
 use mcp_runtime::config::FileAuthStorage;
 use mcp_runtime::transport::AuthProvider as _;
 

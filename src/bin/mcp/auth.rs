@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use mcp_runtime::config::oauth::{
-    provider_for, uses_oauth, Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer,
-    OAuthOptions,
+use mcp_runtime::auth::{
+    Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer, OAuthOptions,
 };
+use mcp_runtime::config::oauth::{provider_for, uses_oauth};
 use mcp_runtime::config::FileAuthStorage;
 use serde_json::json;
 

@@ -172,7 +172,8 @@ fn headless_oauth(
     headers: &[(String, String)],
     oauth: Option<&serde_json::Value>,
 ) -> Result<Option<Arc<dyn mcp_runtime::transport::AuthProvider>>, mcp_runtime::Error> {
-    use mcp_runtime::config::oauth::{provider_for, HeadlessAuthorizer, OAuthOptions};
+    use mcp_runtime::auth::{HeadlessAuthorizer, OAuthOptions};
+    use mcp_runtime::config::oauth::provider_for;
     let Some(oauth) = oauth else {
         return Ok(None);
     };

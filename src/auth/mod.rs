@@ -38,8 +38,8 @@
 //!
 //! # What is stored where
 //!
-//! Tokens go to the host's [`AuthStorage`](crate::config::AuthStorage) (the file default is
-//! written atomically with mode 0600), one [`Credential`](crate::config::Credential) per
+//! Tokens go to the host's [`AuthStorage`] (the file default, [`FileAuthStorage`](crate::config::FileAuthStorage), is
+//! written atomically with mode 0600), one [`Credential`] per
 //! authorization server issuer and resource, under the id [`credential_id`]`(issuer, resource)`.
 //! Its `extra` map holds the issuer, the resource, the token endpoint, the client id (and the
 //! secret of a client this crate registered dynamically), the token endpoint auth method and the
@@ -49,7 +49,6 @@
 //! error) again. Secrets from the config (client secrets, private keys, ID tokens) are never
 //! stored. No token, code, verifier, secret or key reaches a log, an error text or `Debug`.
 
-mod attach;
 mod authorizer;
 mod challenge;
 mod config;
@@ -60,11 +59,11 @@ mod metadata;
 mod pkce;
 mod provider;
 mod registration;
+mod storage;
 mod token;
 mod url;
 mod wire;
 
-pub use attach::{provider_for, uses_oauth};
 pub use authorizer::{
     AuthorizationSession, Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer,
 };
@@ -73,6 +72,7 @@ pub use driver::OAuthOptions;
 pub use jwt::{SigningAlgorithm, SigningKey};
 pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider, Operation};
 pub use registration::{ClientIdentity, IdentitySource};
+pub use storage::{AuthStorage, Credential, StoreHold};
 
 use crate::error::{Error, OAuthErrorKind};
 

@@ -1,12 +1,21 @@
-//! Atomic, private file writes: a temporary file beside the target (mode 0600), synced, then
-//! renamed over it; a missing directory is created with mode 0700. A reader sees the old file
-//! or the new one, never half of either.
+//! Files every layer keeps: the user's home directory, and atomic, private writes (a
+//! temporary file beside the target (mode 0600), synced, then renamed over it; a missing
+//! directory is created with mode 0700; a reader sees the old file or the new one, never half
+//! of either).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Error;
+
+/// The user's home directory (`$HOME`, or `%USERPROFILE%` on Windows).
+pub(crate) fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
 
 /// Writes `bytes` to `path` atomically.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {

@@ -12,8 +12,8 @@ use super::registration::{ClientIdentity, IdentitySource};
 use super::token::TokenRequest;
 use super::url::{redact, Url};
 use super::wire::{Failure, Wire};
+use super::AuthStorage;
 use super::{error, OAuthErrorKind, Secret};
-use crate::config::AuthStorage;
 use crate::error::Error;
 
 /// Limits and timings of the OAuth client.

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::config::jsonc::strings;
+use crate::protocol::member::strings;
 
 use super::url::{checked, Url};
 use super::{error, OAuthErrorKind};

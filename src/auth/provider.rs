@@ -18,7 +18,7 @@ use super::jwt::SigningKey;
 use super::registration::{ClientIdentity, IdentitySource};
 use super::token::AuthMethod;
 use super::{error, now_ms, OAuthErrorKind, Secret};
-use crate::config::{AuthStorage, Credential};
+use super::{AuthStorage, Credential};
 use crate::error::Error;
 
 /// The storage id of the tokens an issuer granted for a resource.

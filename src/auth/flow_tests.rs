@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use super::*;
-use crate::config::oauth::challenge::Challenge;
-use crate::config::oauth::token::{ID_JAG, JWT_BEARER, TOKEN_EXCHANGE};
-use crate::config::oauth::{EnterpriseConfig, Grant, Secret};
+use crate::auth::challenge::Challenge;
+use crate::auth::token::{ID_JAG, JWT_BEARER, TOKEN_EXCHANGE};
+use crate::auth::{EnterpriseConfig, Grant, Secret};
 
 const SERVER: &str = "https://mcp.test/mcp";
 const AS: &str = "https://as.test";
@@ -175,7 +175,7 @@ fn the_code_flow_sends_pkce_state_and_resource() {
     assert_eq!(req.param("resource"), Some(SERVER));
     assert_eq!(req.param("client_id"), Some("cid"));
     assert_eq!(
-        crate::config::oauth::pkce::s256(req.param("code_verifier").unwrap()),
+        crate::auth::pkce::s256(req.param("code_verifier").unwrap()),
         challenge
     );
     flow.on_token(ok(

@@ -12,10 +12,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Authorizer, OAuthConfig, OAuthOptions, OAuthProvider};
-use crate::config::auth::AuthStorage;
-use crate::config::resolve::resolve_secret;
-use crate::config::server::{ServerConfig, TransportType};
+use super::resolve::resolve_secret;
+use super::server::{ServerConfig, TransportType};
+use crate::auth::{AuthStorage, Authorizer, OAuthConfig, OAuthOptions, OAuthProvider};
 use crate::error::Error;
 
 /// The keys of an `oauth` object whose values are secrets, resolved at connect time.

@@ -268,8 +268,8 @@ mod tests {
     #[test]
     fn rs256_signatures_verify_from_pkcs8_and_pkcs1() {
         for pem in [
-            &include_bytes!("../../../tests/data/oauth-rs256.pem")[..],
-            &include_bytes!("../../../tests/data/oauth-rs256-pkcs1.pem")[..],
+            &include_bytes!("../../tests/data/oauth-rs256.pem")[..],
+            &include_bytes!("../../tests/data/oauth-rs256-pkcs1.pem")[..],
         ] {
             let key = SigningKey::from_bytes(pem, SigningAlgorithm::Rs256).unwrap();
             let Pair::Rsa(pair) = &key.pair else { panic!() };
