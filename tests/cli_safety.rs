@@ -140,103 +140,101 @@ fn tools_exits_69_when_every_server_failed_and_names_the_failures() {
     let _ = std::fs::remove_dir_all(root);
 }
 
+/// A server whose tools are cached (one run filled the cache) and which is held at
+/// `initialize` in the next run: that run's gate passes with deferred tools.
+struct WarmHeld {
+    root: PathBuf,
+    cfg: PathBuf,
+    hold: common::Hold,
+}
+
+impl WarmHeld {
+    fn new(name: &str) -> WarmHeld {
+        let root = common::temp_dir(name);
+        let hold = common::Hold::new();
+        let cfg = config(&root, json!({"s": server(&["--hold-port", &hold.port()])}));
+        let warm = WarmHeld { root, cfg, hold };
+        let mut warming = warm
+            .cli()
+            .arg("tools")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        warm.hold.wait().release();
+        assert!(warming.wait().unwrap().success());
+        warm
+    }
+
+    fn cli(&self) -> Command {
+        let mut cmd = mcp(&self.root);
+        cmd.arg("--cache-dir")
+            .arg(self.root.join("cache"))
+            .arg("--config")
+            .arg(&self.cfg);
+        cmd
+    }
+
+    /// Starts `args` (logging at debug), lets `before` feed its stdin, and releases the held
+    /// server once the CLI says it waits for outcomes (or once it has ended without).
+    fn run_released(&self, args: &[&str], before: &[u8], after: &[u8]) -> Output {
+        let mut child = self
+            .cli()
+            .env("RUST_LOG", "mcp=debug")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let held = self.hold.wait();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(before).unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                if line.contains("waiting for the outcome") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let _ = rx.recv_timeout(Duration::from_secs(20));
+        held.release();
+        stdin.write_all(after).unwrap();
+        drop(stdin);
+        wait_exit(child, Duration::from_secs(30))
+    }
+}
+
+impl Drop for WarmHeld {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
 #[test]
 fn status_waits_for_a_server_still_connecting_behind_a_warm_cache() {
-    let root = common::temp_dir("cli-status");
-    let cache = root.join("cache");
-    let hold = common::Hold::new();
-    let cfg = config(&root, json!({"s": server(&["--hold-port", &hold.port()])}));
-    let cli = || {
-        let mut cmd = mcp(&root);
-        cmd.args(["--cache-dir", cache.to_str().unwrap()])
-            .args(["--config", cfg.to_str().unwrap()]);
-        cmd
-    };
-    // A first run fills the cache.
-    let mut warming = cli().arg("tools").stdout(Stdio::null()).spawn().unwrap();
-    hold.wait().release();
-    assert!(warming.wait().unwrap().success());
-
-    // Now the server is held at initialize: the gate passes with cached (deferred) tools.
-    let mut child = cli()
-        .env("RUST_LOG", "mcp=debug")
-        .args(["--json", "status"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let held = hold.wait();
-    // Released once the CLI says it waits for outcomes (or once it has ended without).
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines() {
-            let Ok(line) = line else { break };
-            if line.contains("waiting for the outcome") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let _ = rx.recv_timeout(Duration::from_secs(20));
-    held.release();
-    let out = wait_exit(child, Duration::from_secs(30));
+    let warm = WarmHeld::new("cli-status");
+    let out = warm.run_released(&["--json", "status"], b"", b"");
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows[0]["status"], "connected", "{rows:?}");
-    let _ = std::fs::remove_dir_all(root);
 }
 
 #[test]
 fn the_repls_status_waits_as_status_does_and_its_call_takes_key_value_words() {
-    let root = common::temp_dir("cli-repl-status");
-    let cache = root.join("cache");
-    let hold = common::Hold::new();
-    let cfg = config(&root, json!({"s": server(&["--hold-port", &hold.port()])}));
-    let cli = || {
-        let mut cmd = mcp(&root);
-        cmd.args(["--cache-dir", cache.to_str().unwrap()])
-            .args(["--config", cfg.to_str().unwrap()]);
-        cmd
-    };
-    let mut warming = cli().arg("tools").stdout(Stdio::null()).spawn().unwrap();
-    hold.wait().release();
-    assert!(warming.wait().unwrap().success());
-
-    // The server is held at initialize behind a warm cache: the session starts at the gate.
-    let mut child = cli()
-        .env("RUST_LOG", "mcp=debug")
-        .arg("repl")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let held = hold.wait();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"/mcp status\n").unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines() {
-            let Ok(line) = line else { break };
-            if line.contains("waiting for the outcome") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let _ = rx.recv_timeout(Duration::from_secs(20));
-    held.release();
-    stdin
-        .write_all(b"status\ncall mcp_s_echo message=\"two words\"\nquit\n")
-        .unwrap();
-    drop(stdin);
-    let out = wait_exit(child, Duration::from_secs(30));
+    let warm = WarmHeld::new("cli-repl-status");
+    let out = warm.run_released(
+        &["repl"],
+        b"/mcp status\n",
+        b"status\ncall mcp_s_echo message=\"two words\"\nquit\n",
+    );
     let said = text(&out.stdout);
     assert!(
         said.starts_with("s: connected (17 tools)\n\ns: connected (17 tools)\n\n"),
         "/mcp status and status agree with `mcp status`: {said}"
     );
     assert!(said.contains("\n\ntwo words\n\n"), "{said}");
-    let _ = std::fs::remove_dir_all(root);
 }
 
 #[test]
