@@ -10,11 +10,12 @@ use super::authorizer::AuthorizationSession;
 use super::flow::{Action, Flow, Reply};
 use super::registration::{ClientIdentity, IdentitySource};
 use super::token::TokenRequest;
-use super::url::{redact, Url};
+use super::url::Url;
 use super::wire::{Failure, Wire};
 use super::AuthStorage;
 use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
+use crate::transport::url::redact;
 
 /// Limits and timings of the OAuth client.
 #[derive(Debug, Clone)]

@@ -16,9 +16,10 @@ use super::metadata::{
 use super::pkce::Pkce;
 use super::registration::ClientIdentity;
 use super::token::{AuthMethod, TokenRequest, TokenResponse};
-use super::url::{checked, redact, Url};
+use super::url::{checked, Url};
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
+use crate::transport::url::redact;
 
 /// What a login starts from.
 #[derive(Debug, Clone)]

@@ -12,10 +12,11 @@ use super::super::token::{
     AuthMethod, ClientAuth, TokenRequest, TokenResponse, ID_JAG, ID_TOKEN, JWT_BEARER,
     TOKEN_EXCHANGE,
 };
-use super::super::url::{checked, parse_form, redact, with_query};
+use super::super::url::{checked, parse_form, with_query};
 use super::super::{error, OAuthErrorKind};
 use super::{misuse, Flow, Login, Reply, Step};
 use crate::error::Error;
+use crate::transport::url::redact;
 
 impl Flow {
     pub(super) fn on_metadata(&mut self, m: AuthorizationServerMetadata) -> Result<(), Error> {

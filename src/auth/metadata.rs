@@ -26,7 +26,7 @@ fn malformed(what: &str, url: &str, why: &str) -> Error {
         OAuthErrorKind::Discovery,
         format!(
             "the {what} at {} is malformed: {why}",
-            super::url::redact(url)
+            crate::transport::url::redact(url)
         ),
     )
 }
@@ -72,8 +72,8 @@ impl ResourceMetadata {
                 OAuthErrorKind::Refused,
                 format!(
                     "the protected resource metadata is for {}, not for this server ({})",
-                    super::url::redact(resource),
-                    super::url::redact(&server)
+                    crate::transport::url::redact(resource),
+                    crate::transport::url::redact(&server)
                 ),
             )
         };

@@ -136,7 +136,10 @@ struct Inner {
 impl std::fmt::Debug for OAuthProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthProvider")
-            .field("server", &super::url::redact(&self.inner.server_url))
+            .field(
+                "server",
+                &crate::transport::url::redact(&self.inner.server_url),
+            )
             .field("grant", &self.inner.config.grant)
             .finish_non_exhaustive()
     }

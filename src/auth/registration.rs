@@ -4,9 +4,9 @@
 use serde_json::{json, Value};
 
 use super::token::{oauth_error_of, AuthMethod};
-use super::url::redact;
 use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
+use crate::transport::url::redact;
 
 /// Where a client id came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,9 +7,10 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::jwt::SigningKey;
-use super::url::{encode, redact};
+use super::url::encode;
 use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
+use crate::transport::url::redact;
 
 /// The RFC 8693 token exchange grant.
 pub(crate) const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";

@@ -5,6 +5,7 @@ use ureq::http::Uri;
 
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
+use crate::transport::url::redact;
 
 /// A parsed absolute http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,20 +114,6 @@ pub fn canonical_resource(server_url: &str) -> Result<String, Error> {
         out.push_str(q);
     }
     Ok(out)
-}
-
-/// A URL for messages: its query values (possibly secrets) are left out.
-pub(crate) fn redact(text: &str) -> String {
-    let base = text.split(['?', '#']).next().unwrap_or("");
-    if base.len() < text.len() {
-        format!("{base}?…")
-    } else {
-        base.to_owned()
-    }
-    .chars()
-    .filter(|c| !c.is_control())
-    .take(300)
-    .collect()
 }
 
 /// `application/x-www-form-urlencoded` of one value.
@@ -257,6 +244,9 @@ mod tests {
             ]
         );
         assert_eq!(decode("a+b%2"), "a b%2");
-        assert_eq!(redact("https://h/p?code=secret"), "https://h/p?…");
+        assert_eq!(
+            redact("https://u:p@h/p?code=secret"),
+            "https://h/p?code=REDACTED"
+        );
     }
 }

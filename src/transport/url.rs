@@ -18,9 +18,26 @@ use crate::error::Error;
 pub(crate) const REDACTED: &str = "REDACTED";
 
 /// `url` with its secrets removed, for error texts, logs and `Debug`: userinfo and fragment
-/// dropped, each query value (or bare query item) replaced by `REDACTED`. Works on any text,
-/// parsable or not.
+/// dropped, each query value (or bare query item) replaced by `REDACTED`, control characters
+/// dropped, at most [`SHOWN_CHARS`] characters. Works on any text, parsable or not. The one
+/// redaction of the crate: the transports, auth and the config layer all use it.
 pub(crate) fn redact(url: &str) -> String {
+    let shown = redact_whole(url);
+    let mut out: String = shown
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(SHOWN_CHARS)
+        .collect();
+    if shown.chars().filter(|c| !c.is_control()).count() > SHOWN_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+/// The longest URL [`redact`] shows whole.
+pub(crate) const SHOWN_CHARS: usize = 300;
+
+fn redact_whole(url: &str) -> String {
     let url = url.trim();
     let url = url.split_once('#').map_or(url, |(before, _)| before);
     let (scheme, rest) = match url.split_once("://") {
@@ -227,6 +244,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!e.contains("SECRET"), "{e}");
+        // Fit for a one-line message: no control characters, a bounded length.
+        assert_eq!(redact("http://h/a\r\nb?k=v"), "http://h/ab?k=REDACTED");
+        let long = format!("http://h/{}", "p".repeat(1000));
+        let shown = redact(&long);
+        assert_eq!(shown.chars().count(), SHOWN_CHARS + 1);
+        assert!(shown.ends_with('…'));
     }
 
     #[test]
