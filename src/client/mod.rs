@@ -39,9 +39,9 @@ mod modern;
 mod options;
 mod page;
 mod probe;
+mod renewal;
 mod reply;
 mod router;
-mod session;
 mod tasks;
 
 pub use budget::MAX_RESULT_VALUES;
@@ -82,7 +82,7 @@ struct Inner {
     request_timeout: Duration,
     max_request_timeout: Duration,
     /// What the latest handshake settled, and its renewal when an HTTP session expires.
-    session: session::Session,
+    session: renewal::Session,
     /// Who we say we are (again, in a new session's `initialize`).
     client_info: Implementation,
     /// How requests go on the wire: the one place the era decides.

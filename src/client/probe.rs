@@ -12,7 +12,7 @@ use super::era::{Probe, ProbeEvent, Step};
 use super::modern::{
     base_meta, is_stateless_refusal, rpc_in_http_body, stamp, typed, SessionEra, Stateless,
 };
-use super::session::Session;
+use super::renewal::Session;
 use super::{
     handshake, Client, ConnectFailure, ConnectOptions, Connection, EraChoice, Inner, Leftover, Wait,
 };

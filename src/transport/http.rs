@@ -17,7 +17,7 @@
 //!   expired the session): the request fails with [`Error::SessionExpired`] and the session id
 //!   is forgotten. Until an `initialize` succeeds again, every other request fails the same
 //!   way without being sent (it could only be refused). Re-initializing is the client's job
-//!   (`client::session`): it runs the handshake again, once however many requests noticed,
+//!   (`client::renewal`): it runs the handshake again, once however many requests noticed,
 //!   and re-sends only the idempotent ones. After it, [`Transport::on_ready`] brings back the
 //!   GET stream if it ended meanwhile.
 //! - Close sends DELETE (bounded by `close_timeout`, 1 s by default) and shuts the agents
@@ -66,7 +66,7 @@ mod auth;
 mod ending;
 mod get_stream;
 mod resume;
-mod session;
+mod session_id;
 mod stateless;
 mod strays;
 use ending::{cancelled_id, has_progress_token};

@@ -27,7 +27,7 @@
 //! `guardian`.
 //!
 //! The parts: this file starts the server and is the [`Transport`]; `teardown` ends it;
-//! `stderr` drains and keeps stderr; `reading` turns the pipes' bytes into messages and says
+//! `stderr` drains and keeps stderr; `pipes` turns the pipes' bytes into messages and says
 //! how reading ended; `reader` (Unix) decides who reads, the io thread or a leading caller,
 //! by the state machine in `lead`; `salvage` finds the id in a reply that cannot be parsed.
 //!
@@ -61,9 +61,9 @@ mod guardian;
 #[cfg(unix)]
 mod lead;
 mod noise;
+mod pipes;
 #[cfg(unix)]
 mod reader;
-mod reading;
 mod salvage;
 mod stderr;
 mod teardown;
@@ -232,7 +232,7 @@ impl StdioTransport {
             thread(name, "stderr", move || stderr::drain(&s, stderr)).map_err(&spawn_error)?;
             let s = Arc::clone(&shared);
             thread(name, "reader", move || {
-                reading::read_loop(&s, stdout, max, inbound)
+                pipes::read_loop(&s, stdout, max, inbound)
             })
             .map_err(&spawn_error)?;
         }

@@ -41,7 +41,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::reading::ReadEnd;
+use super::pipes::ReadEnd;
 
 /// How long the io thread stays parked after the last leader left.
 pub(super) const LINGER: Duration = Duration::from_millis(20);

@@ -37,7 +37,7 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::lead::{Call, IoTurn, Lead};
-use super::reading::{Pipes, ReadEnd};
+use super::pipes::{Pipes, ReadEnd};
 use super::Shared;
 use crate::error::Error;
 use crate::jsonrpc::Message;

@@ -1,6 +1,6 @@
 //! A stdio server's stderr: each line is logged at `debug` under the target
 //! `mcp::<server>::stderr` and kept in a bounded tail for error messages. Whoever reads stdout
-//! reads stderr too (see `reading`); once stdout ended, `mcp-<server>-stderr` drains the rest.
+//! reads stderr too (see `pipes`); once stdout ended, `mcp-<server>-stderr` drains the rest.
 
 use std::collections::VecDeque;
 use std::io::{BufReader, Read};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 #[cfg(target_os = "linux")]
 use super::guardian;
 use super::noise::{NOISE_BYTE_BOUND, NOISE_LINE_BOUND};
-use super::reading::ReadEnd;
+use super::pipes::ReadEnd;
 use super::{Shared, KILL_WAIT};
 use crate::error::Error;
 use crate::transport::Inbound;

@@ -2,7 +2,7 @@
 //! forgotten when the server says it no longer knows it (a 404 to a request that carried it).
 //! The request that learned it fails with [`Error::SessionExpired`], and so does every other
 //! one, without being sent, until an `initialize` succeeds: re-initializing is the client's
-//! job (`client::session`), never the transport's.
+//! job (`client::renewal`), never the transport's.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
