@@ -48,14 +48,10 @@ fn wait_exit(mut child: Child, bound: Duration) -> Output {
 }
 
 fn wait_for_tagged(tag: &str) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(pid) = common::processes_tagged(tag).first() {
-            return *pid;
-        }
-        assert!(Instant::now() < deadline, "the server never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::eventually("the server started", Duration::from_secs(20), || {
+        !common::processes_tagged(tag).is_empty()
+    });
+    common::processes_tagged(tag)[0]
 }
 
 /// The signals blocked in a process, from /proc.

@@ -3,18 +3,17 @@
 //! to one server config share its era: started together, one probes and the others wait for its
 //! verdict, which the client tells as soon as the probe finds it (`on_era_found`).
 
-#[path = "common/modern_http.rs"]
-mod modern_http;
+mod common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::modern_http::{Mode, ModernHttp};
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::protocol::ProtocolVersion;
 use mcp_runtime::{Client, ConnectOptions, Endpoint, EraChoice, Error};
-use modern_http::{Mode, ModernHttp};
 use serde_json::json;
 
 fn options() -> ConnectOptions {
@@ -209,11 +208,9 @@ fn a_listen_stream_that_drops_is_issued_again_under_a_new_id() {
             .filter(|r| r.rpc_method() == Some("subscriptions/listen"))
             .collect::<Vec<_>>()
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while listens().len() < 2 {
-        assert!(std::time::Instant::now() < deadline, "never listened again");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::eventually("listened again", Duration::from_secs(20), || {
+        listens().len() >= 2
+    });
     let seen = listens();
     assert_ne!(seen[0].body["id"], seen[1].body["id"]);
     for r in &seen {

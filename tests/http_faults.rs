@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::eventually;
 use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::jsonrpc::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
@@ -33,15 +34,6 @@ fn echo(client: &Client, message: &str, options: CallOptions<'_>) -> Result<Stri
     client
         .call_tool_with("echo", json!({ "message": message }), options)
         .map(|r| r.text())
-}
-
-/// Waits (bounded) until `fact` holds.
-fn eventually(what: &str, within: Duration, fact: impl Fn() -> bool) {
-    let deadline = Instant::now() + within;
-    while !fact() {
-        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Whether this process has a thread of that name.

@@ -342,15 +342,6 @@ fn connect(server: &Restartable, heard: &Arc<Heard>) -> Client {
     Client::connect("restarting", &endpoint, options(heard)).unwrap()
 }
 
-/// Waits (bounded) until `done` holds; `state` describes what was seen instead.
-fn until(done: impl Fn() -> bool, state: impl Fn() -> String) {
-    let deadline = Instant::now() + BOUND;
-    while !done() {
-        assert!(Instant::now() < deadline, "still {}", state());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn echo(client: &Client, message: &str) -> Result<String, Error> {
     client
         .call_tool("echo", json!({ "message": message }))
@@ -524,10 +515,8 @@ fn the_manager_lists_the_new_servers_tools_and_prompts_after_a_restart() {
             .collect::<Vec<_>>()
     };
     // The prompts are listed after the tools, in the background.
-    until(
-        || prompt_names() == ["first"],
-        || format!("{:?}", prompt_names()),
-    );
+    let listed = common::holds_within(BOUND, || prompt_names() == ["first"]);
+    assert!(listed, "still {:?}", prompt_names());
 
     server.restart();
     // Any request notices: here a ping, which is re-sent on the new session.
@@ -535,16 +524,18 @@ fn the_manager_lists_the_new_servers_tools_and_prompts_after_a_restart() {
     client.ping(BOUND).unwrap();
 
     // The manager re-lists in the background: wait for the new tools and prompts.
-    until(
-        || manager.has_tool("restarting", "reverse") && prompt_names() == ["second"],
-        || {
-            let tools: Vec<String> = manager
-                .get_tools()
-                .iter()
-                .map(|t| t.tool.name.clone())
-                .collect();
-            format!("tools: {tools:?}, prompts: {:?}", prompt_names())
-        },
+    let relisted = common::holds_within(BOUND, || {
+        manager.has_tool("restarting", "reverse") && prompt_names() == ["second"]
+    });
+    let tools: Vec<String> = manager
+        .get_tools()
+        .iter()
+        .map(|t| t.tool.name.clone())
+        .collect();
+    assert!(
+        relisted,
+        "still tools: {tools:?}, prompts: {:?}",
+        prompt_names()
     );
     let info = manager.server_info("restarting").unwrap();
     assert_eq!(info.protocol_version, ProtocolVersion::V2025_06_18);

@@ -179,11 +179,9 @@ fn no_get_stream_is_opened_when_neither_side_declared_anything_to_send_on_it() {
         ..options()
     };
     let client = Client::connect("asking", &http(&asking), opts).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !asking.seen().iter().any(|r| r.method == "GET") {
-        assert!(std::time::Instant::now() < deadline, "no GET stream");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::eventually("a GET stream", Duration::from_secs(10), || {
+        asking.seen().iter().any(|r| r.method == "GET")
+    });
     client.close();
 }
 

@@ -9,7 +9,7 @@ use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{processes_tagged, server_path, Hold};
 use mcp_runtime::cache::ToolCache;
@@ -197,10 +197,7 @@ fn disconnect_all_during_a_handshake_returns_with_the_server_gone() {
     ]);
     let report = manager.connect_servers(&one("stubborn", stubborn));
     assert_eq!(report.pending, ["stubborn"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while processes_tagged(tag).len() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::holds_within(Duration::from_secs(20), || processes_tagged(tag).len() >= 2);
     assert_eq!(
         processes_tagged(tag).len(),
         2,
@@ -280,10 +277,9 @@ fn a_connect_cancelled_while_resolving_a_command_stops_it_and_starts_nothing() {
     );
     let report = manager.connect_servers(&one("slow-secret", config));
     assert_eq!(report.pending, ["slow-secret"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while processes_tagged(command_tag).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::holds_within(Duration::from_secs(20), || {
+        !processes_tagged(command_tag).is_empty()
+    });
     assert!(
         !processes_tagged(command_tag).is_empty(),
         "the command runs"
@@ -446,10 +442,8 @@ fn a_flood_of_list_changed_is_coalesced() {
         writes - before
     );
     // The refresh still happens: the new tool shows up.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !manager.has_tool("noisy", "late_tool") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(manager.has_tool("noisy", "late_tool"));
+    common::eventually("the refreshed tool", Duration::from_secs(20), || {
+        manager.has_tool("noisy", "late_tool")
+    });
     manager.disconnect_all();
 }

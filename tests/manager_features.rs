@@ -3,9 +3,12 @@
 
 mod common;
 
+/// How long a fact may take to come true.
+const WAIT: Duration = Duration::from_secs(20);
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::server_path;
 use mcp_runtime::config::ServerConfig;
@@ -46,20 +49,11 @@ fn connect(entries: &[(&str, &[&str])]) -> (McpManager, crossbeam_channel::Recei
     (manager, rx)
 }
 
-/// Waits (bounded) until `check` holds.
-fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !check() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn resources_templates_and_prompts_are_kept_per_server() {
     let (manager, updates) = connect(&[("rich", &["--features"]), ("plain", &[])]);
     // Listed after the connection, off the gate.
-    eventually("resources listed", || manager.resources().len() == 2);
+    common::eventually("resources listed", WAIT, || manager.resources().len() == 2);
     let resources = manager.resources();
     assert!(resources.iter().all(|r| r.server == "rich"));
     assert_eq!(resources[1].resource.uri, "test://b", "both pages");
@@ -109,7 +103,7 @@ fn resources_templates_and_prompts_are_kept_per_server() {
 #[test]
 fn prompts_list_changed_refreshes_and_tells_the_host() {
     let (manager, _) = connect(&[("rich", &["--features"])]);
-    eventually("prompts listed", || manager.prompts().len() == 1);
+    common::eventually("prompts listed", WAIT, || manager.prompts().len() == 1);
     let (tx, changed) = crossbeam_channel::unbounded();
     manager.on_features_changed(move |c| {
         let _ = tx.send(c.servers.clone());
@@ -121,7 +115,7 @@ fn prompts_list_changed_refreshes_and_tells_the_host() {
         changed.recv_timeout(Duration::from_secs(20)).unwrap(),
         ["rich"]
     );
-    eventually("the new prompt", || manager.prompts().len() == 2);
+    common::eventually("the new prompt", WAIT, || manager.prompts().len() == 2);
     let names: Vec<String> = manager
         .prompts()
         .iter()
@@ -170,7 +164,7 @@ fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
     first.connect_servers(&configs);
     let hold = releasing.join().unwrap();
     let hash = mcp_runtime::config::config_hash(&config);
-    eventually("features cached", || {
+    common::eventually("features cached", WAIT, || {
         cache
             .get_features("rich", &hash)
             .is_some_and(|f| f.prompts.len() == 1)

@@ -4,11 +4,11 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
 use mcp_runtime::protocol::CompletionRef;
-use mcp_runtime::session::{create_agent_session, McpFeatures, SessionOptions};
+use mcp_runtime::session::{create_agent_session, SessionOptions};
 use mcp_runtime::ManagerOptions;
 use serde_json::json;
 
@@ -38,26 +38,12 @@ fn session_with_features(name: &str) -> (mcp_runtime::session::AgentSession, std
     (session, root)
 }
 
-/// Waits (bounded) until `check` holds for the session's features.
-fn wait_for(
-    session: &mcp_runtime::session::AgentSession,
-    check: impl Fn(&McpFeatures) -> bool,
-) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if check(&session.features()) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
-}
-
 #[test]
 fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes() {
     let (session, root) = session_with_features("refresh");
     assert!(
-        wait_for(&session, |f| f.prompts.len() == 1),
+        common::holds_within(Duration::from_secs(10), || session.features().prompts.len()
+            == 1),
         "{:?}",
         session.features()
     );
@@ -89,10 +75,9 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
         .call_tool("docs", "features_changed", json!({}))
         .unwrap();
     assert!(!out.is_error());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while mirrored.lock().unwrap().len() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::holds_within(Duration::from_secs(10), || {
+        mirrored.lock().unwrap().len() >= 2
+    });
     assert_eq!(
         *mirrored.lock().unwrap(),
         ["mcp_docs_greet", "mcp_docs_late_prompt"]

@@ -3,7 +3,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{connect, endpoint, options, wait_gone};
 use mcp_runtime::protocol::{ContentBlock, ProtocolVersion};
@@ -153,12 +153,10 @@ fn two_megabytes_of_stderr_do_not_block_the_server() {
     assert_eq!(out.text(), "written");
     // The stderr lines are written before the response, so whoever read the response has read
     // them too; wait (bounded) in case they are not attached yet.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut tail = client.stderr_tail();
-    while tail.last().map(String::as_str) != Some("stderr line 2") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-        tail = client.stderr_tail();
-    }
+    common::holds_within(Duration::from_secs(10), || {
+        client.stderr_tail().last().map(String::as_str) == Some("stderr line 2")
+    });
+    let tail = client.stderr_tail();
     assert_eq!(tail.last().map(String::as_str), Some("stderr line 2"));
     assert!(tail.len() <= 64);
 }

@@ -5,6 +5,7 @@ pub mod everything;
 pub mod fixture;
 pub mod http_request;
 pub mod http_server;
+pub mod modern_http;
 pub mod npm;
 
 use std::sync::{Mutex, OnceLock};
@@ -72,6 +73,26 @@ pub fn is_alive(pid: u32) -> bool {
             .unwrap_or(false),
         Err(_) => false,
     }
+}
+
+/// The tests' one wait for a fact: polls `fact` until it holds or `within` has passed, and
+/// says whether it held.
+pub fn holds_within(within: Duration, mut fact: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if fact() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// [`holds_within`], failing the test with `what` when the fact did not hold in time.
+pub fn eventually(what: &str, within: Duration, fact: impl FnMut() -> bool) {
+    assert!(holds_within(within, fact), "not within {within:?}: {what}");
 }
 
 /// Waits (bounded) until the process is gone: on its pidfd where the kernel has them.

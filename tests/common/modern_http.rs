@@ -13,8 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-#[path = "http_request.rs"]
-mod http_request;
+use super::http_request;
 
 /// Which era the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
