@@ -214,7 +214,7 @@ fn a_failed_handshake_frees_the_gate_before_its_teardown_and_disconnect_waits_fo
     // Two long grace periods: the teardown takes seconds, the report must not wait for it.
     let mut o = options();
     o.connect.stdio.close_grace = Duration::from_secs(2);
-    o.close_grace = Duration::from_secs(10);
+    o.disconnect_wait = Duration::from_secs(10);
     let manager = McpManager::new(o);
     let mut stubborn = server(&[
         "--silent-initialize",

@@ -123,11 +123,11 @@ impl Shared {
     /// at most the close grace period.
     pub(crate) fn close_and_wait(&self, clients: Vec<Client>, server: Option<&str>) {
         self.close_later(clients);
-        let deadline = Instant::now() + self.options.close_grace;
+        let deadline = Instant::now() + self.options.disconnect_wait;
         if !self.work.wait(server, deadline) {
             log::warn!(
                 "some servers are still closing after {} ms; they finish in the background",
-                self.options.close_grace.as_millis()
+                self.options.disconnect_wait.as_millis()
             );
         }
     }

@@ -14,7 +14,7 @@
 //! 4. `close`: [`McpManager::disconnect_server`] / [`McpManager::disconnect_all`]: registries
 //!    first, then every connection stopped in parallel (attempts still connecting or resolving
 //!    their `!command` values too); they return once every thread the manager started for those
-//!    servers has ended (so their processes are gone), bounded by `close_grace`.
+//!    servers has ended (so their processes are gone), bounded by `disconnect_wait`.
 //!
 //! The state lock (`state.rs`) is never held across I/O, a callback, or the drop of a client:
 //! values are moved out, the lock released, then acted on.

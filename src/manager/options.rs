@@ -36,7 +36,7 @@ pub struct ManagerOptions {
     /// Default 3 s: more than a stdio server's whole teardown (stdin close, 0.5 s, SIGTERM,
     /// 0.5 s, SIGKILL, at most 1 s to be reaped), so with the defaults `disconnect_*` returns
     /// only once every process it stopped is gone.
-    pub close_grace: Duration,
+    pub disconnect_wait: Duration,
     /// Automatic reconnection after a transport dies (off by default: the seed's contract).
     pub reconnect: Option<ReconnectPolicy>,
 }
@@ -50,7 +50,7 @@ impl Default for ManagerOptions {
             cache: None,
             auth: None,
             connect: ConnectOptions::default(),
-            close_grace: Duration::from_secs(3),
+            disconnect_wait: Duration::from_secs(3),
             reconnect: None,
         }
     }
@@ -65,7 +65,7 @@ impl std::fmt::Debug for ManagerOptions {
             .field("cache", &self.cache.is_some())
             .field("auth", &self.auth.is_some())
             .field("connect", &self.connect)
-            .field("close_grace", &self.close_grace)
+            .field("disconnect_wait", &self.disconnect_wait)
             .field("reconnect", &self.reconnect)
             .finish()
     }

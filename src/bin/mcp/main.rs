@@ -224,7 +224,7 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
         cache,
         // Long enough for a stdio server's whole teardown (stdin closed, SIGTERM, SIGKILL,
         // each after the grace): the CLI exits only once every server is gone.
-        close_grace: connect.stdio.close_grace * 2 + Duration::from_secs(2),
+        disconnect_wait: connect.stdio.close_grace * 2 + Duration::from_secs(2),
         connect,
         ..ManagerOptions::default()
     }

@@ -7,9 +7,9 @@ use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput}
 
 /// `<cwd>/mcp.json`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct McpJson;
+pub struct ProjectMcpJson;
 
-impl ConfigSource for McpJson {
+impl ConfigSource for ProjectMcpJson {
     fn id(&self) -> &str {
         "mcp-json"
     }

@@ -48,7 +48,7 @@ pub use file::McpJsonFile;
 pub use gemini::{Gemini, GEMINI_DEFAULT_TIMEOUT_MS};
 pub use goose::Goose;
 pub use junie::Junie;
-pub use mcp_json::McpJson;
+pub use mcp_json::ProjectMcpJson;
 pub use opencode::OpenCode;
 pub use own::{HostConfig, DEFAULT_DIR_NAME};
 pub use vscode::VsCode;
@@ -74,7 +74,7 @@ pub fn default_sources(host: HostConfig) -> Vec<Arc<dyn ConfigSource>> {
         Arc::new(Continue),
         Arc::new(AmazonQ),
         Arc::new(Junie),
-        Arc::new(McpJson),
+        Arc::new(ProjectMcpJson),
     ]
 }
 
