@@ -1,12 +1,14 @@
 //! Client edge cases over the in-memory transport pair: no process, no socket, the server is a
 //! closure on the other end of two channels.
 
+mod common;
+
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 use mcp_runtime::jsonrpc::{Message, Request, RequestId, RpcError};
 use mcp_runtime::transport::memory::{self, MemoryServer};
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Error};
+use mcp_runtime::{CallOptions, Client, Error};
 use serde_json::{json, Value};
 
 fn init_result(version: &str) -> Value {
@@ -40,14 +42,6 @@ fn serve(
     seen
 }
 
-fn options() -> ConnectOptions {
-    ConnectOptions {
-        timeout: Duration::from_secs(10),
-        request_timeout: Duration::from_secs(10),
-        ..ConnectOptions::default()
-    }
-}
-
 fn request_of(message: &Message) -> Option<(&RequestId, &str)> {
     match message {
         Message::Request(Request { id, method, .. }) => Some((id, method.as_str())),
@@ -68,7 +62,7 @@ fn a_call_is_answered_and_a_stray_reply_changes_nothing() {
             ));
         }
     });
-    let client = Client::with_transport("mem", connector, options()).unwrap();
+    let client = Client::with_transport("mem", connector, common::options()).unwrap();
     assert_eq!(client.transport_kind(), "memory");
     let out = client.call_tool("echo", json!({})).unwrap();
     assert_eq!(out.text(), "hi");
@@ -104,7 +98,7 @@ fn a_server_that_goes_away_mid_call_fails_it_at_once() {
             }
         }
     });
-    let client = Client::with_transport("mem", connector, options()).unwrap();
+    let client = Client::with_transport("mem", connector, common::options()).unwrap();
     let err = client
         .call_tool_with(
             "echo",
@@ -121,7 +115,7 @@ fn a_server_that_goes_away_mid_call_fails_it_at_once() {
 fn an_unsupported_version_fails_the_handshake_and_closes_the_connection() {
     let (connector, server) = memory::pair();
     let seen = serve(server, "1999-01-01", |_, _| {});
-    let err = Client::with_transport("mem", connector, options()).unwrap_err();
+    let err = Client::with_transport("mem", connector, common::options()).unwrap_err();
     assert_eq!(
         err,
         Error::UnsupportedProtocolVersion {
@@ -138,7 +132,7 @@ fn an_unsupported_version_fails_the_handshake_and_closes_the_connection() {
 fn a_timed_out_call_is_cancelled_on_the_wire() {
     let (connector, server) = memory::pair();
     let seen = serve(server, "2025-06-18", |_, _| {});
-    let client = Client::with_transport("mem", connector, options()).unwrap();
+    let client = Client::with_transport("mem", connector, common::options()).unwrap();
     let err = client
         .call_tool_with(
             "hang",
@@ -180,7 +174,7 @@ fn a_server_ping_is_answered_and_an_unknown_request_gets_method_not_found() {
         }
         _ => {}
     });
-    let client = Client::with_transport("mem", connector, options()).unwrap();
+    let client = Client::with_transport("mem", connector, common::options()).unwrap();
     let mut got: Vec<_> = (0..2)
         .map(|_| answers.recv_timeout(Duration::from_secs(10)).unwrap())
         .collect();

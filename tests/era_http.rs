@@ -16,16 +16,8 @@ use mcp_runtime::protocol::ProtocolVersion;
 use mcp_runtime::{Client, ConnectOptions, Endpoint, EraChoice, Error};
 use serde_json::json;
 
-fn options() -> ConnectOptions {
-    ConnectOptions {
-        timeout: Duration::from_secs(20),
-        request_timeout: Duration::from_secs(20),
-        ..ConnectOptions::default()
-    }
-}
-
 fn connect(server: &ModernHttp) -> Result<Client, Error> {
-    Client::connect("era-http", &Endpoint::url(server.url()), options())
+    Client::connect("era-http", &Endpoint::url(server.url()), common::options())
 }
 
 #[test]
@@ -163,7 +155,7 @@ fn a_refused_handshake_names_the_versions_and_never_tries_legacy_sse() {
     let server = ModernHttp::start(Mode::Modern);
     let options = ConnectOptions {
         era: EraChoice::Handshake,
-        ..options()
+        ..common::options()
     };
     let err = Client::connect("reject", &Endpoint::url(server.url()), options).unwrap_err();
     match &err {

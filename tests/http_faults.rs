@@ -18,14 +18,6 @@ use mcp_runtime::{
 };
 use serde_json::json;
 
-fn options() -> ConnectOptions {
-    ConnectOptions {
-        timeout: Duration::from_secs(10),
-        request_timeout: Duration::from_secs(10),
-        ..ConnectOptions::default()
-    }
-}
-
 fn http(url: String) -> Endpoint {
     Endpoint::Http(HttpTarget::new(url).header("X-Api-Key", "secret-value"))
 }
@@ -53,7 +45,7 @@ fn a_redirect_of_a_call_is_never_followed_and_the_other_origin_gets_nothing() {
             redirect_calls: Some((status, location)),
             ..Behaviour::default()
         });
-        let client = Client::connect("redirect", &http(server.url()), options()).unwrap();
+        let client = Client::connect("redirect", &http(server.url()), common::options()).unwrap();
         let err = echo(&client, "x", CallOptions::default()).unwrap_err();
         let Error::Redirect {
             status: got,
@@ -83,7 +75,7 @@ fn a_same_origin_redirect_is_not_followed_either() {
         redirect_calls: Some((307, "/elsewhere".to_owned())),
         ..Behaviour::default()
     });
-    let client = Client::connect("same", &http(server.url()), options()).unwrap();
+    let client = Client::connect("same", &http(server.url()), common::options()).unwrap();
     let err = echo(&client, "x", CallOptions::default()).unwrap_err();
     assert!(
         matches!(&err, Error::Redirect { status: 307, location } if location.ends_with("/elsewhere")),
@@ -104,7 +96,7 @@ fn a_redirect_of_the_get_stream_is_not_followed() {
         redirect_get: Some((307, other.url())),
         ..Behaviour::default()
     });
-    let client = Client::connect("rg", &http(server.url()), options()).unwrap();
+    let client = Client::connect("rg", &http(server.url()), common::options()).unwrap();
     eventually("the GET stream was tried", Duration::from_secs(10), || {
         server.seen().iter().any(|r| r.method == "GET")
     });
@@ -210,7 +202,7 @@ fn secrets_in_the_url_never_show_in_errors_or_debug() {
 #[test]
 fn connecting_is_bounded_by_the_call_and_close_by_its_own_short_bound() {
     let server = TestHttp::start(Behaviour::default());
-    let client = Client::connect("backlog", &http(server.url()), options()).unwrap();
+    let client = Client::connect("backlog", &http(server.url()), common::options()).unwrap();
     assert_eq!(echo(&client, "up", CallOptions::default()).unwrap(), "up");
     // Every connection gone, and a new one hangs in its handshake (a full accept queue).
     server.stop_accepting();
@@ -233,7 +225,7 @@ fn late_headers_and_a_trickling_body_stay_within_the_deadline() {
         slow_head: Some(Duration::from_millis(2700)),
         ..Behaviour::default()
     });
-    let client = Client::connect("slow", &http(server.url()), options()).unwrap();
+    let client = Client::connect("slow", &http(server.url()), common::options()).unwrap();
     let started = Instant::now();
     let err = echo(&client, "x", CallOptions::timeout(Duration::from_secs(3))).unwrap_err();
     let took = started.elapsed();
@@ -253,7 +245,7 @@ fn a_silent_stream_with_an_event_store_ends_at_the_deadline_with_the_timeout() {
         silent_calls: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("silent", &http(server.url()), options()).unwrap();
+    let client = Client::connect("silent", &http(server.url()), common::options()).unwrap();
     for cancel in [None, Some(CancelToken::new())] {
         let (c, worker) = (client.clone(), cancel.is_some());
         let (tx, rx) = crossbeam_channel::bounded(1);
@@ -291,7 +283,7 @@ fn calls_that_ended_stop_their_exchanges() {
         silent_calls: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("ended", &http(server.url()), options()).unwrap();
+    let client = Client::connect("ended", &http(server.url()), common::options()).unwrap();
     let (done, calls) = crossbeam_channel::unbounded();
     for i in 0..24 {
         let (c, done) = (client.clone(), done.clone());
@@ -336,7 +328,7 @@ fn a_cancel_ends_a_call_that_runs_on_its_callers_thread_at_once() {
         silent_calls: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("cancelled", &http(server.url()), options()).unwrap();
+    let client = Client::connect("cancelled", &http(server.url()), common::options()).unwrap();
     let token = CancelToken::new();
     let firing = token.clone();
     // Which threads exist while the call waits: no HTTP worker runs it (a thread's name is
@@ -382,7 +374,7 @@ fn a_cancel_ends_a_call_that_runs_on_its_callers_thread_at_once() {
 #[test]
 fn a_dead_server_ends_the_transport() {
     let mut server = TestHttp::start(Behaviour::default());
-    let client = Client::connect("dead", &http(server.url()), options()).unwrap();
+    let client = Client::connect("dead", &http(server.url()), common::options()).unwrap();
     assert_eq!(
         echo(&client, "alive", CallOptions::default()).unwrap(),
         "alive"
@@ -412,7 +404,7 @@ fn a_dead_server_is_noticed_by_the_get_stream() {
             max_backoff: Duration::from_millis(200),
             ..HttpOptions::default()
         },
-        ..options()
+        ..common::options()
     };
     let client = Client::connect("gone", &http(server.url()), opts).unwrap();
     eventually("the GET stream is open", Duration::from_secs(10), || {
@@ -476,7 +468,7 @@ fn resumptions_and_server_requests_stay_within_their_deadlines_under_load() {
     });
     let opts = || ConnectOptions {
         handler: Arc::new(Roots),
-        ..options()
+        ..common::options()
     };
     let a = Client::connect("resume", &http(resuming.url()), opts()).unwrap();
     let b = Client::connect("ask", &http(asking.url()), opts()).unwrap();
@@ -525,7 +517,7 @@ fn a_connect_whose_bound_runs_out_in_the_era_probe_is_a_connect_timeout() {
     });
     let options = ConnectOptions {
         timeout: Duration::from_millis(300),
-        ..options()
+        ..common::options()
     };
     let err = Client::connect("silent-probe", &http(server.url()), options).unwrap_err();
     match &err {

@@ -13,14 +13,6 @@ use mcp_runtime::transport::{HttpOptions, HttpTarget};
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, Error};
 use serde_json::json;
 
-fn options() -> ConnectOptions {
-    ConnectOptions {
-        timeout: Duration::from_secs(10),
-        request_timeout: Duration::from_secs(10),
-        ..ConnectOptions::default()
-    }
-}
-
 fn http(server: &TestHttp) -> Endpoint {
     Endpoint::Http(HttpTarget::new(server.url()).header("X-Api-Key", "secret-value"))
 }
@@ -34,7 +26,7 @@ fn echo(client: &Client, message: &str) -> Result<String, Error> {
 #[test]
 fn json_replies_with_session_and_version_headers() {
     let server = TestHttp::start(Behaviour::default());
-    let client = Client::connect("json", &http(&server), options()).unwrap();
+    let client = Client::connect("json", &http(&server), common::options()).unwrap();
     assert_eq!(client.transport_kind(), "http");
     assert_eq!(client.list_tools().unwrap()[0].name, "echo");
     assert_eq!(echo(&client, "over http").unwrap(), "over http");
@@ -86,7 +78,7 @@ fn sse_replies_deliver_progress_then_the_response() {
         sse_replies: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("sse-replies", &http(&server), options()).unwrap();
+    let client = Client::connect("sse-replies", &http(&server), common::options()).unwrap();
     let mut progress = Vec::new();
     let out = client
         .call_tool_with(
@@ -130,7 +122,7 @@ fn the_get_stream_carries_server_requests_and_notifications() {
     let (tx, changed) = crossbeam_channel::unbounded();
     let opts = ConnectOptions {
         handler: Arc::new(Roots { changed: tx }),
-        ..options()
+        ..common::options()
     };
     let client = Client::connect("listening", &http(&server), opts).unwrap();
     server.push(json!({"jsonrpc": "2.0", "id": "s1", "method": "ping"}));
@@ -161,7 +153,7 @@ fn no_get_stream_is_opened_when_neither_side_declared_anything_to_send_on_it() {
         quiet_capabilities: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("quiet", &http(&quiet), options()).unwrap();
+    let client = Client::connect("quiet", &http(&quiet), common::options()).unwrap();
     client.list_tools().unwrap();
     client.ping(Duration::from_secs(5)).unwrap();
     client.close();
@@ -176,7 +168,7 @@ fn no_get_stream_is_opened_when_neither_side_declared_anything_to_send_on_it() {
     let (tx, _changed) = crossbeam_channel::unbounded();
     let opts = ConnectOptions {
         handler: Arc::new(Roots { changed: tx }),
-        ..options()
+        ..common::options()
     };
     let client = Client::connect("asking", &http(&asking), opts).unwrap();
     common::eventually("a GET stream", Duration::from_secs(10), || {
@@ -196,7 +188,7 @@ fn the_get_stream_reconnects_with_last_event_id() {
             default_retry: Duration::from_millis(10),
             ..HttpOptions::default()
         },
-        ..options()
+        ..common::options()
     };
     let client = Client::connect("reconnecting", &http(&server), opts).unwrap();
     server.push(json!({"jsonrpc": "2.0", "id": "before", "method": "ping"}));
@@ -232,7 +224,7 @@ fn the_auth_provider_is_asked_before_every_request() {
         auth: Some(Arc::new(CountingAuth(Default::default()))),
         ..HttpTarget::new(server.url())
     };
-    let client = Client::connect("auth-hook", &Endpoint::Http(target), options()).unwrap();
+    let client = Client::connect("auth-hook", &Endpoint::Http(target), common::options()).unwrap();
     echo(&client, "x").unwrap();
     let auth: Vec<String> = server
         .seen()
@@ -252,7 +244,7 @@ fn the_auth_provider_is_asked_before_every_request() {
 #[test]
 fn a_server_without_a_get_stream_is_fine() {
     let server = TestHttp::start(Behaviour::default());
-    let client = Client::connect("no-get", &http(&server), options()).unwrap();
+    let client = Client::connect("no-get", &http(&server), common::options()).unwrap();
     assert_eq!(echo(&client, "still works").unwrap(), "still works");
 }
 
@@ -262,7 +254,7 @@ fn a_cut_response_stream_is_resumed_with_last_event_id() {
         cut_first_call: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("resume", &http(&server), options()).unwrap();
+    let client = Client::connect("resume", &http(&server), common::options()).unwrap();
     assert_eq!(echo(&client, "after the cut").unwrap(), "after the cut");
     let resumed = server
         .seen()
@@ -279,7 +271,7 @@ fn a_stream_cut_mid_event_without_an_id_fails_that_call_only() {
         cut_mid_event: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("cut", &http(&server), options()).unwrap();
+    let client = Client::connect("cut", &http(&server), common::options()).unwrap();
     let err = echo(&client, "lost").unwrap_err();
     assert!(
         matches!(&err, Error::TransportClosed { reason, .. } if reason.contains("no event id")),
@@ -306,7 +298,7 @@ fn an_oversized_reply_fails_the_call_with_message_too_large() {
                 max_message_bytes: 10_000,
                 ..HttpOptions::default()
             },
-            ..options()
+            ..common::options()
         };
         let client = Client::connect("oversized", &http(&server), opts).unwrap();
         let err = echo(&client, "big").unwrap_err();
@@ -322,7 +314,7 @@ fn a_body_shorter_than_its_content_length_fails_that_call_only() {
         short_json_body: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("short", &http(&server), options()).unwrap();
+    let client = Client::connect("short", &http(&server), common::options()).unwrap();
     let err = echo(&client, "cut").unwrap_err();
     assert!(
         matches!(err, Error::TransportClosed { .. }),
@@ -337,7 +329,7 @@ fn a_hanging_server_times_the_call_out_and_close_interrupts_it() {
         hang_calls: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("hanging", &http(&server), options()).unwrap();
+    let client = Client::connect("hanging", &http(&server), common::options()).unwrap();
     let err = client
         .call_tool_with(
             "echo",
@@ -365,7 +357,7 @@ fn status_401_is_typed_with_www_authenticate_and_never_falls_back() {
         )),
         ..Behaviour::default()
     });
-    let err = Client::connect("auth", &Endpoint::url(server.url()), options()).unwrap_err();
+    let err = Client::connect("auth", &Endpoint::url(server.url()), common::options()).unwrap_err();
     assert_eq!(
         err,
         Error::Http {
@@ -386,7 +378,12 @@ fn status_500_is_typed_and_never_falls_back() {
         post_status: Some((500, vec![], "boom".into())),
         ..Behaviour::default()
     });
-    let err = Client::connect("fivehundred", &Endpoint::url(server.url()), options()).unwrap_err();
+    let err = Client::connect(
+        "fivehundred",
+        &Endpoint::url(server.url()),
+        common::options(),
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::Http { status: 500, .. }), "{err:?}");
     assert_eq!(err.to_string(), "HTTP 500: boom");
     assert!(server.seen().iter().all(|r| r.method == "POST"));
@@ -401,7 +398,7 @@ fn a_refused_connection_is_a_transport_error_without_fallback() {
     let err = Client::connect(
         "refused",
         &Endpoint::url(format!("http://127.0.0.1:{port}/mcp")),
-        options(),
+        common::options(),
     )
     .unwrap_err();
     assert!(matches!(err, Error::TransportClosed { .. }), "{err:?}");
@@ -415,7 +412,7 @@ fn legacy_sse_with_a_relative_endpoint() {
             ..Behaviour::default()
         });
         let endpoint = Endpoint::Sse(HttpTarget::new(server.sse_url()).header("X-Api-Key", "k"));
-        let client = Client::connect("legacy", &endpoint, options()).unwrap();
+        let client = Client::connect("legacy", &endpoint, common::options()).unwrap();
         assert_eq!(client.transport_kind(), "sse");
         assert_eq!(client.list_tools().unwrap().len(), 1);
         assert_eq!(echo(&client, "legacy").unwrap(), "legacy");
@@ -439,7 +436,7 @@ fn legacy_sse_refuses_an_endpoint_on_another_origin() {
     let err = Client::connect(
         "evil",
         &Endpoint::Sse(HttpTarget::new(server.sse_url())),
-        options(),
+        common::options(),
     )
     .unwrap_err();
     assert!(
@@ -458,7 +455,7 @@ fn the_end_of_the_legacy_stream_fails_every_pending_call() {
     let client = Client::connect(
         "ending",
         &Endpoint::Sse(HttpTarget::new(server.sse_url())),
-        options(),
+        common::options(),
     )
     .unwrap();
     let c2 = client.clone();
@@ -483,7 +480,12 @@ fn a_url_falls_back_to_legacy_sse_on_405() {
     // The server refuses POST to the URL with 405 but serves a legacy stream at GET /sse: point
     // the URL there.
     let server = TestHttp::start(Behaviour::default());
-    let client = Client::connect("fallback", &Endpoint::url(server.sse_url()), options()).unwrap();
+    let client = Client::connect(
+        "fallback",
+        &Endpoint::url(server.sse_url()),
+        common::options(),
+    )
+    .unwrap();
     assert_eq!(client.transport_kind(), "sse");
     assert_eq!(echo(&client, "fell back").unwrap(), "fell back");
 }
@@ -496,7 +498,7 @@ fn large_messages_stream_through_small_buffers() {
             sse_replies: sse,
             ..Behaviour::default()
         });
-        let client = Client::connect("large", &http(&server), options()).unwrap();
+        let client = Client::connect("large", &http(&server), common::options()).unwrap();
         assert_eq!(echo(&client, &big).unwrap().len(), big.len(), "sse: {sse}");
         client.close();
     }
@@ -508,7 +510,7 @@ fn a_kept_alive_connection_the_server_closed_is_not_reused() {
         close_after_calls: true,
         ..Behaviour::default()
     });
-    let client = Client::connect("closing", &http(&server), options()).unwrap();
+    let client = Client::connect("closing", &http(&server), common::options()).unwrap();
     calls_over_closed_connections(&server, &client);
     client.close();
 }
@@ -534,8 +536,12 @@ fn a_host_name_is_resolved_for_each_new_connection() {
     // The server listens on 127.0.0.1; `localhost` must be looked up, and looked up again
     // for each connection that replaces a closed one.
     let url = server.url().replace("127.0.0.1", "localhost");
-    let client =
-        Client::connect("named", &Endpoint::Http(HttpTarget::new(url)), options()).unwrap();
+    let client = Client::connect(
+        "named",
+        &Endpoint::Http(HttpTarget::new(url)),
+        common::options(),
+    )
+    .unwrap();
     calls_over_closed_connections(&server, &client);
     client.close();
     let port = server
@@ -573,7 +579,7 @@ fn a_response_sent_on_the_get_stream_answers_its_request() {
     let (tx, _changed) = crossbeam_channel::unbounded();
     let opts = ConnectOptions {
         handler: Arc::new(Roots { changed: tx }),
-        ..options()
+        ..common::options()
     };
     let client = Client::connect("stray", &http(&server), opts).unwrap();
     // The call's own timeout is far away: without the stray answer it would end only there.

@@ -3,20 +3,10 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::everything::HttpEverything;
 use mcp_runtime::transport::HttpTarget;
-use mcp_runtime::{CallOptions, Client, ConnectOptions, Endpoint};
+use mcp_runtime::{CallOptions, Client, Endpoint};
 use serde_json::json;
-
-fn options() -> ConnectOptions {
-    ConnectOptions {
-        timeout: Duration::from_secs(20),
-        request_timeout: Duration::from_secs(20),
-        ..ConnectOptions::default()
-    }
-}
 
 fn exercise(client: &Client) {
     assert_eq!(
@@ -53,7 +43,7 @@ fn streamable_http() {
     let client = Client::connect(
         "everything-http",
         &Endpoint::Http(HttpTarget::new(server.mcp_url())),
-        options(),
+        common::options(),
     )
     .unwrap();
     assert_eq!(client.transport_kind(), "http");
@@ -69,7 +59,7 @@ fn legacy_sse() {
     let client = Client::connect(
         "everything-sse",
         &Endpoint::Sse(HttpTarget::new(server.sse_url())),
-        options(),
+        common::options(),
     )
     .unwrap();
     assert_eq!(client.transport_kind(), "sse");
@@ -82,13 +72,23 @@ fn a_bare_url_detects_each_transport() {
     let Some(http) = HttpEverything::start("streamableHttp") else {
         return;
     };
-    let client = Client::connect("detect-http", &Endpoint::url(http.mcp_url()), options()).unwrap();
+    let client = Client::connect(
+        "detect-http",
+        &Endpoint::url(http.mcp_url()),
+        common::options(),
+    )
+    .unwrap();
     assert_eq!(client.transport_kind(), "http");
     client.close();
     let Some(sse) = HttpEverything::start("sse") else {
         return;
     };
-    let client = Client::connect("detect-sse", &Endpoint::url(sse.sse_url()), options()).unwrap();
+    let client = Client::connect(
+        "detect-sse",
+        &Endpoint::url(sse.sse_url()),
+        common::options(),
+    )
+    .unwrap();
     assert_eq!(client.transport_kind(), "sse");
     exercise(&client);
     client.close();
