@@ -27,7 +27,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::client::{Client, ConnectOptions};
+use crate::client::Client;
 use crate::config::{resolve_server_config, ConfigWriter, LoadedConfigs, Scope, ServerConfig};
 use crate::loader::LoadError;
 use crate::manager::ConnectReport;
@@ -456,12 +456,7 @@ impl McpCommands {
         let options = manager.options();
         let resolved = resolve_server_config(name, &config, options.auth.as_deref());
         let endpoint = resolved.endpoint(&options.project_dir)?;
-        let mut connect: ConnectOptions = options.connect.clone();
-        if let Some(t) = config.timeout() {
-            connect.timeout = t;
-            connect.request_timeout = t;
-        }
-        let client = Client::connect(name, &endpoint, connect)?;
+        let client = Client::connect(name, &endpoint, config.connect_options(&options.connect))?;
         let tools = client.list_tools();
         let info = &client.initialize_result().server_info;
         let mut out = vec![format!(

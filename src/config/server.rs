@@ -245,6 +245,26 @@ impl ServerConfig {
             .map(Duration::from_millis)
     }
 
+    /// How this server is connected: `base` with the server's `timeout`, which bounds its
+    /// connect and every request (its `toolTimeout`, if any, bounds its tool calls instead).
+    /// The one place a server's `timeout` reaches the connection.
+    pub fn connect_options(
+        &self,
+        base: &crate::client::ConnectOptions,
+    ) -> crate::client::ConnectOptions {
+        let mut options = base.clone();
+        if let Some(t) = self.timeout() {
+            options.timeout = t;
+            options.request_timeout = t;
+        }
+        options
+    }
+
+    /// How long a connect of this server may take: its `timeout`, else `default`.
+    pub fn connect_bound(&self, default: Duration) -> Duration {
+        self.timeout().unwrap_or(default)
+    }
+
     /// The configured default bound on tool calls.
     pub fn tool_timeout(&self) -> Option<Duration> {
         self.tool_timeout_ms
@@ -375,6 +395,23 @@ pub fn config_hash(config: &ServerConfig) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_servers_timeout_bounds_its_connect_and_every_request_in_one_place() {
+        let base = crate::client::ConnectOptions::default();
+        let plain = ServerConfig::stdio("x", ["y"]);
+        let o = plain.connect_options(&base);
+        assert_eq!((o.timeout, o.request_timeout), (base.timeout, base.request_timeout));
+        assert_eq!(plain.connect_bound(Duration::from_secs(7)), Duration::from_secs(7));
+        let timed = ServerConfig {
+            timeout_ms: Some(1500),
+            ..plain
+        };
+        let o = timed.connect_options(&base);
+        let t = Duration::from_millis(1500);
+        assert_eq!((o.timeout, o.request_timeout), (t, t));
+        assert_eq!(timed.connect_bound(Duration::from_secs(7)), t);
+    }
 
     #[test]
     fn reads_the_mcp_json_server_shape_and_keeps_unknown_fields() {

@@ -84,9 +84,7 @@ impl McpManager {
             .ok_or_else(|| Error::Config {
                 message: format!("server {name:?} does not use OAuth (not HTTP, or it sends its own Authorization)"),
             })?;
-        let bound = config
-            .timeout()
-            .unwrap_or(self.shared.options.connect.timeout);
+        let bound = config.connect_bound(self.shared.options.connect.timeout);
         let _ = self.wait_for_connection(name, bound, None);
         let status = self.connection_status(name);
         if status.state == super::ConnectionState::Connected && !provider.status().logged_in {

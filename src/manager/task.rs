@@ -141,13 +141,7 @@ impl Task {
         if let Err(e) = shared.attach_oauth(&self.config, &mut endpoint) {
             return (Err(e), Teardown::Nothing);
         }
-        let mut options = shared.options.connect.clone();
-        // A server's `timeout` bounds its connect and every request (its `toolTimeout`, if any,
-        // bounds its tool calls instead; see `McpManager::call_tool`).
-        if let Some(t) = self.config.timeout() {
-            options.timeout = t;
-            options.request_timeout = t;
-        }
+        let mut options = self.config.connect_options(&shared.options.connect);
         options.cancel = Some(self.cancel.clone());
         let hash = config_hash(&self.config);
         // The era this config's server spoke last time spares it the probe.

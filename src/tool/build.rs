@@ -40,8 +40,7 @@ pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
             let tool: Arc<dyn AgentTool> = if m.deferred {
                 let wait = manager
                     .config(&spec.server)
-                    .and_then(|c| c.timeout())
-                    .unwrap_or(connect_timeout);
+                    .map_or(connect_timeout, |c| c.connect_bound(connect_timeout));
                 Arc::new(DeferredMcpTool {
                     spec,
                     manager: manager.clone(),

@@ -322,8 +322,7 @@ pub fn wait_for_outcomes(manager: &McpManager) {
         for name in names {
             let timeout = manager
                 .config(&name)
-                .and_then(|c| c.timeout())
-                .unwrap_or(default);
+                .map_or(default, |c| c.connect_bound(default));
             s.spawn(move || {
                 // The connect itself ends at `timeout`; the margin lets its outcome land.
                 let _ = manager.wait_for_connection(&name, timeout + Duration::from_secs(2), None);
