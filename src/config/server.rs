@@ -401,8 +401,14 @@ mod tests {
         let base = crate::client::ConnectOptions::default();
         let plain = ServerConfig::stdio("x", ["y"]);
         let o = plain.connect_options(&base);
-        assert_eq!((o.timeout, o.request_timeout), (base.timeout, base.request_timeout));
-        assert_eq!(plain.connect_bound(Duration::from_secs(7)), Duration::from_secs(7));
+        assert_eq!(
+            (o.timeout, o.request_timeout),
+            (base.timeout, base.request_timeout)
+        );
+        assert_eq!(
+            plain.connect_bound(Duration::from_secs(7)),
+            Duration::from_secs(7)
+        );
         let timed = ServerConfig {
             timeout_ms: Some(1500),
             ..plain
