@@ -347,6 +347,18 @@ fn servers_and_trust_show_what_is_approved_and_what_changed_and_a_terminal_is_as
         !listing.contains("sk-") && !err.contains("sk-"),
         "{listing}{err}"
     );
+    // Each waiting server is one line naming its file once.
+    let out = repo.mcp(&["tools"]);
+    let err = text(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("needs approval"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(
+        line.matches(&file.display().to_string()).count(),
+        1,
+        "{line}"
+    );
     let out = repo.mcp(&["trust", "files"]);
     let said = text(&out.stdout);
     assert!(said.contains("changed since its approval: args:"), "{said}");

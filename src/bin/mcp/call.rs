@@ -78,7 +78,7 @@ fn find<'a>(session: &'a Session, name: &str) -> Result<&'a LoadedTool, String> 
     };
     let mut message = format!("no tool named {name}{hint} (see `mcp tools`)");
     for e in &session.errors {
-        message.push_str(&format!("; {}: {}", e.path, e.error));
+        message.push_str(&format!("; {}", crate::servers::error_line(e)));
     }
     Err(message)
 }

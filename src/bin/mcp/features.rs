@@ -38,7 +38,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     wait_for_outcomes(&session.manager);
     list_features(&session.manager);
     for e in &session.errors {
-        eprintln!("{}: {}", e.path, e.error);
+        eprintln!("{}", crate::servers::error_line(e));
     }
     let code = match &args.command {
         Command::Resources => resources(&session, args.json),

@@ -281,7 +281,7 @@ fn print_tools(session: &Session, as_json: bool) {
         }
     }
     for e in &session.errors {
-        eprintln!("{}: {}", e.path, e.error);
+        eprintln!("{}", crate::servers::error_line(e));
     }
 }
 

@@ -42,7 +42,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
         ..SessionOptions::default()
     });
     for e in session.startup_errors() {
-        eprintln!("{}: {}", e.path, e.error);
+        eprintln!("{}", crate::servers::error_line(e));
     }
     let commands = McpCommands::new(session.clone());
     let stdin = std::io::stdin();

@@ -105,6 +105,16 @@ pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
         .collect())
 }
 
+/// A load error as one line: `where: what`, or only `what` when it names the place itself (a
+/// project server waiting for approval names its file).
+pub fn error_line(e: &LoadError) -> String {
+    if e.error.contains(&e.path) {
+        e.error.clone()
+    } else {
+        format!("{}: {}", e.path, e.error)
+    }
+}
+
 /// Starts the servers (all of them, or the `--server` ones).
 pub fn start(args: &Args, project: &Path) -> Result<Session, String> {
     start_with(args, project, |_, _| None)
@@ -237,7 +247,7 @@ pub fn start_with_handler(
             "no MCP server is configured here: pass --config FILE, or add one to a config file discovery reads (`mcp servers` lists what it found)",
         );
         for e in &session.errors {
-            why.push_str(&format!("; {}: {}", e.path, e.error));
+            why.push_str(&format!("; {}", error_line(e)));
         }
         return Err(why);
     }
