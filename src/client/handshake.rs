@@ -25,12 +25,7 @@ pub(super) fn run(
         notify_cancel: false,
     };
     initialize(conn, &options.client_info, wait).map_err(|e| match e {
-        Error::Timeout { .. } => Error::ConnectTimeout {
-            server: conn.name.clone(),
-            after: options.timeout,
-            stderr_tail: conn.transport.stderr_tail(),
-            skipped_stdout: conn.transport.skipped_stdout(),
-        },
+        Error::Timeout { .. } => conn.timed_out(options.timeout),
         other => other,
     })
 }

@@ -124,6 +124,17 @@ pub(crate) struct Wait<'a> {
 }
 
 impl Connection {
+    /// The connect ran out of its bound `after`: the error, with what the server wrote to
+    /// stderr and what it printed on stdout that was not JSON-RPC.
+    fn timed_out(&self, after: Duration) -> Error {
+        Error::ConnectTimeout {
+            server: self.name.clone(),
+            after,
+            stderr_tail: self.transport.stderr_tail(),
+            skipped_stdout: self.transport.skipped_stdout(),
+        }
+    }
+
     fn open(
         name: &str,
         endpoint: &Endpoint,

@@ -137,13 +137,7 @@ pub(super) fn negotiate(
                     // The connect's own bound ran out during the probe: that is what timed
                     // out (whatever the transport).
                     Err(Error::Timeout { .. }) if Instant::now() >= deadline => {
-                        let error = Error::ConnectTimeout {
-                            server: conn.name.clone(),
-                            after: options.timeout,
-                            stderr_tail: conn.transport.stderr_tail(),
-                            skipped_stdout: conn.transport.skipped_stdout(),
-                        };
-                        return Err((error, conn.transport));
+                        return Err((conn.timed_out(options.timeout), conn.transport));
                     }
                     Err(e) if probe == ProbeKind::Http && !matches!(e, Error::Rpc { .. }) => {
                         // 401/403 (authorize, then probe again), 5xx, network errors and
