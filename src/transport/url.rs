@@ -22,16 +22,7 @@ pub(crate) const REDACTED: &str = "REDACTED";
 /// dropped, at most [`SHOWN_CHARS`] characters. Works on any text, parsable or not. The one
 /// redaction of the crate: the transports, auth and the config layer all use it.
 pub(crate) fn redact(url: &str) -> String {
-    let shown = redact_whole(url);
-    let mut out: String = shown
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(SHOWN_CHARS)
-        .collect();
-    if shown.chars().filter(|c| !c.is_control()).count() > SHOWN_CHARS {
-        out.push('…');
-    }
-    out
+    super::lines::clip(&redact_whole(url), SHOWN_CHARS)
 }
 
 /// The longest URL [`redact`] shows whole.

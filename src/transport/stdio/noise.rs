@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::transport::lines::trim_line;
+use crate::transport::lines::{clip, trim_line};
 
 /// Lines of stdout that are not JSON-RPC a server may print before its first message. Real
 /// banners are a few dozen lines; a server past this is not going to speak MCP.
@@ -71,9 +71,14 @@ impl Noise {
         seen.lines += 1;
         seen.bytes += line.len();
         if seen.first.is_none() {
-            seen.first = Some(quote(line, &self.secrets));
+            seen.first = Some(self.quote(line));
         }
         seen.lines > NOISE_LINE_BOUND || seen.bytes > NOISE_BYTE_BOUND
+    }
+
+    /// A line of this server's output as logs and errors may show it (see [`quote`]).
+    pub(super) fn quote(&self, line: &[u8]) -> String {
+        quote(line, &self.secrets)
     }
 
     /// How many lines were skipped before the first message, and the first of them (quoted);
@@ -85,9 +90,13 @@ impl Noise {
 }
 
 /// `line` trimmed, without control characters, its secrets masked, at most [`QUOTE_CHARS`]
-/// characters.
+/// characters. Only the line's start is read (a line may be megabytes long): enough for the
+/// characters shown and for any secret that begins among them.
 fn quote(line: &[u8], secrets: &[String]) -> String {
-    let mut text: String = String::from_utf8_lossy(trim_line(line))
+    let longest = secrets.first().map_or(0, String::len);
+    let line = trim_line(line);
+    let line = &line[..line.len().min(QUOTE_CHARS * 4 + longest)];
+    let mut text: String = String::from_utf8_lossy(line)
         .trim()
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -97,12 +106,7 @@ fn quote(line: &[u8], secrets: &[String]) -> String {
             text = text.replace(secret.as_str(), MASK);
         }
     }
-    let text = mask_credentials(&text);
-    let mut out: String = text.chars().take(QUOTE_CHARS).collect();
-    if out.len() < text.len() {
-        out.push('…');
-    }
-    out
+    clip(&mask_credentials(&text), QUOTE_CHARS)
 }
 
 /// Words that name a credential: the value after such a key (`key=v`, `key: v`, `"key": "v"`)

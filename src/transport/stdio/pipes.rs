@@ -283,7 +283,7 @@ fn dispatch_line(
                 log::debug!(
                     "[{}] the response to request {id} cannot be parsed ({e}): {}",
                     shared.name,
-                    preview(line)
+                    shared.noise.quote(line)
                 );
                 seen(id);
                 inbound.on_request_failed(
@@ -295,20 +295,11 @@ fn dispatch_line(
                 log::debug!(
                     "[{}] skipping a stdout line that is {e}: {}",
                     shared.name,
-                    preview(line)
+                    shared.noise.quote(line)
                 );
                 return shared.noise.skipped(line);
             }
         },
     }
     false
-}
-
-fn preview(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&line[..line.len().min(200)]);
-    if line.len() > 200 {
-        format!("{text}…")
-    } else {
-        text.into_owned()
-    }
 }
