@@ -128,10 +128,16 @@ pub fn trust(args: &Args, project: &Path, names: &[String]) -> Result<u8, String
         .into_iter()
         .filter(|d| names.is_empty() || names.contains(&d.name))
         .collect();
-    if pending.len() < names.len() || pending.is_empty() {
-        // A name that does not wait for approval: the library says why (or, for --all,
-        // that nothing waits).
-        mcp_runtime::loader::trust_servers(project, &options, names).map_err(|e| e.to_string())?;
+    // A name that does not wait for approval (a name given twice still waits): the library
+    // says why.
+    if let Some(name) = names
+        .iter()
+        .find(|n| !pending.iter().any(|d| &d.name == *n))
+    {
+        mcp_runtime::loader::trust_servers(project, &options, std::slice::from_ref(name))
+            .map_err(|e| e.to_string())?;
+    }
+    if pending.is_empty() {
         outln!("no project MCP server waits for approval");
         return Ok(0);
     }
