@@ -65,14 +65,13 @@ pub fn print_servers(loaded: &LoadedConfigs, as_json: bool) {
         if loaded.discovered.is_empty() && loaded.problems.is_empty() {
             outln!("no MCP servers found");
         }
-        // Columns as wide as their longest entry.
-        let width = |f: &dyn Fn(&DiscoveredServer) -> usize| {
-            loaded.discovered.iter().map(f).max().unwrap_or(0)
+        let width = |f: &dyn Fn(&DiscoveredServer) -> &str| {
+            crate::output::column_width(loaded.discovered.iter().map(f))
         };
-        let name_w = width(&|d| d.name.chars().count());
-        let kind_w = width(&|d| kind(&d.config).len());
-        let level_w = width(&|d| d.source.level.as_str().len());
-        let provider_w = width(&|d| d.source.provider_name.chars().count());
+        let name_w = width(&|d| d.name.as_str());
+        let kind_w = width(&|d| kind(&d.config));
+        let level_w = width(&|d| d.source.level.as_str());
+        let provider_w = width(&|d| d.source.provider_name.as_str());
         for d in &loaded.discovered {
             let state = match why(d) {
                 Some(why) => format!("off: {why}"),

@@ -266,12 +266,7 @@ fn print_tools(session: &Session, as_json: bool) {
             .collect();
         outln!("{}", Value::Array(rows));
     } else {
-        let width = session
-            .tools
-            .iter()
-            .map(|t| t.tool.name().len())
-            .max()
-            .unwrap_or(0);
+        let width = output::column_width(session.tools.iter().map(|t| t.tool.name()));
         for t in &session.tools {
             outln!(
                 "{:width$}  {}",
@@ -332,13 +327,8 @@ fn print_status(session: &Session, as_json: bool) {
         outln!("{}", Value::Array(rows));
         return;
     }
-    // Columns as wide as their longest entry (a long name or `needs approval` keeps them).
-    let width = |key: &str| {
-        rows.iter()
-            .map(|r| r[key].as_str().unwrap_or("").chars().count())
-            .max()
-            .unwrap_or(0)
-    };
+    let width =
+        |key: &str| output::column_width(rows.iter().map(|r| r[key].as_str().unwrap_or("")));
     let (name_w, status_w, transport_w) = (width("name"), width("status"), width("transport"));
     for r in &rows {
         out!(

@@ -37,6 +37,16 @@ pub fn write_out(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// The width of a column: its longest entry, in characters (so a long name or state keeps the
+/// columns after it aligned).
+pub fn column_width<'a>(entries: impl IntoIterator<Item = &'a str>) -> usize {
+    entries
+        .into_iter()
+        .map(|e| e.chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
 /// Flushes stdout at the end of a command (a block-buffered tail would otherwise fail unseen).
 pub fn flush() {
     if let Err(e) = std::io::stdout().lock().flush() {
