@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::modern::{stamp, SessionEra};
+use super::era::{stamp, Envelopes, SessionEra};
 use super::reply;
 use super::router::{Router, Slot};
 use super::Client;
@@ -60,6 +60,7 @@ impl Client {
             name: inner.conn.name.clone(),
             router: Arc::clone(&inner.conn.router),
             transport: Arc::clone(&inner.conn.transport),
+            envelopes: Arc::clone(&inner.conn.envelopes),
             next_id: Arc::clone(&inner.conn.next_id),
             params,
         };
@@ -82,6 +83,7 @@ struct Listener {
     name: String,
     router: Arc<Router>,
     transport: Arc<dyn Transport>,
+    envelopes: Arc<Envelopes>,
     next_id: Arc<AtomicI64>,
     params: Value,
 }
@@ -149,7 +151,8 @@ impl Listener {
         let outcome = registered.and_then(|()| {
             let message =
                 Message::request(id, methods::SUBSCRIPTIONS_LISTEN, Some(self.params.clone()));
-            self.transport.send(&message)?;
+            self.transport
+                .send(&message, &self.envelopes.envelope(&message))?;
             rx.recv()
                 .unwrap_or_else(|_| Err(Error::closed("the connection was dropped")))
         });

@@ -9,7 +9,7 @@
 //! client runs the handshake again, takes the new server's version, capabilities and
 //! instructions, tells its handler ([`ClientHandler::on_session_reinitialized`]), and re-sends
 //! the request only if it just reads or lists; a tool call fails with
-//! [`Error::SessionExpired`] (see `session`).
+//! [`Error::SessionExpired`] (see `renewal`).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -26,30 +26,27 @@ use crate::error::Error;
 use crate::jsonrpc::Message;
 use crate::protocol::{methods, CallToolResult, ClientCapabilities, Implementation, Tool};
 use crate::transport::{
-    Connector, HttpTransport, Inbound, SendHint, SseTransport, StdioTransport, Transport,
+    Connector, HttpTransport, Inbound, SseTransport, StdioTransport, Transport,
 };
 
 mod budget;
 mod era;
 mod features;
 mod handler;
-mod handshake;
 mod listen;
-mod modern;
 mod options;
 mod page;
-mod probe;
 mod renewal;
 mod reply;
 mod router;
 mod tasks;
 
 pub use budget::MAX_RESULT_VALUES;
+pub use era::MAX_INPUT_ROUNDS;
 pub use handler::{ClientHandler, NoHandler, TraceContext};
-pub use modern::MAX_INPUT_ROUNDS;
 pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, EraFound, ProgressFn};
 
-use modern::SessionEra;
+use era::{Envelopes, SessionEra};
 
 use router::{Router, Slot};
 
@@ -106,6 +103,8 @@ pub(crate) struct Connection {
     name: String,
     transport: Arc<dyn Transport>,
     router: Arc<Router>,
+    /// What every message goes in: the era's version and headers.
+    envelopes: Arc<Envelopes>,
     next_id: Arc<AtomicI64>,
     /// What we declare in `initialize` (asked of the handler once).
     declared: ClientCapabilities,
@@ -175,11 +174,13 @@ impl Connection {
         ));
         let inbound: Arc<dyn Inbound> = router.clone();
         let transport = make(inbound)?;
-        router.attach(&transport);
+        let envelopes = Envelopes::new(transport.kind());
+        router.attach(&transport, &envelopes);
         Ok(Connection {
             name: name.to_owned(),
             transport,
             router,
+            envelopes,
             next_id: Arc::new(AtomicI64::new(1)),
             declared,
             handler: Arc::clone(&options.handler),
@@ -187,7 +188,9 @@ impl Connection {
     }
 
     fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
-        self.transport.send(&Message::notification(method, params))
+        let message = Message::notification(method, params);
+        self.transport
+            .send(&message, &self.envelopes.envelope(&message))
     }
 
     /// Sends a request and waits for its result, parsed as a [`Value`].
@@ -233,15 +236,15 @@ impl Connection {
                 progress: progress_tx,
             },
         )?;
-        let hint = SendHint {
-            deadline: (Instant::now() + wait.timeout).min(wait.hard_deadline),
+        let message = Message::request(id, method, params);
+        let deadline = (Instant::now() + wait.timeout).min(wait.hard_deadline);
+        let envelope = crate::transport::Envelope {
+            deadline: Some(deadline),
             inline: alone,
             cancel: wait.cancel.clone().filter(|_| wait.on_progress.is_none()),
+            ..self.envelopes.envelope(&message)
         };
-        match self
-            .transport
-            .send_with(&Message::request(id, method, params), &hint)
-        {
+        match self.transport.send(&message, &envelope) {
             Ok(()) => {}
             // The transport is shutting down: its reader fails this slot with the real reason
             // (exit status, stderr) once the process is gone, so wait for that below.
@@ -253,7 +256,7 @@ impl Connection {
         }
         // A caller that read its own answer (stdio) or ran its own exchange (HTTP) finds it
         // here already.
-        if hint.inline {
+        if envelope.inline {
             if let Some(outcome) = rx.try_recv() {
                 return outcome;
             }
@@ -277,7 +280,7 @@ impl Connection {
         let abandoned = match rx.channel() {
             // Nothing but the answer and the deadline to wait for: a plain wait is cheaper
             // than a select over channels that can never fire.
-            None => match rx.recv_until(hint.deadline) {
+            None => match rx.recv_until(deadline) {
                 Ok(outcome) => return outcome,
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                     return Err(Error::closed("the connection was dropped"))
@@ -290,7 +293,7 @@ impl Connection {
             Some(answer_rx) => {
                 let never = crossbeam_channel::never();
                 let cancel_rx = wait.cancel.as_ref().map(|c| c.receiver()).unwrap_or(&never);
-                let mut deadline = hint.deadline;
+                let mut deadline = deadline;
                 loop {
                     let left = deadline.saturating_duration_since(Instant::now());
                     select! {
@@ -399,7 +402,7 @@ impl Client {
                 leftover,
             }) if matches!(endpoint, Endpoint::Url(_))
                 && [400, 404, 405].contains(&status)
-                && !modern::is_stateless_refusal(&error) =>
+                && !era::is_stateless_refusal(&error) =>
             {
                 if let Some(leftover) = leftover {
                     leftover.close();
@@ -441,9 +444,9 @@ impl Client {
             leftover: None,
         })?;
         let probe = match endpoint {
-            Endpoint::Stdio(_) => probe::ProbeKind::Stdio,
-            Endpoint::Http(_) | Endpoint::Url(_) => probe::ProbeKind::Http,
-            _ => probe::ProbeKind::None,
+            Endpoint::Stdio(_) => era::ProbeKind::Stdio,
+            Endpoint::Http(_) | Endpoint::Url(_) => era::ProbeKind::Http,
+            _ => era::ProbeKind::None,
         };
         Client::negotiate(conn, options, started, probe, &open)
     }
@@ -459,7 +462,7 @@ impl Client {
         let started = Instant::now();
         let conn = Connection::build(name, &options, |inbound| connector.connect(name, inbound))?;
         let no_reopen = || Err(Error::closed("the transport cannot be reopened"));
-        Client::negotiate(conn, &options, started, probe::ProbeKind::None, &no_reopen)
+        Client::negotiate(conn, &options, started, era::ProbeKind::None, &no_reopen)
             .map_err(ConnectFailure::close)
     }
 
@@ -519,10 +522,7 @@ impl Client {
 
     /// Sends a notification.
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
-        self.inner
-            .conn
-            .transport
-            .send(&Message::notification(method, params))
+        self.inner.conn.notify(method, params)
     }
 
     /// Lists every tool, following `nextCursor` to the last page. Stops (with a warning) on a
@@ -533,9 +533,10 @@ impl Client {
             return Ok(Vec::new());
         }
         let mut tools: Vec<Tool> = self.list_all(methods::TOOLS_LIST, "tools")?;
-        if let SessionEra::Stateless(_) = self.inner.era {
-            self.inner.conn.transport.on_tools_listed(&mut tools);
-        }
+        let conn = &self.inner.conn;
+        self.inner
+            .era
+            .after_listing(&conn.envelopes, &conn.name, &mut tools);
         *self.inner.task_tools.lock() = tools
             .iter()
             .filter(|t| tasks::requires_task(t))

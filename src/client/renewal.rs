@@ -37,7 +37,8 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{handshake, tasks, Client, ProgressFn, Wait};
+use super::era::handshake;
+use super::{tasks, Client, ProgressFn, Wait};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::protocol::{methods, InitializeResult, Progress, ProtocolVersion, ServerCapabilities};

@@ -9,6 +9,7 @@ use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::era::Envelopes;
 use super::handler::ClientHandler;
 use super::reply::ReplyTx;
 use crate::error::Error;
@@ -53,7 +54,8 @@ pub(crate) struct Router {
     closed: Mutex<Option<Error>>,
     handler: Arc<dyn ClientHandler>,
     declared: ClientCapabilities,
-    transport: OnceLock<Weak<dyn Transport>>,
+    /// Where answers go: the transport, and the session's envelopes to send them in.
+    outbound: OnceLock<(Weak<dyn Transport>, Arc<Envelopes>)>,
     /// The event thread's queue, started with the first notification that needs it (many
     /// servers never send one).
     events: OnceLock<Option<Sender<Event>>>,
@@ -77,7 +79,7 @@ impl Router {
             closed: Mutex::new(None),
             handler,
             declared,
-            transport: OnceLock::new(),
+            outbound: OnceLock::new(),
             events: OnceLock::new(),
             server_requests: Arc::new(AtomicUsize::new(0)),
             unsolicited: AtomicU64::new(0),
@@ -141,9 +143,12 @@ impl Router {
             .as_ref()
     }
 
-    /// Gives the router the transport it answers server requests on.
-    pub(crate) fn attach(&self, transport: &Arc<dyn Transport>) {
-        let _ = self.transport.set(Arc::downgrade(transport));
+    /// Gives the router the transport it answers server requests on, and the session's
+    /// envelopes the answers go in.
+    pub(crate) fn attach(&self, transport: &Arc<dyn Transport>, envelopes: &Arc<Envelopes>) {
+        let _ = self
+            .outbound
+            .set((Arc::downgrade(transport), Arc::clone(envelopes)));
     }
 
     fn shard(&self, id: i64) -> &Mutex<HashMap<i64, Slot>> {
@@ -204,10 +209,13 @@ impl Router {
     }
 
     fn send(&self, message: &Message) {
-        let Some(transport) = self.transport.get().and_then(Weak::upgrade) else {
+        let Some((transport, envelopes)) = self.outbound.get() else {
             return;
         };
-        if let Err(e) = transport.send(message) {
+        let Some(transport) = transport.upgrade() else {
+            return;
+        };
+        if let Err(e) = transport.send(message, &envelopes.envelope(message)) {
             log::debug!("[{}] could not answer the server: {e}", self.server);
         }
     }
@@ -314,7 +322,7 @@ impl Router {
             return;
         }
         let handler = Arc::clone(&self.handler);
-        let transport = self.transport.get().cloned();
+        let outbound = self.outbound.get().cloned();
         let counter = Arc::clone(&self.server_requests);
         let server = self.server.clone();
         let spawned = std::thread::Builder::new()
@@ -325,8 +333,10 @@ impl Router {
                     Ok(v) => Message::result(id, v),
                     Err(e) => Message::error(id, e),
                 };
-                if let Some(t) = transport.and_then(|w| w.upgrade()) {
-                    let _ = t.send(&reply);
+                if let Some((transport, envelopes)) = outbound {
+                    if let Some(t) = transport.upgrade() {
+                        let _ = t.send(&reply, &envelopes.envelope(&reply));
+                    }
                 }
                 counter.fetch_sub(1, Ordering::SeqCst);
             });

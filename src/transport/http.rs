@@ -51,7 +51,7 @@ use super::abort::Abort;
 use super::pool::{Worker, WorkerPool};
 use super::sse_parser::SseDecoder;
 use super::web::{self, HttpOptions, HttpTarget, StreamEnd};
-use super::{Inbound, SendHint, Transport};
+use super::{Envelope, Inbound, Transport};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
@@ -67,7 +67,6 @@ mod ending;
 mod get_stream;
 mod resume;
 mod session_id;
-mod stateless;
 mod strays;
 use ending::{cancelled_id, has_progress_token};
 pub use get_stream::MAX_DEAD_LISTENS;
@@ -94,9 +93,9 @@ struct Shared {
     /// The server forgot the session (a 404 to a request that carried it) and no `initialize`
     /// has succeeded since. Set and cleared under the `session` write lock.
     expired: AtomicBool,
+    /// The version of the last message sent under one: the transport's own requests (the GET
+    /// stream, the closing DELETE) go under it.
     version: RwLock<Option<ProtocolVersion>>,
-    /// 2026-07-28: the `x-mcp-header` arguments of each listed tool.
-    tool_headers: RwLock<stateless::ToolHeaders>,
     /// Whether the GET stream's listener runs (see `get_stream`).
     listening: Mutex<get_stream::Listening>,
     /// Told when the listener's first GET was answered (or failed): `on_ready` waits for it.
@@ -144,7 +143,6 @@ impl HttpTransport {
                 session: RwLock::new(None),
                 expired: AtomicBool::new(false),
                 version: RwLock::new(None),
-                tool_headers: RwLock::new(stateless::ToolHeaders::new()),
                 listening: Mutex::new(get_stream::Listening::default()),
                 pool: WorkerPool::new(name),
                 exchanges: Mutex::new(std::collections::HashMap::new()),
@@ -156,25 +154,28 @@ impl HttpTransport {
         })
     }
 
-    /// Runs a request's exchange on a worker, bounded by `deadline` when it has one.
-    fn spawn_request(&self, message: &Message, deadline: Option<Instant>) {
+    /// Runs a request's exchange on a worker, bounded by its envelope's deadline when it has
+    /// one.
+    fn spawn_request(&self, message: &Message, envelope: &Envelope) {
         let s = &self.shared;
         let Message::Request(request) = message else {
             return;
         };
         // A caller with a progress callback moves its deadline with each progress: its
         // exchange ends when the caller gives up (the cancellation), or at `exchange_timeout`.
-        let deadline = deadline.filter(|_| !has_progress_token(request));
+        let deadline = envelope.deadline.filter(|_| !has_progress_token(request));
         let abort = Arc::new(Abort::default());
         let key = request.id.as_i64();
         if let Some(k) = key {
             s.exchanges.lock().insert(k, Arc::clone(&abort));
         }
-        let (shared, message) = (Arc::clone(s), message.clone());
+        let (shared, message, envelope) = (Arc::clone(s), message.clone(), envelope.clone());
         let slot = web::Agents::slot();
         s.pool.run(move |worker| {
             web::Agents::on_behalf_of(slot, || {
-                abort.scope(|| shared.execute(&message, Some(worker), deadline, Some(&abort)))
+                abort.scope(|| {
+                    shared.execute(&message, &envelope, Some(worker), deadline, Some(&abort))
+                })
             });
             if let Some(k) = key {
                 shared.exchanges.lock().remove(&k);
@@ -194,14 +195,32 @@ impl std::fmt::Debug for HttpTransport {
 }
 
 impl Transport for HttpTransport {
-    fn send(&self, message: &Message) -> Result<(), Error> {
+    fn send(&self, message: &Message, envelope: &Envelope) -> Result<(), Error> {
         let s = &self.shared;
         if s.closed.load(Ordering::SeqCst) {
             return Err(Error::closed("the connection was closed"));
         }
+        s.remember_version(envelope);
         match message {
+            // A caller that needs no cancel and no progress runs its exchange itself: no thread hop.
+            Message::Request(_) if envelope.inline && envelope.deadline.is_some() => {
+                s.execute(message, envelope, None, envelope.deadline, None);
+                Ok(())
+            }
+            // A cancellable caller runs its exchange itself too (no worker, no thread hop):
+            // firing its signal aborts the exchange's I/O from the firing thread.
+            Message::Request(_) if envelope.cancel.is_some() && envelope.deadline.is_some() => {
+                let cancel = envelope.cancel.as_ref().expect("checked");
+                let abort = Arc::new(Abort::default());
+                let _hook = cancel.on_cancel({
+                    let abort = Arc::clone(&abort);
+                    move || abort.abort()
+                });
+                abort.scope(|| s.execute(message, envelope, None, envelope.deadline, Some(&abort)));
+                Ok(())
+            }
             Message::Request(_) => {
-                self.spawn_request(message, None);
+                self.spawn_request(message, envelope);
                 Ok(())
             }
             cancel if web::is_cancellation(cancel) => {
@@ -213,61 +232,24 @@ impl Transport for HttpTransport {
                     }
                 }
                 // 2026-07-28: closing the response stream is the cancellation.
-                if s.is_stateless() {
+                if envelope.version.is_some_and(ProtocolVersion::is_stateless) {
                     return Ok(());
                 }
-                let (shared, message) = (Arc::clone(s), cancel.clone());
+                let (shared, message, envelope) = (Arc::clone(s), cancel.clone(), envelope.clone());
                 s.pool.run(move |_| {
-                    if let Err(e) = shared.post(&message, None, None) {
+                    if let Err(e) = shared.post(&message, &envelope, None, None) {
                         log::debug!("[{}] sending a cancellation failed: {e}", shared.name);
                     }
                 });
                 Ok(())
             }
-            other => match s.post(other, None, None)? {
+            other => match s.post(other, envelope, None, None)? {
                 Reply::Answer(r) => {
                     s.inbound.on_message(Message::Response(r));
                     Ok(())
                 }
                 _ => Ok(()),
             },
-        }
-    }
-
-    fn send_with(&self, message: &Message, hint: &SendHint) -> Result<(), Error> {
-        let s = &self.shared;
-        match message {
-            // A caller that needs no cancel and no progress runs its exchange itself: no thread hop.
-            Message::Request(_) if hint.inline => {
-                if s.closed.load(Ordering::SeqCst) {
-                    return Err(Error::closed("the connection was closed"));
-                }
-                s.execute(message, None, Some(hint.deadline), None);
-                Ok(())
-            }
-            // A cancellable caller runs its exchange itself too (no worker, no thread hop):
-            // firing its signal aborts the exchange's I/O from the firing thread.
-            Message::Request(_) if hint.cancel.is_some() => {
-                if s.closed.load(Ordering::SeqCst) {
-                    return Err(Error::closed("the connection was closed"));
-                }
-                let cancel = hint.cancel.as_ref().expect("checked");
-                let abort = Arc::new(Abort::default());
-                let _hook = cancel.on_cancel({
-                    let abort = Arc::clone(&abort);
-                    move || abort.abort()
-                });
-                abort.scope(|| s.execute(message, None, Some(hint.deadline), Some(&abort)));
-                Ok(())
-            }
-            Message::Request(_) => {
-                if s.closed.load(Ordering::SeqCst) {
-                    return Err(Error::closed("the connection was closed"));
-                }
-                self.spawn_request(message, Some(hint.deadline));
-                Ok(())
-            }
-            other => self.send(other),
         }
     }
 
@@ -286,7 +268,7 @@ impl Transport for HttpTransport {
                 .timeout_global(Some(s.options.close_timeout))
                 .build()
                 .header(SESSION_HEADER, session);
-            if let Err(e) = s.with_version(request).call() {
+            if let Err(e) = s.with_version(request, *s.version.read()).call() {
                 log::debug!(
                     "[{}] DELETE of the session failed: {}",
                     s.name,
@@ -301,19 +283,6 @@ impl Transport for HttpTransport {
 
     fn kind(&self) -> &'static str {
         "http"
-    }
-
-    fn on_negotiated(&self, version: ProtocolVersion) {
-        *self.shared.version.write() = Some(version);
-    }
-
-    fn on_era_reset(&self) {
-        *self.shared.version.write() = None;
-    }
-
-    fn on_tools_listed(&self, tools: &mut Vec<crate::protocol::Tool>) {
-        let headers = stateless::keep_valid(&self.shared.name, tools);
-        *self.shared.tool_headers.write() = headers;
     }
 
     /// Opens the GET stream: after the first handshake, and again after each re-initialization
@@ -363,8 +332,22 @@ impl Drop for HttpTransport {
 }
 
 impl Shared {
-    fn with_version<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
-        match *self.version.read() {
+    /// Keeps the version `envelope` goes under, for the transport's own requests.
+    fn remember_version(&self, envelope: &Envelope) {
+        if let Some(v) = envelope.version {
+            if *self.version.read() != Some(v) {
+                *self.version.write() = Some(v);
+            }
+        }
+    }
+
+    /// `request` with the `MCP-Protocol-Version` header, where `version`'s revision has it.
+    fn with_version<B>(
+        &self,
+        request: ureq::RequestBuilder<B>,
+        version: Option<ProtocolVersion>,
+    ) -> ureq::RequestBuilder<B> {
+        match version {
             Some(v) if v.sends_version_header() => {
                 request.header(VERSION_HEADER, HeaderValue::from_static(v.as_str()))
             }
@@ -372,11 +355,34 @@ impl Shared {
         }
     }
 
+    /// `request` with the headers the message's era asks for (already encoded by the era).
+    fn with_envelope<B>(
+        &self,
+        mut request: ureq::RequestBuilder<B>,
+        envelope: &Envelope,
+    ) -> ureq::RequestBuilder<B> {
+        request = self.with_version(request, envelope.version);
+        for (name, value) in &envelope.headers {
+            match (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                (Ok(name), Ok(value)) => request = request.header(name, value),
+                _ => log::debug!(
+                    "[{}] a header the era asked for is not valid; left out",
+                    self.name
+                ),
+            }
+        }
+        request
+    }
+
     /// A request's whole exchange (on a worker, or on the caller's thread); its outcome goes to
     /// the inbound sink.
     fn execute(
         &self,
         message: &Message,
+        envelope: &Envelope,
         worker: Option<&Worker>,
         deadline: Option<Instant>,
         abort: Option<&Abort>,
@@ -385,7 +391,7 @@ impl Shared {
             return;
         };
         let id = &request.id;
-        let outcome = self.exchange(message, deadline, abort);
+        let outcome = self.exchange(message, envelope, deadline, abort);
         // Handing the outcome over is all that is left: let the next request have this worker.
         if let Some(w) = worker {
             w.done();
@@ -419,6 +425,7 @@ impl Shared {
     fn post(
         &self,
         message: &Message,
+        envelope: &Envelope,
         expect: Option<&RequestId>,
         deadline: Option<Instant>,
     ) -> Result<Reply, Error> {
@@ -445,7 +452,7 @@ impl Shared {
         )
         .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let response = self
-            .with_era(self.with_version(self.with_session(request)), message)
+            .with_envelope(self.with_session(request), envelope)
             .send(&body[..])
             .map_err(|e| self.failure(e, "POST"))?;
         if web::is_redirect(&response) {
@@ -453,7 +460,8 @@ impl Shared {
         }
         let to_initialize =
             matches!(message, Message::Request(r) if r.method == methods::INITIALIZE);
-        self.remember_session(&response, to_initialize);
+        let stateless = envelope.version.is_some_and(ProtocolVersion::is_stateless);
+        self.remember_session(&response, to_initialize, stateless);
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(web::status_error(response));

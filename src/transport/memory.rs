@@ -140,7 +140,7 @@ impl std::fmt::Debug for MemoryTransport {
 }
 
 impl Transport for MemoryTransport {
-    fn send(&self, message: &Message) -> Result<(), Error> {
+    fn send(&self, message: &Message, _: &super::Envelope) -> Result<(), Error> {
         let to_server = self.to_server.lock();
         match to_server.as_ref() {
             Some(tx) if tx.send(message.clone()).is_ok() => Ok(()),

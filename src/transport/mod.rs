@@ -56,16 +56,28 @@ impl Connector for memory::MemoryConnector {
     }
 }
 
-/// How the caller of [`Transport::send_with`] will wait for the answer.
-#[derive(Debug, Clone)]
-pub struct SendHint {
-    /// When the caller stops waiting.
-    pub deadline: std::time::Instant,
-    /// The caller has no cancel signal and no progress callback: nothing needs it awake while
-    /// the exchange runs.
+/// What goes with a message besides its body, all of it decided by the client's session: the
+/// protocol version and headers its era asks for, and how its sender waits for the answer.
+#[derive(Debug, Clone, Default)]
+pub struct Envelope {
+    /// The protocol version the message goes under; `None` before one is settled (the
+    /// `initialize` request). HTTP sends it as `MCP-Protocol-Version` where the revision asks
+    /// for the header, and follows that revision's transport rules (2026-07-28: no session id;
+    /// a request is cancelled by ending its response stream).
+    pub version: Option<ProtocolVersion>,
+    /// Headers that mirror the body (2026-07-28's `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`),
+    /// named and encoded as they go on the wire; transports without headers ignore them.
+    pub headers: Vec<(String, String)>,
+    /// For a request whose sender waits for the answer: when it stops waiting. `None` for a
+    /// request nobody waits on with a deadline (an open-ended subscription), and for
+    /// notifications and responses.
+    pub deadline: Option<std::time::Instant>,
+    /// The sender needs nothing awake while it waits (no cancel signal, no progress
+    /// callback): a transport may run the exchange, or read the answer, on the sender's
+    /// thread, bounded by `deadline`. The answer still goes through [`Inbound`].
     pub inline: bool,
-    /// The caller's cancel signal, if it has one (and no progress callback): a transport may
-    /// still run the exchange on the caller's thread if firing the signal ends it at once.
+    /// The sender's cancel signal, if it has one (and no progress callback): a transport may
+    /// still run the exchange on the sender's thread if firing the signal ends it at once.
     pub cancel: Option<crate::cancel::CancelToken>,
 }
 
@@ -84,18 +96,12 @@ pub trait Inbound: Send + Sync {
 
 /// A connection to one server that can send messages.
 pub trait Transport: Send + Sync {
-    /// Sends one message. Never waits for the answer to a request (that comes through
-    /// [`Inbound`]); a notification or response may be written out before this returns.
-    /// Fails with [`Error::TransportClosed`] once the transport is closed.
-    fn send(&self, message: &Message) -> Result<(), Error>;
-    /// Sends a request the caller is about to wait for. When `hint.inline` says the caller
-    /// needs neither cancellation nor progress while it waits, a transport may read the answer
-    /// right here, bounded by `hint.deadline`: HTTP runs the whole exchange, stdio reads its
-    /// stdout when nobody else is waiting. The answer still goes through [`Inbound`].
-    fn send_with(&self, message: &Message, hint: &SendHint) -> Result<(), Error> {
-        let _ = hint;
-        self.send(message)
-    }
+    /// Sends one message in its envelope. Never waits for the answer to a request past the
+    /// envelope's deadline (the answer comes through [`Inbound`], possibly before this
+    /// returns when the envelope says `inline`); a notification or response may be written
+    /// out before this returns. Fails with [`Error::TransportClosed`] once the transport is
+    /// closed.
+    fn send(&self, message: &Message, envelope: &Envelope) -> Result<(), Error>;
     /// Closes the connection and releases its resources (for stdio: the process and its whole
     /// process group). Idempotent; bounded in time.
     fn close(&self);
@@ -114,19 +120,7 @@ pub trait Transport: Send + Sync {
     fn pid(&self) -> Option<u32> {
         None
     }
-    /// The handshake settled on `version` (HTTP sends it in a header from now on).
-    fn on_negotiated(&self, version: ProtocolVersion) {
-        let _ = version;
-    }
     /// The handshake is complete and the server may send messages unasked (HTTP opens its GET
     /// stream); not called when neither side declared anything that would make it.
     fn on_ready(&self) {}
-    /// The era probe ended without a stateless verdict: what [`Transport::on_negotiated`]
-    /// set for it is undone (the `initialize` that follows goes without its rules).
-    fn on_era_reset(&self) {}
-    /// A stateless session listed `tools`: a transport whose wire depends on them (HTTP's
-    /// `Mcp-Param-*` headers) remembers what it needs, and drops the tools it cannot call.
-    fn on_tools_listed(&self, tools: &mut Vec<crate::protocol::Tool>) {
-        let _ = tools;
-    }
 }

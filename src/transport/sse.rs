@@ -234,7 +234,9 @@ impl std::fmt::Debug for SseTransport {
 }
 
 impl Transport for SseTransport {
-    fn send(&self, message: &Message) -> Result<(), Error> {
+    // Legacy SSE (2024-11-05) has no version header and no era rules: the envelope's
+    // headers do not apply, and a request's answer always comes on the stream.
+    fn send(&self, message: &Message, _: &super::Envelope) -> Result<(), Error> {
         let s = &self.shared;
         if s.closed.load(Ordering::SeqCst) {
             return Err(Error::closed("the connection was closed"));

@@ -48,8 +48,7 @@ use parking_lot::{Condvar, Mutex};
 use super::process::{own_process_group, ServerProcess};
 use super::stdin::StdinWriter;
 #[cfg(unix)]
-use super::SendHint;
-use super::{Inbound, Transport};
+use super::{Envelope, Inbound, Transport};
 use crate::error::Error;
 use crate::jsonrpc::Message;
 use noise::Noise;
@@ -249,7 +248,17 @@ fn thread(name: &str, role: &str, f: impl FnOnce() + Send + 'static) -> Result<(
 }
 
 impl Transport for StdioTransport {
-    fn send(&self, message: &Message) -> Result<(), Error> {
+    // stdio has no headers: the envelope says only how the sender waits.
+    fn send(&self, message: &Message, envelope: &Envelope) -> Result<(), Error> {
+        #[cfg(unix)]
+        if let Some(deadline) = envelope.deadline {
+            return self
+                .shared
+                .reader
+                .send(&self.shared, message, deadline, envelope.inline);
+        }
+        #[cfg(not(unix))]
+        let _ = envelope;
         let id = match message {
             Message::Request(r) => r.id.as_i64(),
             _ => None,
@@ -260,13 +269,6 @@ impl Transport for StdioTransport {
             self.shared.write_failed(id, e);
         }
         sent
-    }
-
-    #[cfg(unix)]
-    fn send_with(&self, message: &Message, hint: &SendHint) -> Result<(), Error> {
-        self.shared
-            .reader
-            .send(&self.shared, message, hint.deadline, hint.inline)
     }
 
     fn close(&self) {

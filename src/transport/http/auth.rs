@@ -7,7 +7,7 @@ use super::Shared;
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
 use crate::transport::abort::Abort;
-use crate::transport::web;
+use crate::transport::{web, Envelope};
 
 impl Shared {
     /// [`Shared::post_and_resume`], re-sent while the auth provider, told of a `401` or a
@@ -16,13 +16,14 @@ impl Shared {
     pub(super) fn post_authorized(
         &self,
         message: &Message,
+        envelope: &Envelope,
         id: &RequestId,
         deadline: Option<Instant>,
         abort: Option<&Abort>,
     ) -> Result<Option<RpcResponse>, Error> {
         let mut retries = 0;
         loop {
-            let outcome = self.post_and_resume(message, id, deadline, abort);
+            let outcome = self.post_and_resume(message, envelope, id, deadline, abort);
             let Some(auth) = self.target_auth.as_ref() else {
                 return outcome;
             };

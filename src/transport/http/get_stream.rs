@@ -98,7 +98,7 @@ impl Shared {
             if let Some(id) = &last_event_id {
                 request = request.header("Last-Event-ID", id.as_str());
             }
-            let request = self.with_version(self.with_session(request));
+            let request = self.with_version(self.with_session(request), *self.version.read());
             let mut delivered = false;
             let opened = Instant::now();
             let called = request.call();
@@ -134,7 +134,11 @@ impl Shared {
                     if !response.status().is_success() || !web::is_event_stream(&response) {
                         log::debug!("[{}] GET stream refused ({status})", self.name);
                     } else {
-                        self.remember_session(&response, false);
+                        let stateless = self
+                            .version
+                            .read()
+                            .is_some_and(crate::protocol::ProtocolVersion::is_stateless);
+                        self.remember_session(&response, false, stateless);
                         let mut decoder = SseDecoder::new(self.options.max_message_bytes);
                         let end = web::read_events(
                             web::stream_body(response),

@@ -12,13 +12,14 @@ use super::{Reply, Shared};
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
 use crate::transport::abort::Abort;
-use crate::transport::web;
+use crate::transport::{web, Envelope};
 
 impl Shared {
     /// Posts the request `message` (whose id is `id`), resuming a cut response stream.
     pub(super) fn post_and_resume(
         &self,
         message: &Message,
+        envelope: &Envelope,
         id: &RequestId,
         deadline: Option<Instant>,
         abort: Option<&Abort>,
@@ -33,7 +34,7 @@ impl Shared {
             Some(a) => a.scope(step),
             None => step(),
         };
-        let mut reply = match run(&|| self.post(message, Some(id), deadline)) {
+        let mut reply = match run(&|| self.post(message, envelope, Some(id), deadline)) {
             Err(e) => return stray().map(|r| Ok(Some(r))).unwrap_or(Err(e)),
             Ok(reply) => reply,
         };
@@ -66,7 +67,7 @@ impl Shared {
                         return Err(Error::closed("the request ran out of time before resuming"));
                     }
                     log::debug!("[{}] resuming the response stream after event {last:?}", self.name);
-                    reply = match run(&|| self.resume(&last, id, deadline)) {
+                    reply = match run(&|| self.resume(&last, envelope, id, deadline)) {
                         Err(e) => return stray().map(|r| Ok(Some(r))).unwrap_or(Err(e)),
                         Ok(reply) => reply,
                     };
@@ -89,6 +90,7 @@ impl Shared {
     fn resume(
         &self,
         last_event_id: &str,
+        envelope: &Envelope,
         expect: &RequestId,
         deadline: Option<Instant>,
     ) -> Result<Reply, Error> {
@@ -100,7 +102,7 @@ impl Shared {
         .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
         .header("Last-Event-ID", last_event_id);
         let response = self
-            .with_version(self.with_session(request))
+            .with_version(self.with_session(request), envelope.version)
             .call()
             .map_err(|e| self.failure(e, "GET"))?;
         if web::is_redirect(&response) {

@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::jsonrpc::{Message, Response as RpcResponse};
 use crate::protocol::methods;
 use crate::transport::abort::Abort;
+use crate::transport::Envelope;
 
 impl Shared {
     /// `request` with the session id, once there is one.
@@ -31,12 +32,18 @@ impl Shared {
     /// Keeps the session id a response carries. Once the session expired, only the answer to
     /// `initialize` (`to_initialize`) brings one: a late answer of the old session does not
     /// bring its id back.
-    pub(super) fn remember_session(&self, response: &Response<Body>, to_initialize: bool) {
+    /// A `stateless` message (2026-07-28) has no session, whatever its response carries.
+    pub(super) fn remember_session(
+        &self,
+        response: &Response<Body>,
+        to_initialize: bool,
+        stateless: bool,
+    ) {
         let Some(id) = response.headers().get(SESSION_HEADER) else {
             return;
         };
         let stale = || !to_initialize && self.expired.load(Ordering::SeqCst);
-        if self.is_stateless() || stale() {
+        if stateless || stale() {
             return;
         }
         if self.session.read().as_ref() == Some(id) {
@@ -55,6 +62,7 @@ impl Shared {
     pub(super) fn exchange(
         &self,
         message: &Message,
+        envelope: &Envelope,
         deadline: Option<Instant>,
         abort: Option<&Abort>,
     ) -> Result<Option<RpcResponse>, Error> {
@@ -70,7 +78,7 @@ impl Shared {
             }
             session.clone()
         };
-        match self.post_authorized(message, &request.id, deadline, abort) {
+        match self.post_authorized(message, envelope, &request.id, deadline, abort) {
             Err(Error::Http { status: 404, .. }) if sent_with.is_some() && !initialize => {
                 self.forget_session(sent_with.as_ref());
                 Err(Error::SessionExpired)

@@ -1,10 +1,10 @@
 //! The handshake of the 2024-11-05 … 2025-11-25 revisions: `initialize`, version negotiation,
 //! `notifications/initialized`. It runs when a client connects, and again when an HTTP server
-//! forgot the session (see `session`).
+//! forgot the session (see `renewal`).
 
 use std::time::Instant;
 
-use super::{ConnectOptions, Connection, Wait};
+use crate::client::{ConnectOptions, Connection, Wait};
 use crate::error::Error;
 use crate::protocol::{
     methods, Implementation, InitializeParams, InitializeResult, ProtocolVersion,
@@ -12,7 +12,7 @@ use crate::protocol::{
 };
 
 /// Runs the handshake on a fresh connection, bounded by `options.timeout` from `started`.
-pub(super) fn run(
+pub(crate) fn run(
     conn: &Connection,
     options: &ConnectOptions,
     started: Instant,
@@ -32,7 +32,7 @@ pub(super) fn run(
 
 /// `initialize` (waiting as `wait` says; it is never cancelled on the wire), the version
 /// check, `notifications/initialized`, and the transport told of each step.
-pub(super) fn initialize(
+pub(crate) fn initialize(
     conn: &Connection,
     client_info: &Implementation,
     wait: Wait<'_>,
@@ -57,7 +57,7 @@ pub(super) fn initialize(
             received: init.protocol_version,
         });
     };
-    conn.transport.on_negotiated(version);
+    conn.envelopes.settle(Some(version));
     conn.notify(methods::INITIALIZED, None)?;
     // A server stream (HTTP's GET) only when something may come on it: a server that declared
     // nothing it sends unasked, talking to a client that offers nothing to ask, has nothing to

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::handler::ClientHandler;
-use super::{Connection, Wait};
 use crate::cancel::CancelToken;
+use crate::client::handler::ClientHandler;
+use crate::client::{Connection, Wait};
 use crate::error::Error;
 use crate::protocol::stateless::{
     supported_versions_of, HEADER_MISMATCH, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
@@ -25,14 +25,6 @@ use crate::protocol::{
 
 /// The most `input_required` rounds one request may take before it fails.
 pub const MAX_INPUT_ROUNDS: usize = 16;
-
-/// The era a session negotiated: it alone decides how a request goes on the wire.
-pub(crate) enum SessionEra {
-    /// The `initialize` handshake was done; requests go as they are.
-    Handshake,
-    /// 2026-07-28: no handshake; each request is stamped and its result read by `resultType`.
-    Stateless(Stateless),
-}
 
 /// A stateless session: the `_meta` every request carries, built once.
 pub(crate) struct Stateless {
@@ -106,7 +98,7 @@ impl Stateless {
                 cancel: cancel.clone(),
                 on_progress: on_progress
                     .as_mut()
-                    .map(|cb| Box::new(|p: &_| cb(p)) as super::ProgressFn<'_>),
+                    .map(|cb| Box::new(|p: &_| cb(p)) as crate::client::ProgressFn<'_>),
                 notify_cancel,
             };
             let result = match conn.request_raw(method, Some(params), round) {
@@ -127,7 +119,7 @@ impl Stateless {
                 Ok(ResultType::Complete) => return Ok(result),
                 Ok(ResultType::InputRequired) => {
                     let deadline = hard_deadline.min(Instant::now() + timeout);
-                    let result: Value = super::parse_result(method, &result)?;
+                    let result: Value = crate::client::parse_result(method, &result)?;
                     retry = Some(self.answer(conn, method, &result, deadline, cancel.as_ref())?);
                 }
                 Err(unknown) => {
@@ -256,7 +248,7 @@ fn internal(message: &str) -> crate::jsonrpc::RpcError {
     }
 }
 
-impl super::Client {
+impl crate::client::Client {
     /// What the last complete `tools/list` said of itself: the protocol version and, from a
     /// stateless server, `ttlMs` (the smallest of its pages') and `cacheScope`. The manager
     /// stores it beside the tools in the [`ToolCache`](crate::cache::ToolCache).
@@ -280,7 +272,7 @@ impl super::Client {
     }
 
     /// Records one `tools/list` page's cache hints (`first` starts a new listing).
-    pub(super) fn note_tools_page(&self, ttl_ms: Option<i64>, scope: Option<&str>, first: bool) {
+    pub(crate) fn note_tools_page(&self, ttl_ms: Option<i64>, scope: Option<&str>, first: bool) {
         let ttl = ttl_ms.map(|t| t.max(0) as u64);
         let mut listing = self.inner.listing.lock();
         if first {

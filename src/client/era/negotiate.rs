@@ -1,4 +1,4 @@
-//! The era probe's driver: sends what [`era::Probe`](super::era::Probe) asks for, feeds back
+//! The era probe's driver: sends what [`Probe`](super::probe::Probe) asks for, feeds back
 //! what happened, and ends with a session of either era (respawning the server first when the
 //! probe ended it).
 
@@ -8,13 +8,14 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::era::{Probe, ProbeEvent, Step};
-use super::modern::{
-    base_meta, is_stateless_refusal, rpc_in_http_body, stamp, typed, SessionEra, Stateless,
+use super::probe::{Probe, ProbeEvent, Step};
+use super::stateless::{
+    base_meta, is_stateless_refusal, rpc_in_http_body, stamp, typed, Stateless,
 };
-use super::renewal::Session;
-use super::{
-    handshake, Client, ConnectFailure, ConnectOptions, Connection, EraChoice, Inner, Leftover, Wait,
+use super::{handshake, SessionEra};
+use crate::client::renewal::Session;
+use crate::client::{
+    Client, ConnectFailure, ConnectOptions, Connection, EraChoice, Inner, Leftover, Wait,
 };
 use crate::error::Error;
 use crate::protocol::stateless::{HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY};
@@ -22,20 +23,20 @@ use crate::protocol::{methods, DiscoverResult, InitializeResult, ProtocolVersion
 use crate::transport::Transport;
 
 /// How a connection came to be: its era, the server's self-description, the version.
-pub(super) struct Negotiated {
-    pub(super) era: SessionEra,
-    pub(super) init: InitializeResult,
-    pub(super) version: ProtocolVersion,
+pub(crate) struct Negotiated {
+    pub(crate) era: SessionEra,
+    pub(crate) init: InitializeResult,
+    pub(crate) version: ProtocolVersion,
     /// The connection it was negotiated on (a fresh one when the probe ended the first).
-    pub(super) conn: Connection,
+    pub(crate) conn: Connection,
 }
 
 /// A failure, with the transport still to be closed.
-pub(super) type Failed = (Error, Arc<dyn Transport>);
+pub(crate) type Failed = (Error, Arc<dyn Transport>);
 
 impl Client {
     /// Settles the era on `conn` (see `probe`) and builds the client around the outcome.
-    pub(super) fn negotiate(
+    pub(crate) fn negotiate(
         conn: Connection,
         options: &ConnectOptions,
         started: Instant,
@@ -66,7 +67,7 @@ impl Client {
 
 /// Which probe a transport gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ProbeKind {
+pub(crate) enum ProbeKind {
     /// None: the handshake (a transport of the caller's, legacy SSE).
     None,
     /// stdio: silence and errors are verdicts; a process the probe ended is started again.
@@ -78,7 +79,7 @@ pub(super) enum ProbeKind {
 
 /// Chooses the era on `conn` (probing as `probe` says), then runs that era's opening: nothing
 /// more for a stateless server, the handshake for the others. `reopen` starts the server again.
-pub(super) fn negotiate(
+pub(crate) fn negotiate(
     conn: Connection,
     options: &ConnectOptions,
     started: Instant,
@@ -92,11 +93,6 @@ pub(super) fn negotiate(
         if !version.is_stateless() {
             return remembered_handshake(conn, options, started, probe, reopen);
         }
-    }
-    if probe == ProbeKind::Http {
-        // The probe goes with the stateless headers; `initialize`, if it comes to that, without.
-        conn.transport
-            .on_negotiated(ProtocolVersion::latest_stateless());
     }
     let deadline = started + options.timeout;
     let (mut machine, mut step) = Probe::start();
@@ -179,7 +175,8 @@ pub(super) fn negotiate(
                     };
                     return handshake_on(fresh, options, started);
                 }
-                conn.transport.on_era_reset();
+                // `initialize` goes under no version, as a first contact does.
+                conn.envelopes.settle(None);
                 return handshake_on(conn, options, started);
             }
             Step::Fail(error) => return Err((error, conn.transport)),
@@ -236,6 +233,8 @@ fn discover(
     bound: std::time::Duration,
     deadline: Instant,
 ) -> Result<Value, Error> {
+    // The probe goes under the version it offers (over HTTP: with the stateless headers).
+    conn.envelopes.settle(Some(version));
     let meta = base_meta(version, &conn.declared, &options.client_info);
     let params = stamp(&meta, Value::Object(Map::new()));
     let left = deadline.saturating_duration_since(Instant::now());
@@ -277,7 +276,7 @@ fn stateless_on(
     version: ProtocolVersion,
     discover: DiscoverResult,
 ) -> Negotiated {
-    conn.transport.on_negotiated(version);
+    conn.envelopes.settle(Some(version));
     let server_info = discover.server_info();
     log::debug!(
         "[{}] connected to {} {} (protocol {version}, stateless)",

@@ -1,68 +1,44 @@
-//! The 2026-07-28 rules of Streamable HTTP: the request headers that mirror the body
+//! The 2026-07-28 rules of Streamable HTTP's headers: the request headers that mirror the body
 //! (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-<Name>`), their value encoding, and the validation of
 //! the tools' `x-mcp-header` annotations (a tool with invalid ones is dropped from the list).
+//! Sans-IO: the session's [`Envelopes`](super::Envelopes) put what this builds around each
+//! message, and the HTTP transport sends it as it is.
 
 use std::collections::HashMap;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::Value;
-use ureq::http::{HeaderName, HeaderValue};
 
 use crate::jsonrpc::Message;
 use crate::protocol::{methods, Tool};
 
 /// `Mcp-Method`, on every request.
-const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+const METHOD_HEADER: &str = "mcp-method";
 /// `Mcp-Name`, on `tools/call`, `prompts/get`, `resources/read`.
-const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+const NAME_HEADER: &str = "mcp-name";
 
 /// The largest integer an `x-mcp-header` integer may carry (±(2^53−1)).
 const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
-impl super::Shared {
-    /// Whether the session speaks 2026-07-28 (no session id, the body mirrored in headers).
-    pub(super) fn is_stateless(&self) -> bool {
-        self.version
-            .read()
-            .is_some_and(crate::protocol::ProtocolVersion::is_stateless)
-    }
-
-    /// 2026-07-28: the headers that mirror the body.
-    pub(super) fn with_era<B>(
-        &self,
-        mut request: ureq::RequestBuilder<B>,
-        message: &Message,
-    ) -> ureq::RequestBuilder<B> {
-        if self.is_stateless() {
-            for (name, value) in headers(message, &self.tool_headers.read()) {
-                request = request.header(name, value);
-            }
-        }
-        request
-    }
-}
-
 /// For each tool, its `x-mcp-header` properties: (argument name, header name).
-pub(super) type ToolHeaders = HashMap<String, Vec<(String, String)>>;
+pub(crate) type ToolHeaders = HashMap<String, Vec<(String, String)>>;
 
 /// The headers that mirror `message`'s body.
-pub(super) fn headers(message: &Message, tools: &ToolHeaders) -> Vec<(HeaderName, HeaderValue)> {
+pub(crate) fn headers(message: &Message, tools: &ToolHeaders) -> Vec<(String, String)> {
     let Message::Request(request) = message else {
         return Vec::new();
     };
     let mut out = Vec::with_capacity(2);
-    if let Ok(v) = HeaderValue::from_str(&request.method) {
-        out.push((METHOD_HEADER, v));
-    }
+    out.push((METHOD_HEADER.to_owned(), request.method.clone()));
     let params = request.params.as_ref();
     let named = match request.method.as_str() {
         methods::TOOLS_CALL | methods::PROMPTS_GET => params.and_then(|p| p.get("name")),
         methods::RESOURCES_READ => params.and_then(|p| p.get("uri")),
         _ => None,
     };
-    if let Some(value) = named.and_then(Value::as_str).and_then(|s| encoded(s).ok()) {
-        out.push((NAME_HEADER, value));
+    if let Some(value) = named.and_then(Value::as_str).map(encoded) {
+        out.push((NAME_HEADER.to_owned(), value));
     }
     if request.method == methods::TOOLS_CALL {
         let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
@@ -72,10 +48,7 @@ pub(super) fn headers(message: &Message, tools: &ToolHeaders) -> Vec<(HeaderName
                 let Some(value) = args.get(arg).and_then(param_value) else {
                     continue;
                 };
-                let name = HeaderName::from_bytes(format!("mcp-param-{header}").as_bytes());
-                if let (Ok(name), Ok(value)) = (name, encoded(&value)) {
-                    out.push((name, value));
-                }
+                out.push((format!("mcp-param-{header}"), encoded(&value)));
             }
         }
     }
@@ -98,19 +71,19 @@ fn param_value(value: &Value) -> Option<String> {
 /// A header value by the spec's rule: plain visible ASCII as it is; anything with other
 /// characters, leading or trailing whitespace, or the look of the sentinel, as
 /// `=?base64?<base64 of its UTF-8>?=`.
-pub(super) fn encoded(text: &str) -> Result<HeaderValue, ()> {
+fn encoded(text: &str) -> String {
     let needs_base64 = text.bytes().any(|b| !(0x20..0x7f).contains(&b))
         || text.starts_with(' ')
         || text.ends_with(' ')
         || (text.starts_with("=?") && text.ends_with("?="));
     if !needs_base64 {
-        return HeaderValue::from_str(text).map_err(|_| ());
+        return text.to_owned();
     }
-    HeaderValue::from_str(&format!("=?base64?{}?=", STANDARD.encode(text))).map_err(|_| ())
+    format!("=?base64?{}?=", STANDARD.encode(text))
 }
 
 /// The `x-mcp-header` properties of a tool, or why its annotations are invalid.
-pub(super) fn tool_headers(tool: &Tool) -> Result<Vec<(String, String)>, String> {
+fn tool_headers(tool: &Tool) -> Result<Vec<(String, String)>, String> {
     let mut out: Vec<(String, String)> = Vec::new();
     if let Some(props) = tool
         .input_schema
@@ -182,7 +155,7 @@ fn is_token_byte(b: u8) -> bool {
 }
 
 /// Keeps the tools whose annotations are valid (warning about the others), and their headers.
-pub(super) fn keep_valid(server: &str, tools: &mut Vec<Tool>) -> ToolHeaders {
+pub(crate) fn keep_valid(server: &str, tools: &mut Vec<Tool>) -> ToolHeaders {
     let mut map = ToolHeaders::new();
     tools.retain(|tool| match tool_headers(tool) {
         Ok(headers) => {
@@ -210,11 +183,11 @@ mod tests {
 
     #[test]
     fn values_are_encoded_by_the_spec_rules() {
-        assert_eq!(encoded("plain text").unwrap(), "plain text");
-        assert_eq!(encoded("héllo").unwrap(), "=?base64?aMOpbGxv?=");
-        assert_eq!(encoded(" lead").unwrap(), "=?base64?IGxlYWQ=?=");
-        assert_eq!(encoded("a\nb").unwrap(), "=?base64?YQpi?=");
-        assert_eq!(encoded("=?x?=").unwrap(), "=?base64?PT94Pz0=?=");
+        assert_eq!(encoded("plain text"), "plain text");
+        assert_eq!(encoded("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(encoded(" lead"), "=?base64?IGxlYWQ=?=");
+        assert_eq!(encoded("a\nb"), "=?base64?YQpi?=");
+        assert_eq!(encoded("=?x?="), "=?base64?PT94Pz0=?=");
         assert_eq!(param_value(&json!(42)).unwrap(), "42");
         assert_eq!(param_value(&json!(true)).unwrap(), "true");
         assert_eq!(param_value(&json!(null)), None);
@@ -273,14 +246,14 @@ mod tests {
         );
         let h: Vec<(String, String)> = headers(&msg, &tools)
             .into_iter()
-            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .map(|(n, v)| (n.to_string(), v))
             .collect();
         assert_eq!(
             h,
             [
                 ("mcp-method".to_owned(), "tools/call".to_owned()),
                 ("mcp-name".to_owned(), "t".to_owned()),
-                ("mcp-param-region".to_owned(), "eu-west".to_owned())
+                ("mcp-param-Region".to_owned(), "eu-west".to_owned())
             ]
         );
     }

@@ -12,7 +12,7 @@
 //! - the process exited or closed its stdout (servers built on rmcp exit on any request before
 //!   `initialize`): the handshake, on a fresh process.
 //!
-//! The machine never does I/O: its driver (`probe.rs`) sends what a [`Step`] asks for and
+//! The machine never does I/O: its driver (`negotiate`) sends what a [`Step`] asks for and
 //! feeds back what happened as a [`ProbeEvent`].
 
 use serde_json::Value;
