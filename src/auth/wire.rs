@@ -1,5 +1,6 @@
-//! A small HTTP/1.1 client for the exchanges with authorization servers: `ureq`'s connectors
-//! (name resolution, TCP, TLS) without its request machinery, which at trace level logs every
+//! A small HTTP/1.1 client for the exchanges with authorization servers: the transports'
+//! connection stack (name resolution, TCP, TLS: `transport::web::connections`, so a network
+//! setting applies to both) without `ureq`'s request machinery, which at trace level logs every
 //! byte sent and received (form bodies, token responses, the URL and `Location` of a redirect)
 //! and would put tokens, codes and secrets in the host's logs. One request per connection
 //! (`Connection: close`), one deadline over all of it, bodies capped, no redirect followed.
@@ -9,11 +10,12 @@ use std::time::Instant;
 
 use ureq::config::Config;
 use ureq::http::Uri;
-use ureq::unversioned::resolver::{DefaultResolver, Resolver};
+use ureq::unversioned::resolver::Resolver;
 use ureq::unversioned::transport::time::Instant as UInstant;
-use ureq::unversioned::transport::{
-    ConnectionDetails, Connector, DefaultConnector, NextTimeout, Transport,
-};
+use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Transport};
+
+use crate::transport::tcp::ResolveOnConnect;
+use crate::transport::web::{connections, Connections};
 
 /// A response.
 pub(crate) struct Response {
@@ -54,8 +56,8 @@ pub(crate) enum Failure {
 /// The client.
 pub(crate) struct Wire {
     config: Config,
-    connector: DefaultConnector,
-    resolver: DefaultResolver,
+    connector: Connections,
+    resolver: ResolveOnConnect,
     max_body: usize,
 }
 
@@ -75,15 +77,27 @@ impl Wire {
         let config = ureq::Agent::config_builder().proxy(None).build();
         Wire {
             config,
-            connector: DefaultConnector::default(),
-            resolver: DefaultResolver::default(),
+            connector: connections(),
+            resolver: ResolveOnConnect,
             max_body,
         }
     }
 
     /// One request, all of it (resolution, connection, TLS, sending, the answer) before
-    /// `deadline`.
+    /// `deadline`, never cut by the abort of an MCP exchange it runs for (see
+    /// `transport::abort::detached`).
     pub(crate) fn request(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+        deadline: Instant,
+    ) -> Result<Response, Failure> {
+        crate::transport::abort::detached(|| self.exchange(method, url, headers, body, deadline))
+    }
+
+    fn exchange(
         &self,
         method: &str,
         url: &str,
@@ -142,8 +156,8 @@ impl Wire {
         head.push_str("\r\n");
         let mut out = head.into_bytes();
         out.extend_from_slice(body.unwrap_or_default());
-        send(transport.as_mut(), &out, &left)?;
-        self.receive(transport.as_mut(), &left, method == "HEAD")
+        send(&mut transport, &out, &left)?;
+        self.receive(&mut transport, &left, method == "HEAD")
     }
 
     fn receive(

@@ -67,6 +67,22 @@ impl Abort {
     }
 }
 
+/// Runs `f` outside any exchange's scope: its I/O is bounded by its own deadline, and no
+/// exchange's abort ends it (an OAuth refresh run while a request waits for a new
+/// authorization must not be cut halfway by that request's cancel: a rotated refresh token
+/// would be lost).
+pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<Abort>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = previous);
+        }
+    }
+    let _restore = Restore(CURRENT.with(|c| c.borrow_mut().take()));
+    f()
+}
+
 /// While alive, the current exchange's blocking step runs on `socket`.
 pub(crate) struct Watched(Option<Arc<Abort>>);
 

@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::ProtocolVersion;
 
-mod abort;
+pub(crate) mod abort;
 mod cork;
 pub(crate) mod http;
 pub(crate) mod lines;
@@ -22,9 +22,9 @@ pub(crate) mod sse;
 pub(crate) mod sse_parser;
 mod stdin;
 pub(crate) mod stdio;
-mod tcp;
+pub(crate) mod tcp;
 pub(crate) mod url;
-mod web;
+pub(crate) mod web;
 
 // What a host sets or plugs in. The three transports themselves are built by the client from
 // an `Endpoint` (or by a `Connector` for `Client::with_transport`), not by hosts.

@@ -291,14 +291,25 @@ pub(crate) fn agent(
         // is not used, rather than half used (the connector chain has no proxy connector).
         .proxy(None)
         .build();
-    use ureq::unversioned::transport::{Connector, RustlsConnector};
-    // Our TCP (fewer system calls per request, see `tcp`), TLS for https, and each request in
-    // one write (see `cork`).
-    let connector =
-        ().chain(super::tcp::Tcp)
-            .chain(RustlsConnector::default())
-            .chain(super::cork::Cork::with_secrets(secrets));
+    use ureq::unversioned::transport::Connector;
+    // The connection stack, and each request in one write with its secrets (see `cork`).
+    let connector = connections().chain(super::cork::Cork::with_secrets(secrets));
     ureq::Agent::with_parts(config, connector, super::tcp::ResolveOnConnect)
+}
+
+/// The connections every HTTP exchange of the crate runs on, the MCP transports' and OAuth's:
+/// our TCP (fewer system calls per request, the host resolved when a connection opens, aborts:
+/// see `tcp`), then TLS for https. Whatever a network asks of a connection is added here, once.
+pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
+    (),
+    ureq::unversioned::transport::ChainedConnector<(), (), super::tcp::Tcp>,
+    ureq::unversioned::transport::RustlsConnector,
+>;
+
+/// The connection stack (see [`Connections`]); its resolver is [`ResolveOnConnect`](super::tcp::ResolveOnConnect).
+pub(crate) fn connections() -> Connections {
+    use ureq::unversioned::transport::{Connector, RustlsConnector};
+    ().chain(super::tcp::Tcp).chain(RustlsConnector::default())
 }
 
 /// The remaining time until `deadline` (at least a millisecond: zero means "no timeout" to
