@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::driver::{CookieJar, Http, OAuthOptions};
-use super::url::{checked, resolve, Url};
+use super::endpoints::{checked, parse_url, resolve};
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
 
@@ -366,7 +366,7 @@ impl AuthorizationSession for HeadlessSession {
         deadline: Instant,
     ) -> Result<String, Error> {
         let http = Http::new(&self.options);
-        let target = Url::parse(&self.redirect_uri)?;
+        let target = parse_url(&self.redirect_uri)?;
         let mut url = authorization_url.to_owned();
         let mut jar = CookieJar::default();
         for _ in 0..MAX_HOPS {
@@ -383,7 +383,7 @@ impl AuthorizationSession for HeadlessSession {
                 ));
             };
             let next = resolve(&current, &location);
-            if let Ok(n) = Url::parse(&next) {
+            if let Ok(n) = parse_url(&next) {
                 if n.origin() == target.origin() && n.path == target.path {
                     return Ok(next);
                 }

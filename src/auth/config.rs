@@ -179,7 +179,7 @@ impl OAuthConfig {
             ));
         }
         if let Some(url) = &config.client_metadata_url {
-            super::url::checked(url, "oauth.clientMetadataUrl")?;
+            super::endpoints::checked(url, "oauth.clientMetadataUrl")?;
         }
         Ok(config)
     }

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::authorizer::AuthorizationSession;
+use super::endpoints::parse_url;
 use super::flow::{Action, Flow, Reply};
 use super::registration::{ClientIdentity, IdentitySource};
 use super::token::TokenRequest;
-use super::url::Url;
 use super::wire::{Failure, Wire};
 use super::AuthStorage;
 use super::{error, OAuthErrorKind, Secret};
@@ -142,7 +142,7 @@ impl Http {
         jar: &mut CookieJar,
     ) -> Result<(Reply, Option<String>), Error> {
         let deadline = deadline.min(self.deadline());
-        let host = Url::parse(url)?.origin();
+        let host = parse_url(url)?.origin();
         let cookie = jar.header(&host);
         let mut headers = vec![("Accept", "text/html,application/json")];
         if let Some(c) = &cookie {
@@ -266,7 +266,7 @@ pub(crate) fn run_with(
                 flow.on_registration(reply)?;
             }
             Action::Authorize(url) => {
-                let parsed = Url::parse(&url)?;
+                let parsed = parse_url(&url)?;
                 log::info!("oauth: authorization needed at {}", parsed.without_query());
                 let session = session.take().ok_or_else(|| {
                     error(

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::challenge::Challenge;
 use super::config::OAuthConfig;
+use super::endpoints::{checked, parse_url};
 use super::jwt::SigningKey;
 use super::metadata::{
     authorization_server_metadata_urls, resource_metadata_urls, AuthorizationServerMetadata,
@@ -16,7 +17,6 @@ use super::metadata::{
 use super::pkce::Pkce;
 use super::registration::ClientIdentity;
 use super::token::{AuthMethod, TokenRequest, TokenResponse};
-use super::url::{checked, Url};
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
 use crate::transport::url::redact;
@@ -283,12 +283,12 @@ impl Flow {
         }
         if (400..500).contains(&reply.status) && !*from_challenge {
             // 2025-03-26: no PRM; the authorization server is at the server's origin.
-            let origin = match Url::parse(&self.inputs.server_url) {
+            let origin = match parse_url(&self.inputs.server_url) {
                 Ok(u) => u.origin(),
                 Err(e) => return self.fail(e),
             };
             log::debug!("oauth: no protected resource metadata; trying {origin} (2025-03-26)");
-            self.resource = super::url::canonical_resource(&self.inputs.server_url).ok();
+            self.resource = super::endpoints::canonical_resource(&self.inputs.server_url).ok();
             return self.start_metadata(origin, true);
         }
         let e = error(
@@ -403,7 +403,7 @@ fn same_origin_issuer(body: &[u8], origin: &str) -> Option<String> {
         issuer: String,
     }
     let named = serde_json::from_slice::<Issuer>(body).ok()?.issuer;
-    let url = Url::parse(&named).ok()?;
+    let url = parse_url(&named).ok()?;
     (url.origin() == origin && url.query.is_none() && !named.contains('#')).then_some(named)
 }
 

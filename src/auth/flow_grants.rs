@@ -3,6 +3,7 @@
 //! or the machine grants) up to the tokens.
 
 use super::super::config::Grant;
+use super::super::endpoints::{checked, parse_form, with_query};
 use super::super::metadata::AuthorizationServerMetadata;
 use super::super::pkce::{random_string, Pkce};
 use super::super::registration::{
@@ -12,7 +13,6 @@ use super::super::token::{
     AuthMethod, ClientAuth, TokenRequest, TokenResponse, ID_JAG, ID_TOKEN, JWT_BEARER,
     TOKEN_EXCHANGE,
 };
-use super::super::url::{checked, parse_form, with_query};
 use super::super::{error, OAuthErrorKind};
 use super::{misuse, Flow, Login, Reply, Step};
 use crate::error::Error;

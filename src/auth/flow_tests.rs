@@ -83,7 +83,7 @@ fn authorize_url(flow: &Flow) -> String {
 }
 
 fn param(url: &str, name: &str) -> Option<String> {
-    super::super::url::parse_form(url.split_once('?').unwrap().1)
+    super::super::endpoints::parse_form(url.split_once('?').unwrap().1)
         .into_iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v)
@@ -220,7 +220,7 @@ fn iss_by_the_table() {
         let state = param(&authorize_url(&flow), "state").unwrap();
         let mut redirect = format!("http://127.0.0.1:5000/callback?code=c&state={state}");
         if let Some(iss) = iss {
-            redirect.push_str(&format!("&iss={}", super::super::url::encode(iss)));
+            redirect.push_str(&format!("&iss={}", super::super::endpoints::encode(iss)));
         }
         assert_eq!(
             flow.on_redirect(&redirect).is_ok(),

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::protocol::member::strings;
 
-use super::url::{checked, Url};
+use super::endpoints::{checked, parse_url};
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
 
@@ -63,7 +63,7 @@ impl ResourceMetadata {
     /// Checks that `resource` names the server at `server_url` (same origin, and the server's
     /// path at or under the resource's), and returns the resource to request tokens for.
     pub fn check_resource(&self, server_url: &str) -> Result<String, Error> {
-        let server = super::url::canonical_resource(server_url)?;
+        let server = super::endpoints::canonical_resource(server_url)?;
         let Some(resource) = &self.resource else {
             return Ok(server);
         };
@@ -77,8 +77,8 @@ impl ResourceMetadata {
                 ),
             )
         };
-        let want = Url::parse(resource).map_err(|_| refused())?;
-        let have = Url::parse(&server)?;
+        let want = parse_url(resource).map_err(|_| refused())?;
+        let have = parse_url(&server)?;
         let want_path = want.path.trim_end_matches('/');
         let have_path = have.path.trim_end_matches('/');
         let under = have_path == want_path
@@ -88,7 +88,7 @@ impl ResourceMetadata {
         if want.origin() != have.origin() || !under {
             return Err(refused());
         }
-        super::url::canonical_resource(resource)
+        super::endpoints::canonical_resource(resource)
     }
 }
 
@@ -102,7 +102,7 @@ pub(crate) fn resource_metadata_urls(
         checked(url, "the resource_metadata URL")?;
         return Ok(vec![url.to_owned()]);
     }
-    let server = Url::parse(server_url)?;
+    let server = parse_url(server_url)?;
     let origin = server.origin();
     let path = server.path.trim_end_matches('/');
     let mut urls = Vec::new();

@@ -53,6 +53,7 @@ mod authorizer;
 mod challenge;
 mod config;
 mod driver;
+mod endpoints;
 mod flow;
 mod jwt;
 mod metadata;
@@ -61,7 +62,6 @@ mod provider;
 mod registration;
 mod storage;
 mod token;
-mod url;
 mod wire;
 
 pub use authorizer::{

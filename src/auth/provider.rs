@@ -168,8 +168,8 @@ impl OAuthProvider {
         authorizer: Arc<dyn Authorizer>,
         options: OAuthOptions,
     ) -> Result<OAuthProvider, Error> {
-        super::url::checked(server_url, "the MCP server")?;
-        let server_resource = super::url::canonical_resource(server_url)?;
+        super::endpoints::checked(server_url, "the MCP server")?;
+        let server_resource = super::endpoints::canonical_resource(server_url)?;
         let key = config.signing_key()?.map(Arc::new);
         Ok(OAuthProvider {
             inner: Arc::new(Inner {

@@ -6,8 +6,8 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::endpoints::encode;
 use super::jwt::SigningKey;
-use super::url::encode;
 use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
 use crate::transport::url::redact;
@@ -199,7 +199,7 @@ impl TokenRequest {
 
     /// The form body.
     pub(crate) fn body(&self) -> String {
-        super::url::encode_form(&self.form)
+        super::endpoints::encode_form(&self.form)
     }
 
     /// The `Authorization` header of `client_secret_basic`.

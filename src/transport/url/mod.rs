@@ -1,7 +1,7 @@
-//! The little URL handling the HTTP transports need: resolving the legacy SSE `endpoint`
-//! against the stream's URL, comparing origins, and keeping a URL's secrets out of sight.
-//! (`ureq`'s `http::Uri` parses; this resolves references the way a browser would for the
-//! shapes servers send.)
+//! The crate's URL handling, for the transports and for auth: parsing http(s) URLs (`ureq`'s
+//! `http::Uri` underneath; [`Url`] for the parts OAuth compares), resolving a reference the
+//! way a browser would for the shapes servers send ([`join`]), origins, form encoding
+//! (`form`), and keeping a URL's secrets out of sight.
 //!
 //! A URL may carry secrets: `https://host/mcp?apiKey=…`, `https://user:pass@host/…`. Every
 //! rendering of a URL in the transport layer (error texts, logs, `Debug`) goes through
@@ -13,6 +13,8 @@
 use ureq::http::Uri;
 
 use crate::error::Error;
+
+pub(crate) mod form;
 
 /// What replaces each query value in a rendered URL.
 pub(crate) const REDACTED: &str = "REDACTED";
@@ -151,25 +153,102 @@ pub(crate) fn parse(url: &str) -> Result<Uri, Error> {
 /// Resolves `reference` (absolute, scheme-relative, absolute-path, relative-path or query-only)
 /// against `base`.
 pub(crate) fn resolve(base: &Uri, reference: &str) -> Result<Uri, Error> {
-    let reference = reference.trim();
-    if reference.starts_with("http://") || reference.starts_with("https://") {
-        return parse(reference);
-    }
     let scheme = base.scheme_str().unwrap_or("http");
     let authority = base.authority().map(|a| a.as_str()).unwrap_or("");
-    let joined = if let Some(rest) = reference.strip_prefix("//") {
+    parse(&join(
+        &format!("{scheme}://{authority}"),
+        base.path(),
+        reference,
+    ))
+}
+
+/// The one way a reference is resolved (a `Location`, a legacy SSE `endpoint`), the way a
+/// browser would for the shapes servers send: `reference` against a base URL given as its
+/// `origin` (`scheme://authority`) and `path`. A reference with a scheme of its own is
+/// returned as it is.
+pub(crate) fn join(origin: &str, path: &str, reference: &str) -> String {
+    let reference = reference.trim();
+    let lower = reference.to_ascii_lowercase();
+    let scheme = origin.split("://").next().unwrap_or("http");
+    if lower.contains("://") && !lower.starts_with('/') {
+        reference.to_owned()
+    } else if let Some(rest) = reference.strip_prefix("//") {
         format!("{scheme}://{rest}")
     } else if reference.starts_with('/') {
-        format!("{scheme}://{authority}{reference}")
+        format!("{origin}{reference}")
     } else if reference.starts_with('?') {
-        format!("{scheme}://{authority}{}{reference}", base.path())
+        format!("{origin}{path}{reference}")
     } else {
-        let path = base.path();
         let dir = &path[..path.rfind('/').map(|i| i + 1).unwrap_or(0)];
         let dir = if dir.is_empty() { "/" } else { dir };
-        format!("{scheme}://{authority}{dir}{reference}")
-    };
-    parse(&joined)
+        format!("{origin}{dir}{reference}")
+    }
+}
+
+/// A parsed absolute http(s) URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Url {
+    pub scheme: String,
+    pub host: String,
+    pub port: Option<u16>,
+    /// The path, `/` at least.
+    pub path: String,
+    pub query: Option<String>,
+}
+
+impl Url {
+    /// Parses an absolute `http://` or `https://` URL (a fragment is dropped); the error says
+    /// why not, the URL redacted.
+    pub fn parse(text: &str) -> Result<Url, String> {
+        let no_fragment = text.split('#').next().unwrap_or("");
+        let uri: Uri = no_fragment
+            .parse()
+            .map_err(|_| format!("{} is not a valid URL", redact(text)))?;
+        let scheme = uri.scheme_str().unwrap_or("").to_ascii_lowercase();
+        if scheme != "http" && scheme != "https" {
+            return Err(format!("{} is not an http(s) URL", redact(text)));
+        }
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("{} has no host", redact(text)))?
+            .to_ascii_lowercase();
+        let default = if scheme == "https" { 443 } else { 80 };
+        let port = uri.port_u16().filter(|p| *p != default);
+        let path = match uri.path() {
+            "" => "/".to_owned(),
+            p => p.to_owned(),
+        };
+        Ok(Url {
+            scheme,
+            host,
+            port,
+            path,
+            query: uri.query().map(str::to_owned),
+        })
+    }
+
+    /// `scheme://host[:port]`.
+    pub fn origin(&self) -> String {
+        match self.port {
+            Some(p) => format!("{}://{}:{p}", self.scheme, self.host),
+            None => format!("{}://{}", self.scheme, self.host),
+        }
+    }
+
+    /// Whether the host is a loopback name or address.
+    pub fn is_loopback(&self) -> bool {
+        let h = self.host.trim_start_matches('[').trim_end_matches(']');
+        h == "localhost"
+            || h.ends_with(".localhost")
+            || h.parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// The URL without its query.
+    pub fn without_query(&self) -> String {
+        format!("{}{}", self.origin(), self.path)
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +259,27 @@ mod tests {
         resolve(&parse(base).unwrap(), reference)
             .unwrap()
             .to_string()
+    }
+
+    #[test]
+    fn one_join_for_every_base() {
+        assert_eq!(
+            join("https://as.example", "/a/b", "c?x=1"),
+            "https://as.example/a/c?x=1"
+        );
+        assert_eq!(
+            join("https://as.example", "/a", "?x=1"),
+            "https://as.example/a?x=1"
+        );
+        assert_eq!(
+            join("https://as.example", "/a", "//other/p"),
+            "https://other/p"
+        );
+        assert_eq!(
+            join("https://as.example", "/a", " myapp://cb?c=1 "),
+            "myapp://cb?c=1"
+        );
+        assert_eq!(join("http://h:1", "", "x"), "http://h:1/x");
     }
 
     #[test]
