@@ -12,7 +12,7 @@
 //! A host starts everything with one call:
 //!
 //! ```no_run
-//! use mcp_runtime::{discover_and_load_mcp_tools, LoaderOptions, ToolContext};
+//! use mcp_runtime::{discover_and_load_mcp_tools, LoaderOptions};
 //!
 //! let loaded = discover_and_load_mcp_tools(&std::env::current_dir()?, LoaderOptions::default());
 //! for t in &loaded.tools {
@@ -139,4 +139,4 @@ pub use loader::{
 pub use manager::{ManagerOptions, McpManager};
 pub use protocol::{CallToolResult, ContentBlock};
 pub use session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
-pub use tool::{Aborted, AgentTool, ToolContext, ToolOutput};
+pub use tool::{Aborted, AgentTool, ToolOutput};

@@ -60,13 +60,15 @@ impl LoaderOptions {
     }
 }
 
-/// A tool ready to register, with where it came from.
+/// A tool and where it came from: what the loader hands a host, and what a session's
+/// [`ToolRegistry`](crate::session::ToolRegistry) holds (the host's own tools too).
 #[derive(Clone)]
 pub struct LoadedTool {
     /// Where it came from, for display: `mcp:<server> via <providerName>` (or `mcp:<server>`
-    /// when the source is unknown).
+    /// when the source is unknown) for an MCP tool; the host's label for its own.
     pub label: String,
-    /// The config file the server came from.
+    /// The config file an MCP tool's server came from (empty when unknown, and for a host's
+    /// own tool).
     pub config_file: String,
     /// The tool.
     pub tool: Arc<dyn AgentTool>,

@@ -33,35 +33,26 @@ use crate::manager::{
 use crate::protocol::{CompleteResult, CompletionRef, GetPromptResult, ReadResourceResult};
 use crate::tool::AgentTool;
 
-/// A registered tool.
-#[derive(Clone)]
-pub struct RegisteredTool {
-    /// The tool.
-    pub tool: Arc<dyn AgentTool>,
-    /// Where it came from, for display (`mcp:<server> via <provider>` for MCP tools; the
-    /// host's label else).
-    pub label: String,
-    /// Whether it is an MCP tool (refreshes replace exactly these).
-    pub mcp: bool,
-}
-
 /// The host's tools and the MCP tools, by name, with the set that is active.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, RegisteredTool>,
+    tools: BTreeMap<String, LoadedTool>,
     active: BTreeSet<String>,
+    /// The names of the MCP tools (refreshes replace exactly these).
+    mcp: BTreeSet<String>,
 }
 
 impl ToolRegistry {
     /// Registers one of the host's own tools (active).
     pub fn add_host_tool(&mut self, tool: Arc<dyn AgentTool>, path: impl Into<String>) {
         let name = tool.name().to_owned();
+        self.mcp.remove(&name);
         self.tools.insert(
             name.clone(),
-            RegisteredTool {
+            LoadedTool {
                 tool,
                 label: path.into(),
-                mcp: false,
+                config_file: String::new(),
             },
         );
         self.active.insert(name);
@@ -84,13 +75,7 @@ impl ToolRegistry {
     /// and their active state stay as they are (a host tool keeps its name against an MCP tool
     /// that would take it).
     pub fn replace_mcp_tools(&mut self, tools: Vec<LoadedTool>) {
-        let old: Vec<String> = self
-            .tools
-            .iter()
-            .filter(|(_, t)| t.mcp)
-            .map(|(n, _)| n.clone())
-            .collect();
-        for name in old {
+        for name in std::mem::take(&mut self.mcp) {
             self.tools.remove(&name);
             self.active.remove(&name);
         }
@@ -100,30 +85,24 @@ impl ToolRegistry {
                 log::warn!("MCP tool {name} is shadowed by a host tool of the same name");
                 continue;
             }
-            self.tools.insert(
-                name.clone(),
-                RegisteredTool {
-                    tool: t.tool,
-                    label: t.label,
-                    mcp: true,
-                },
-            );
+            self.tools.insert(name.clone(), t);
+            self.mcp.insert(name.clone());
             self.active.insert(name);
         }
     }
 
     /// A tool by name.
-    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
+    pub fn get(&self, name: &str) -> Option<&LoadedTool> {
         self.tools.get(name)
     }
 
     /// Every tool, by name.
-    pub fn all(&self) -> Vec<RegisteredTool> {
+    pub fn all(&self) -> Vec<LoadedTool> {
         self.tools.values().cloned().collect()
     }
 
     /// The active tools, by name.
-    pub fn active(&self) -> Vec<RegisteredTool> {
+    pub fn active(&self) -> Vec<LoadedTool> {
         self.active
             .iter()
             .filter_map(|n| self.tools.get(n))
@@ -138,11 +117,7 @@ impl ToolRegistry {
 
     /// The names of the MCP tools.
     pub fn mcp_tool_names(&self) -> Vec<String> {
-        self.tools
-            .iter()
-            .filter(|(_, t)| t.mcp)
-            .map(|(n, _)| n.clone())
-            .collect()
+        self.mcp.iter().cloned().collect()
     }
 }
 
@@ -363,7 +338,7 @@ impl AgentSession {
     }
 
     /// The active tools.
-    pub fn active_tools(&self) -> Vec<RegisteredTool> {
+    pub fn active_tools(&self) -> Vec<LoadedTool> {
         self.inner.registry.lock().active()
     }
 

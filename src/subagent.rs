@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::client::CallOptions;
 use crate::error::Error;
 use crate::manager::McpManager;
-use crate::tool::{
-    build_tools, call_through, Aborted, AgentTool, ToolContext, ToolDetails, ToolOutput,
-};
+use crate::tool::{build_tools, call_through, Aborted, AgentTool, ToolDetails, ToolOutput};
 
 /// The default cap on one proxied call.
 pub const DEFAULT_CALL_CAP: Duration = Duration::from_secs(60);
@@ -95,8 +94,8 @@ impl AgentTool for ProxyTool {
         self.inner.parameters()
     }
 
-    fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted> {
-        if ctx.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+    fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Aborted> {
+        if options.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             return Err(Aborted);
         }
         // The parent's current tool set decides: a tool it no longer has is not called.
@@ -113,23 +112,23 @@ impl AgentTool for ProxyTool {
         let started = std::time::Instant::now();
         match self
             .manager
-            .wait_for_client(&self.server, self.cap, ctx.cancel.as_ref())
+            .wait_for_client(&self.server, self.cap, options.cancel.as_ref())
         {
             Ok(_) => {}
             Err(Error::Cancelled) => return Err(Aborted),
             Err(e) => return Ok(ToolOutput::failed(e, self.details())),
         }
         let left = self.cap.saturating_sub(started.elapsed());
-        let capped = ToolContext {
-            timeout: Some(ctx.timeout.map_or(left, |t| t.min(left))),
-            ..ctx.clone()
+        let capped = CallOptions {
+            timeout: Some(options.timeout.map_or(left, |t| t.min(left))),
+            ..options
         };
         call_through(
             &self.manager,
             &self.server,
             &self.tool,
             arguments,
-            &capped,
+            capped,
             self.details(),
         )
     }

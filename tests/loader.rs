@@ -9,7 +9,7 @@ use mcp_runtime::config::{
     ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
 };
 use mcp_runtime::loader::{discover_and_load_mcp_tools, LoaderOptions};
-use mcp_runtime::{ManagerOptions, ToolContext};
+use mcp_runtime::{CallOptions, ManagerOptions};
 use serde_json::json;
 
 fn options(home: &std::path::Path) -> LoaderOptions {
@@ -58,7 +58,7 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
     );
     let out = echo
         .tool
-        .execute(json!({"message": "loaded"}), &ToolContext::default())
+        .execute(json!({"message": "loaded"}), CallOptions::default())
         .unwrap();
     assert_eq!(out.model_text(), "loaded");
     assert_eq!(out.details.provider_name.as_deref(), Some("MCP Config"));

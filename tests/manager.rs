@@ -15,7 +15,8 @@ use mcp_runtime::manager::{
     ConnectionState, ManagerOptions, McpManager, ReconnectPolicy, ToolsChanged,
 };
 use mcp_runtime::protocol::Tool as ToolDef;
-use mcp_runtime::tool::{build_tools, AgentTool, ToolContext};
+use mcp_runtime::tool::{build_tools, AgentTool};
+use mcp_runtime::CallOptions;
 use mcp_runtime::{CancelToken, Error};
 use serde_json::json;
 
@@ -83,7 +84,7 @@ fn parallel_connect_returns_live_tools_and_calls_route_by_map() {
     assert_eq!(echo.description(), "Echoes the message");
     assert_eq!(echo.parameters()["properties"]["message"]["type"], "string");
     let out = echo
-        .execute(json!({"message": "routed"}), &ToolContext::default())
+        .execute(json!({"message": "routed"}), CallOptions::default())
         .unwrap();
     assert_eq!(out.model_text(), "routed");
     assert_eq!(out.details.server, "beta-2");
@@ -195,7 +196,7 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
             let (deferred, results) = (Arc::clone(&deferred), Arc::clone(&results));
             s.spawn(move || {
                 let out = deferred
-                    .execute(json!({"message": format!("m{i}")}), &ToolContext::default())
+                    .execute(json!({"message": format!("m{i}")}), CallOptions::default())
                     .unwrap();
                 results
                     .lock()
@@ -305,11 +306,8 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
     assert_eq!(report.deferred, ["doomed"]);
     let tools = build_tools(&manager);
     let deferred = Arc::clone(tool_named(&tools, "mcp_doomed_echo"));
-    let caller = std::thread::spawn(move || {
-        deferred
-            .execute(json!({}), &ToolContext::default())
-            .unwrap()
-    });
+    let caller =
+        std::thread::spawn(move || deferred.execute(json!({}), CallOptions::default()).unwrap());
     hold.wait().release();
     // The waiting call ends with the error as content, not a hang.
     let out = caller.join().unwrap();
@@ -372,7 +370,7 @@ fn failure_table_a_transport_that_dies_at_runtime() {
     assert_eq!(change.servers, ["dies"]);
     assert!(manager.get_tools().iter().all(|t| t.server != "dies"));
     let out = tool_named(&tools, "mcp_dies_echo")
-        .execute(json!({}), &ToolContext::default())
+        .execute(json!({}), CallOptions::default())
         .unwrap();
     assert!(out.is_error);
     assert_eq!(
@@ -616,14 +614,14 @@ fn an_aborted_call_stays_an_abort() {
     let hang = Arc::clone(tool_named(&tools, "mcp_abort_hang"));
     let cancel = CancelToken::new();
     let (started_tx, started) = crossbeam_channel::bounded::<()>(1);
-    let ctx = ToolContext {
+    let ctx = CallOptions {
         cancel: Some(cancel.clone()),
-        on_progress: Some(Arc::new(move |_| {
+        on_progress: Some(Box::new(move |_: &_| {
             let _ = started_tx.try_send(());
         })),
-        ..ToolContext::default()
+        ..CallOptions::default()
     };
-    let caller = std::thread::spawn(move || hang.execute(json!({}), &ctx));
+    let caller = std::thread::spawn(move || hang.execute(json!({}), ctx));
     started.recv_timeout(Duration::from_secs(10)).unwrap();
     cancel.cancel();
     assert_eq!(caller.join().unwrap().unwrap_err(), mcp_runtime::Aborted);

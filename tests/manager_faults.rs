@@ -18,7 +18,7 @@ use mcp_runtime::config::ServerConfig;
 use mcp_runtime::jsonrpc::Notification;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
 use mcp_runtime::protocol::Tool as ToolDef;
-use mcp_runtime::tool::{build_tools, ToolContext};
+use mcp_runtime::tool::build_tools;
 use mcp_runtime::{CallOptions, ClientHandler, Error};
 use serde_json::{json, Value};
 
@@ -359,7 +359,7 @@ fn a_deferred_tool_waits_for_the_handshake_not_the_listing() {
     let tools = build_tools(&manager);
     let echo = Arc::clone(&tools[0]);
     let out = ends_within(Duration::from_secs(15), move || {
-        echo.execute(json!({"message": "early"}), &ToolContext::default())
+        echo.execute(json!({"message": "early"}), CallOptions::default())
             .unwrap()
     });
     assert!(!out.is_error, "{:?}", out.model_text());
@@ -382,11 +382,11 @@ fn a_deferred_tool_is_bounded_by_the_callers_timeout() {
     assert_eq!(report.deferred, ["held"]);
     let held = hold.wait();
     let tools = build_tools(&manager);
-    let ctx = ToolContext {
+    let ctx = CallOptions {
         timeout: Some(Duration::from_millis(200)),
-        ..ToolContext::default()
+        ..CallOptions::default()
     };
-    let out = tools[0].execute(json!({}), &ctx).unwrap();
+    let out = tools[0].execute(json!({}), ctx).unwrap();
     assert!(out.is_error);
     assert_eq!(
         out.result.content[0].as_text(),

@@ -16,7 +16,7 @@ use mcp_runtime::loader::LoadedTool;
 use mcp_runtime::manager::ConnectionState;
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::subagent::SubagentTools;
-use mcp_runtime::{Aborted, AgentTool, ManagerOptions, ToolContext, ToolOutput};
+use mcp_runtime::{Aborted, AgentTool, CallOptions, ManagerOptions, ToolOutput};
 use serde_json::{json, Value};
 
 /// A host's own tool.
@@ -36,7 +36,7 @@ impl AgentTool for HostTool {
         static EMPTY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
         EMPTY.get_or_init(|| json!({"type": "object", "properties": {}}))
     }
-    fn execute(&self, _: Value, _: &ToolContext) -> Result<ToolOutput, Aborted> {
+    fn execute(&self, _: Value, _: CallOptions<'_>) -> Result<ToolOutput, Aborted> {
         Err(Aborted)
     }
 }
@@ -378,7 +378,7 @@ fn subagents_share_the_parents_server_process() {
                 for i in 0..20 {
                     let message = format!("agent {agent} call {i}");
                     let out = echo
-                        .execute(json!({ "message": message }), &ToolContext::default())
+                        .execute(json!({ "message": message }), CallOptions::default())
                         .unwrap();
                     assert_eq!(out.model_text(), message);
                 }
@@ -407,7 +407,7 @@ fn subagents_share_the_parents_server_process() {
     assert_eq!(proxies.tools().len(), before.len() + 1);
     manager.disconnect_server("shared");
     let out = echo
-        .execute(json!({"message": "x"}), &ToolContext::default())
+        .execute(json!({"message": "x"}), CallOptions::default())
         .unwrap();
     assert!(
         out.is_error && out.model_text().contains("no longer available"),
@@ -424,7 +424,7 @@ fn a_proxied_call_is_capped_and_an_abort_stays_an_abort() {
     let manager = session.manager().unwrap().clone();
     let tools = SubagentTools::new(&manager, Duration::from_millis(200)).tools();
     let hang = tools.iter().find(|t| t.name() == "mcp_s_hang").unwrap();
-    let out = hang.execute(json!({}), &ToolContext::default()).unwrap();
+    let out = hang.execute(json!({}), CallOptions::default()).unwrap();
     assert!(out.is_error);
     assert!(
         out.model_text().contains("Request timeout after"),
@@ -433,11 +433,11 @@ fn a_proxied_call_is_capped_and_an_abort_stays_an_abort() {
     );
     let cancel = mcp_runtime::CancelToken::new();
     cancel.cancel();
-    let ctx = ToolContext {
+    let ctx = CallOptions {
         cancel: Some(cancel),
-        ..ToolContext::default()
+        ..CallOptions::default()
     };
-    assert_eq!(hang.execute(json!({}), &ctx).unwrap_err(), Aborted);
+    assert_eq!(hang.execute(json!({}), ctx).unwrap_err(), Aborted);
     session.close();
 }
 

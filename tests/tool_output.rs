@@ -9,7 +9,8 @@ use std::time::Duration;
 use common::server_path;
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
-use mcp_runtime::tool::{build_tools, ToolContext};
+use mcp_runtime::tool::build_tools;
+use mcp_runtime::CallOptions;
 use serde_json::json;
 
 #[test]
@@ -31,13 +32,12 @@ fn structured_content_is_checked_against_the_output_schema() {
         .iter()
         .find(|t| t.name() == "mcp_typed_typed")
         .unwrap();
-    let ctx = ToolContext::default();
     let good = typed
-        .execute(json!({"structured": {"t": 21}}), &ctx)
+        .execute(json!({"structured": {"t": 21}}), CallOptions::default())
         .unwrap();
     assert_eq!(good.schema_problem, None);
     let bad = typed
-        .execute(json!({"structured": {"t": "warm"}}), &ctx)
+        .execute(json!({"structured": {"t": "warm"}}), CallOptions::default())
         .unwrap();
     assert_eq!(
         bad.schema_problem.as_deref(),
@@ -46,7 +46,7 @@ fn structured_content_is_checked_against_the_output_schema() {
     // Reported, not enforced: the output is the server's.
     assert!(!bad.is_error);
     assert_eq!(bad.structured_content(), Some(&json!({"t": "warm"})));
-    let none = typed.execute(json!({}), &ctx).unwrap();
+    let none = typed.execute(json!({}), CallOptions::default()).unwrap();
     assert_eq!(
         none.schema_problem.as_deref(),
         Some("the tool declares an outputSchema but sent no structuredContent")

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{AgentTool, DeferredMcpTool, McpTool, Spec};
+use super::{AgentTool, McpTool, Spec};
 use crate::manager::naming::exposed_names;
 use crate::manager::McpManager;
 
-/// The tool objects for the manager's current tools: an [`McpTool`] for each live tool, a
-/// [`DeferredMcpTool`] for each tool of a server still connecting. Names are computed over the
+/// The tool objects for the manager's current tools: an [`McpTool`] for each tool, deferred
+/// ([`McpTool::is_deferred`]) for each tool of a server still connecting. Names are computed over the
 /// whole set (so collisions resolve the same way every time), sorted by name.
 pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
     let managed = manager.get_tools();
@@ -37,21 +37,16 @@ pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
                 definition: m.tool,
                 source: m.source,
             };
-            let tool: Arc<dyn AgentTool> = if m.deferred {
-                let wait = manager
+            let wait = m.deferred.then(|| {
+                manager
                     .config(&spec.server)
-                    .map_or(connect_timeout, |c| c.connect_bound(connect_timeout));
-                Arc::new(DeferredMcpTool {
-                    spec,
-                    manager: manager.clone(),
-                    wait,
-                })
-            } else {
-                Arc::new(McpTool {
-                    spec,
-                    manager: manager.clone(),
-                })
-            };
+                    .map_or(connect_timeout, |c| c.connect_bound(connect_timeout))
+            });
+            let tool: Arc<dyn AgentTool> = Arc::new(McpTool {
+                spec,
+                manager: manager.clone(),
+                wait,
+            });
             (name, tool)
         })
         .collect();

@@ -1,19 +1,18 @@
 //! The tools layer: MCP tools as a host sees them.
 //!
 //! [`AgentTool`] is the host-facing trait (a tool as an agent sees it; the MCP definition is [`crate::protocol::Tool`]) (name, label, description, parameters, `execute`).
-//! [`McpTool`] calls a connected server; [`DeferredMcpTool`] comes from the cache while its
-//! server is still connecting, and waits for it. [`build_tools`] turns the manager's current
+//! [`McpTool`] calls a server's tool; one known from the cache while its server is still
+//! connecting (deferred) waits for it. [`build_tools`] turns the manager's current
 //! tool set into tool objects with their exposed names ([`naming`](crate::manager::naming)); results render as text
 //! with [`render_text`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::cancel::CancelToken;
+use crate::client::CallOptions;
 use crate::config::SourceMeta;
-use crate::protocol::{CallToolResult, ContentBlock, Progress, Tool as ToolDefinition};
+use crate::protocol::{CallToolResult, ContentBlock, Tool as ToolDefinition};
 
 /// The accessors every tool built on a [`Spec`] shares (inside an `impl AgentTool`).
 macro_rules! spec_accessors {
@@ -41,13 +40,11 @@ macro_rules! spec_accessors {
 }
 
 mod build;
-mod deferred;
 mod mcp_tool;
 pub mod render;
 pub mod schema;
 
 pub use build::{build_tools, parameters_of};
-pub use deferred::DeferredMcpTool;
 pub use mcp_tool::McpTool;
 pub use render::render_text;
 
@@ -63,7 +60,10 @@ pub trait AgentTool: Send + Sync {
     fn parameters(&self) -> &Value;
     /// Runs it. Failures of the server or the tool are a [`ToolOutput`] with `is_error`; only a
     /// cancellation by the caller is `Err(Aborted)`.
-    fn execute(&self, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, Aborted>;
+    /// `options` are those of any request ([`CallOptions`]): a timeout (default: the server's
+    /// `toolTimeout`, else the connection's), a cancel signal, progress reports on the calling
+    /// thread.
+    fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Aborted>;
     /// The MCP server and tool behind it, for MCP tools.
     fn mcp_identity(&self) -> Option<(&str, &str)> {
         None
@@ -81,30 +81,6 @@ impl std::fmt::Display for Aborted {
 }
 
 impl std::error::Error for Aborted {}
-
-/// A progress callback for tool calls.
-pub type ProgressCallback = Arc<dyn Fn(&Progress) + Send + Sync>;
-
-/// How a call runs.
-#[derive(Clone, Default)]
-pub struct ToolContext {
-    /// Fires to abort the call.
-    pub cancel: Option<CancelToken>,
-    /// Bound on the call (default: the server's `toolTimeout`, else the connection's).
-    pub timeout: Option<Duration>,
-    /// Progress reports, on the calling thread.
-    pub on_progress: Option<ProgressCallback>,
-}
-
-impl std::fmt::Debug for ToolContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolContext")
-            .field("cancel", &self.cancel.is_some())
-            .field("timeout", &self.timeout)
-            .field("on_progress", &self.on_progress.is_some())
-            .finish()
-    }
-}
 
 /// Where an MCP tool's output came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,7 +168,7 @@ impl ToolOutput {
     }
 }
 
-/// What McpTool and DeferredMcpTool share: the identity, the presentation, and the call.
+/// What an MCP tool is: its identity, its presentation, and the call.
 #[derive(Clone)]
 pub(crate) struct Spec {
     pub name: String,
@@ -227,14 +203,14 @@ impl Spec {
         &self,
         manager: &crate::manager::McpManager,
         arguments: Value,
-        ctx: &ToolContext,
+        options: CallOptions<'_>,
     ) -> Result<ToolOutput, Aborted> {
         let mut output = call_through(
             manager,
             &self.server,
             &self.definition.name,
             arguments,
-            ctx,
+            options,
             self.details(),
         )?;
         if let (Some(schema), false) = (&self.definition.output_schema, output.is_error) {
@@ -263,7 +239,7 @@ pub(crate) fn call_through(
     server: &str,
     tool: &str,
     arguments: Value,
-    ctx: &ToolContext,
+    options: CallOptions<'_>,
     details: ToolDetails,
 ) -> Result<ToolOutput, Aborted> {
     let arguments = if arguments.is_null() {
@@ -271,14 +247,6 @@ pub(crate) fn call_through(
     } else {
         arguments
     };
-    let mut options = crate::client::CallOptions {
-        timeout: ctx.timeout,
-        cancel: ctx.cancel.clone(),
-        on_progress: None,
-    };
-    if let Some(p) = ctx.on_progress.clone() {
-        options.on_progress = Some(Box::new(move |update: &Progress| p(update)));
-    }
     match manager.call_tool_with(server, tool, arguments, options) {
         Ok(result) => Ok(ToolOutput::from_result(result, details)),
         Err(crate::error::Error::Cancelled) => Err(Aborted),

@@ -7,8 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_runtime::client::ProgressFn;
 use mcp_runtime::protocol::Progress;
-use mcp_runtime::ToolContext;
+use mcp_runtime::CallOptions;
 use parking_lot::Mutex;
 
 use crate::args::Args;
@@ -97,14 +98,14 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
     let bar = std::io::stderr()
         .is_terminal()
         .then(|| Arc::new(ProgressLine::new(loaded.tool.name())));
-    let ctx = ToolContext {
+    let options = CallOptions {
         timeout: args.timeout_ms.map(Duration::from_millis),
-        on_progress: bar.clone().map(|bar| {
-            Arc::new(move |p: &Progress| bar.show(p)) as mcp_runtime::tool::ProgressCallback
-        }),
-        ..ToolContext::default()
+        on_progress: bar
+            .clone()
+            .map(|bar| Box::new(move |p: &Progress| bar.show(p)) as ProgressFn<'_>),
+        ..CallOptions::default()
     };
-    let result = loaded.tool.execute(arguments, &ctx);
+    let result = loaded.tool.execute(arguments, options);
     if let Some(bar) = &bar {
         bar.clear();
     }

@@ -11,7 +11,7 @@ use mcp_runtime::cache::{FileToolCache, ToolCache};
 use mcp_runtime::config::{load_all_mcp_configs, DiscoveryOptions, LoadedConfigs, ProjectTrust};
 use mcp_runtime::loader::{loaded_tools, LoadedTool};
 use mcp_runtime::manager::{ConnectReport, McpManager};
-use mcp_runtime::ToolContext;
+use mcp_runtime::CallOptions;
 use serde_json::{json, Value};
 
 use crate::args::Args;
@@ -156,16 +156,16 @@ fn call(tools: &[LoadedTool], name: &str, args: Value) -> bool {
     };
     let progress = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = Arc::clone(&progress);
-    let ctx = ToolContext {
-        on_progress: Some(Arc::new(move |p| {
+    let options = CallOptions {
+        on_progress: Some(Box::new(move |p| {
             if let Ok(mut v) = sink.lock() {
                 v.push(p.message.clone().unwrap_or_else(|| p.progress.to_string()));
             }
         })),
-        ..ToolContext::default()
+        ..CallOptions::default()
     };
     let started = Instant::now();
-    match t.tool.execute(args.clone(), &ctx) {
+    match t.tool.execute(args.clone(), options) {
         Ok(out) => {
             outln!(
                 "   {name} {args} → {} ({} ms)",

@@ -19,7 +19,7 @@ use mcp_runtime::commands::McpCommands;
 use mcp_runtime::config::sources::McpJsonFile;
 use mcp_runtime::config::{ConfigSource, ProjectTrust};
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
-use mcp_runtime::ToolContext;
+use mcp_runtime::CallOptions;
 
 use crate::args::Args;
 
@@ -136,11 +136,11 @@ fn call(session: &AgentSession, line: &str, args: &Args) -> (String, bool) {
         Ok(v) => v,
         Err(e) => return (e, true),
     };
-    let ctx = ToolContext {
+    let options = CallOptions {
         timeout: args.timeout_ms.map(Duration::from_millis),
-        ..ToolContext::default()
+        ..CallOptions::default()
     };
-    match tool.execute(arguments, &ctx) {
+    match tool.execute(arguments, options) {
         Ok(out) => (out.model_text(), out.is_error),
         Err(e) => (format!("Error: {e}"), true),
     }
