@@ -27,8 +27,8 @@ use crate::loader::{
     load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
 use crate::manager::{
-    ConnectReport, ConnectionState, ManagedPrompt, ManagedResource, ManagedTemplate,
-    ManagerOptions, McpManager, ServerInfo,
+    ConnectReport, ConnectionState, ManagedPrompt, ManagedResource, ManagedTemplate, McpManager,
+    ServerInfo,
 };
 use crate::protocol::{CompleteResult, CompletionRef, GetPromptResult, ReadResourceResult};
 use crate::tool::AgentTool;
@@ -160,18 +160,13 @@ pub struct SessionOptions {
     pub cwd: PathBuf,
     /// Whether to use MCP at all (default true). False skips discovery entirely.
     pub enable_mcp: bool,
-    /// Discovery settings: project configs on or off (`enable_project_config`), the policy
-    /// for project servers nobody approved yet (`project_trust`: without a choice they are
-    /// reported by [`AgentSession::needs_approval`], never started), home, the host's own
-    /// files, extra sources.
-    pub config: DiscoveryOptions,
-    /// Manager settings: the gate, the tool cache (`cache`), OAuth credentials (`auth`), the
-    /// connection template.
-    pub manager: ManagerOptions,
-    /// Whether, without `manager.cache`, the file-backed cache in the user's cache directory
-    /// is used (default true; see [`LoaderOptions::default_cache`]). False runs without a
-    /// tool cache.
-    pub default_cache: bool,
+    /// What the loader is given (the session loads through it): discovery (`load.config`:
+    /// project configs on or off, the policy for project servers nobody approved yet
+    /// (`project_trust`: without a choice they are reported by
+    /// [`AgentSession::needs_approval`], never started), home, the host's own files, extra
+    /// sources), the manager (`load.manager`: the gate, the tool cache, OAuth credentials, the
+    /// connection template) and `load.default_cache`.
+    pub load: LoaderOptions,
     /// Called with the manager once it exists, before any server connects: a host that must be
     /// able to close every server from elsewhere (a signal handler) takes its clone here.
     pub on_manager: Option<ManagerHook>,
@@ -187,9 +182,7 @@ impl Default for SessionOptions {
         SessionOptions {
             cwd: std::env::current_dir().unwrap_or_default(),
             enable_mcp: true,
-            config: DiscoveryOptions::default(),
-            manager: ManagerOptions::default(),
-            default_cache: true,
+            load: LoaderOptions::default(),
             on_manager: None,
             host_tools: Vec::new(),
             auto_refresh: true,
@@ -202,8 +195,7 @@ impl std::fmt::Debug for SessionOptions {
         f.debug_struct("SessionOptions")
             .field("cwd", &self.cwd)
             .field("enable_mcp", &self.enable_mcp)
-            .field("enable_project_config", &self.config.enable_project_config)
-            .field("default_cache", &self.default_cache)
+            .field("load", &self.load)
             .field("host_tools", &self.host_tools.len())
             .field("auto_refresh", &self.auto_refresh)
             .finish_non_exhaustive()
@@ -239,7 +231,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     for tool in &options.host_tools {
         registry.add_host_tool(Arc::clone(tool), "host");
     }
-    let config = options.config.clone();
+    let config = options.load.config.clone();
     if !options.enable_mcp {
         return AgentSession {
             inner: Arc::new(Inner {
@@ -257,12 +249,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             }),
         };
     }
-    let loader = LoaderOptions {
-        config: config.clone(),
-        manager: options.manager.clone(),
-        default_cache: options.default_cache,
-    };
-    let manager = McpManager::new(loader.manager_options(&options.cwd));
+    let manager = McpManager::new(options.load.manager_options(&options.cwd));
     if let Some(hook) = &options.on_manager {
         hook(&manager);
     }

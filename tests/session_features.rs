@@ -9,6 +9,7 @@ use std::time::Duration;
 use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
 use mcp_runtime::protocol::CompletionRef;
 use mcp_runtime::session::{create_agent_session, SessionOptions};
+use mcp_runtime::LoaderOptions;
 use mcp_runtime::ManagerOptions;
 use serde_json::json;
 
@@ -26,13 +27,15 @@ fn session_with_features(name: &str) -> (mcp_runtime::session::AgentSession, std
     };
     let session = create_agent_session(SessionOptions {
         cwd: project,
-        config: DiscoveryOptions {
-            home: Some(root.join("home")),
-            project_trust: ProjectTrust::TrustAll,
-            ..DiscoveryOptions::default()
+        load: LoaderOptions {
+            config: DiscoveryOptions {
+                home: Some(root.join("home")),
+                project_trust: ProjectTrust::TrustAll,
+                ..DiscoveryOptions::default()
+            },
+            manager,
+            default_cache: false,
         },
-        manager,
-        default_cache: false,
         ..SessionOptions::default()
     });
     (session, root)

@@ -434,9 +434,11 @@ fn the_session_and_the_mcp_commands_report_and_approve() {
     manager.connect.timeout = Duration::from_secs(20);
     let session = create_agent_session(SessionOptions {
         cwd: repo.project(),
-        config: repo.config(ProjectTrust::Report),
-        manager,
-        default_cache: false,
+        load: LoaderOptions {
+            config: repo.config(ProjectTrust::Report),
+            manager,
+            default_cache: false,
+        },
         ..SessionOptions::default()
     });
     assert_eq!(session.needs_approval().len(), 1);

@@ -20,6 +20,7 @@ use mcp_runtime::config::sources::McpJsonFile;
 use mcp_runtime::config::{ConfigSource, ProjectTrust};
 use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::CallOptions;
+use mcp_runtime::LoaderOptions;
 
 use crate::args::Args;
 
@@ -34,11 +35,13 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     }
     let session = create_agent_session(SessionOptions {
         cwd: project.to_path_buf(),
-        config,
+        load: LoaderOptions {
+            config,
+            manager: crate::manager_options(args, project),
+            // The cache is chosen by manager_options (--cache-dir, --no-cache).
+            default_cache: false,
+        },
         on_manager: Some(Arc::new(crate::signals::close_on_signal)),
-        manager: crate::manager_options(args, project),
-        // The cache is chosen by manager_options (--cache-dir, --no-cache).
-        default_cache: false,
         ..SessionOptions::default()
     });
     for e in session.startup_errors() {
