@@ -34,8 +34,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use mcp_runtime::cache::{FileToolCache, ToolCache};
 use mcp_runtime::config::ServerConfig;
+use mcp_runtime::manager::{FileToolCache, ToolCache};
 use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::transport::{HttpTarget, StdioCommand};
 use mcp_runtime::{Client, ConnectOptions, Endpoint};

@@ -14,12 +14,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// JSON-RPC's standard error codes, and the ones MCP adds.
+/// The JSON-RPC error codes this crate sends.
 pub mod codes {
-    /// Invalid JSON was received.
-    pub const PARSE_ERROR: i64 = -32700;
-    /// The JSON sent is not a valid request object.
-    pub const INVALID_REQUEST: i64 = -32600;
     /// The method does not exist or is not available.
     pub const METHOD_NOT_FOUND: i64 = -32601;
     /// Invalid method parameters.

@@ -54,28 +54,28 @@
 //!     .with_cancel(cancel.clone())
 //!     .with_progress(|p| eprintln!("{}/{:?}", p.progress, p.total));
 //! let result = client.call_tool_with("echo", json!({"message": "hello"}), options)?;
-//! println!("{}", mcp_runtime::tool::render_text(&result));
+//! println!("{}", mcp_runtime::host::render_text(&result));
 //!
 //! client.close(); // also on drop: stdin closed, SIGTERM, SIGKILL, always reaped
 //! # Ok::<(), mcp_runtime::Error>(())
 //! ```
 //!
-//! ## Layers
+//! ## Modules and layers
 //!
-//! Each layer uses only itself and the layers below it (`tests/layers.rs` fails on a use of a
-//! layer above, by `use` or by an inline path); auth sits beside the transport, and the
-//! config layer builds a server's OAuth provider from its config ([`config::oauth`]).
+//! Seven public modules, one per part a host author meets; the crate root re-exports the
+//! common case. Inside, each layer uses only itself and the layers below it
+//! (`tests/layers.rs` fails on a use of a layer above, by `use` or by an inline path); auth
+//! sits beside the transport.
 //!
-//! | layer | module | job |
+//! | layer | public module | job |
 //! |---|---|---|
-//! | wire | [`jsonrpc`], [`protocol`] | JSON-RPC messages; MCP types by topic; protocol versions |
-//! | transport | [`transport`] | moves messages: stdio, Streamable HTTP, legacy SSE, and an in-memory pair ([`transport::memory`]) |
+//! | wire | [`protocol`] | MCP types by topic, protocol versions, the JSON-RPC messages |
+//! | transport | [`transport`] | moves messages: stdio, Streamable HTTP, legacy SSE, and an in-memory pair ([`transport::memory_pair`]) |
 //! | auth | [`auth`] | OAuth 2.1 for remote servers: discovery, registration, the sans-IO flow and its driver, authorizers, the provider a transport asks for a token, token storage |
-//! | client | [`client`] | one connection: correlation, handshake, calls, server requests |
-//! | config | [`config`] | server configs and the files they come from |
-//! | manager | [`manager`], [`cache`] | many servers: parallel connect, the 250 ms gate, deferred tools, status, exposed names (`mcp_<server>_<tool>`, [`manager::naming`]) |
-//! | tools | [`tool`] | host-facing tools, result rendering |
-//! | host | [`loader`], [`session`], [`commands`], [`subagent`] | the startup facade, the session's tool registry and refresh, `/mcp` commands, subagent proxies |
+//! | client | [`client`] | one connection: correlation, the era (handshake or stateless), calls, server requests |
+//! | config | [`config`] | server configs, the files they come from, trust, and a server's OAuth provider ([`config::provider_for`]) |
+//! | manager | [`manager`] | many servers: parallel connect, the 250 ms gate, deferred tools, status, the tool cache, exposed names (`mcp_<server>_<tool>`, [`manager::exposed_names`]) |
+//! | tools, host | [`host`] | the tool objects and result rendering; the startup facade, the session's tool registry and refresh, `/mcp` commands, subagent tools |
 //!
 //! ## Threads
 //!
@@ -101,23 +101,29 @@
 //! group if the host dies without closing them.
 #![warn(missing_docs)]
 
+// The public modules: what a host author reads. Everything else is private; what a host needs of
+// it is re-exported by the public module of its layer (`host` gathers the loader, the session,
+// the `/mcp` commands, subagent tools and the tool objects; `manager` the tool cache;
+// `protocol` the JSON-RPC messages).
 pub mod auth;
-pub mod cache;
-mod cancel;
 pub mod client;
-pub mod commands;
 pub mod config;
-mod error;
-mod files;
-pub mod jsonrpc;
-pub mod loader;
+pub mod host;
 pub mod manager;
 pub mod protocol;
-pub mod session;
-mod sleep_lock;
-pub mod subagent;
-pub mod tool;
 pub mod transport;
+
+mod cache;
+mod cancel;
+mod commands;
+mod error;
+mod files;
+mod jsonrpc;
+mod loader;
+mod session;
+mod sleep_lock;
+mod subagent;
+mod tool;
 
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]

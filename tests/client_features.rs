@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_runtime::jsonrpc::{Message, Request, RpcError};
 use mcp_runtime::protocol::{CompletionRef, LoggingLevel};
-use mcp_runtime::transport::memory;
+use mcp_runtime::protocol::{Message, Request, RpcError};
+use mcp_runtime::transport::memory_pair;
 use mcp_runtime::{Client, ConnectOptions, Error};
 use serde_json::{json, Value};
 
@@ -16,7 +16,7 @@ fn server(
     capabilities: Value,
     answer: impl Fn(&str, &Value) -> Result<Value, RpcError> + Send + 'static,
 ) -> (Client, Seen) {
-    let (connector, end) = memory::pair();
+    let (connector, end) = memory_pair();
     let seen: Seen = Arc::default();
     let log = Arc::clone(&seen);
     std::thread::spawn(move || {

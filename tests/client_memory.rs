@@ -6,8 +6,8 @@ mod common;
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
-use mcp_runtime::jsonrpc::{Message, Request, RequestId, RpcError};
-use mcp_runtime::transport::memory::{self, MemoryServer};
+use mcp_runtime::protocol::{Message, Request, RequestId, RpcError};
+use mcp_runtime::transport::{memory_pair, MemoryServer};
 use mcp_runtime::{CallOptions, Client, Error};
 use serde_json::{json, Value};
 
@@ -51,7 +51,7 @@ fn request_of(message: &Message) -> Option<(&RequestId, &str)> {
 
 #[test]
 fn a_call_is_answered_and_a_stray_reply_changes_nothing() {
-    let (connector, server) = memory::pair();
+    let (connector, server) = memory_pair();
     let seen = serve(server, "2025-06-18", |message, out| {
         if let Some((id, "tools/call")) = request_of(message) {
             // A reply to nobody first, then the real one.
@@ -77,7 +77,7 @@ fn a_call_is_answered_and_a_stray_reply_changes_nothing() {
 
 #[test]
 fn a_server_that_goes_away_mid_call_fails_it_at_once() {
-    let (connector, server) = memory::pair();
+    let (connector, server) = memory_pair();
     let (gone_tx, gone_rx) = crossbeam_channel::bounded::<()>(1);
     let mut holder = Some(server);
     let receiver = holder.as_ref().unwrap().receiver.clone();
@@ -113,7 +113,7 @@ fn a_server_that_goes_away_mid_call_fails_it_at_once() {
 
 #[test]
 fn an_unsupported_version_fails_the_handshake_and_closes_the_connection() {
-    let (connector, server) = memory::pair();
+    let (connector, server) = memory_pair();
     let seen = serve(server, "1999-01-01", |_, _| {});
     let err = Client::with_transport("mem", connector, common::options()).unwrap_err();
     assert_eq!(
@@ -130,7 +130,7 @@ fn an_unsupported_version_fails_the_handshake_and_closes_the_connection() {
 
 #[test]
 fn a_timed_out_call_is_cancelled_on_the_wire() {
-    let (connector, server) = memory::pair();
+    let (connector, server) = memory_pair();
     let seen = serve(server, "2025-06-18", |_, _| {});
     let client = Client::with_transport("mem", connector, common::options()).unwrap();
     let err = client
@@ -162,7 +162,7 @@ fn a_timed_out_call_is_cancelled_on_the_wire() {
 
 #[test]
 fn a_server_ping_is_answered_and_an_unknown_request_gets_method_not_found() {
-    let (connector, server) = memory::pair();
+    let (connector, server) = memory_pair();
     let (answers_tx, answers) = crossbeam_channel::unbounded();
     let seen = serve(server, "2025-06-18", move |message, out| match message {
         Message::Notification(n) if n.method == "notifications/initialized" => {

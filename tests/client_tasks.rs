@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_runtime::jsonrpc::{Message, Request, RpcError};
-use mcp_runtime::transport::memory;
+use mcp_runtime::protocol::{Message, Request, RpcError};
+use mcp_runtime::transport::memory_pair;
 use mcp_runtime::{CallOptions, CancelToken, Client, ConnectOptions, Error};
 use serde_json::{json, Value};
 
@@ -13,7 +13,7 @@ type Seen = Arc<Mutex<Vec<Request>>>;
 
 /// A server whose `research` tool must run as a task that needs `polls` polls to complete.
 fn task_server(polls: usize) -> (Client, Seen) {
-    let (connector, end) = memory::pair();
+    let (connector, end) = memory_pair();
     let seen: Seen = Arc::default();
     let log = Arc::clone(&seen);
     let polled = AtomicUsize::new(0);

@@ -493,7 +493,7 @@ fn a_host_adds_its_own_source() {
         "project/.mcp.json",
         r#"{"mcpServers": {"from-host": {"command": "loses"}}}"#,
     );
-    let mut sources = mcp_runtime::config::sources::default_sources(Default::default());
+    let mut sources = mcp_runtime::config::default_sources(Default::default());
     sources.insert(0, Arc::new(HostSource));
     let loaded = load_all_mcp_configs(
         &f.project(),

@@ -5,10 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mcp_runtime::config::sources::{
-    AmazonQ, ClaudeCode, ClaudeDesktop, Cline, Codex, Continue, Cursor, Gemini, Goose, Junie,
-    OpenCode, RooCode, VsCode, Windsurf, Zed, GEMINI_DEFAULT_TIMEOUT_MS,
-};
+use mcp_runtime::config::{builtin_source, ClaudeCode, GEMINI_DEFAULT_TIMEOUT_MS};
 use mcp_runtime::config::{
     load_all_mcp_configs, resolve_server_config, ConfigSource, DiscoveryContext, DiscoveryOptions,
     Level, LoadedConfigs, ProjectTrust, ServerConfig,
@@ -52,7 +49,16 @@ impl Fixture {
         }
     }
     fn load(&self, source: impl ConfigSource + 'static) -> LoadedConfigs {
-        let loaded = load_all_mcp_configs(&self.project(), &self.options(vec![Arc::new(source)]));
+        self.load_source(Arc::new(source))
+    }
+
+    /// Loads the built-in source with this id.
+    fn builtin(&self, id: &str) -> LoadedConfigs {
+        self.load_source(builtin_source(id).unwrap_or_else(|| panic!("no built-in source {id}")))
+    }
+
+    fn load_source(&self, source: Arc<dyn ConfigSource>) -> LoadedConfigs {
+        let loaded = load_all_mcp_configs(&self.project(), &self.options(vec![source]));
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         loaded
     }
@@ -138,7 +144,11 @@ fn claude_code_managed_mcp_json_takes_exclusive_control() {
 #[test]
 fn claude_desktop_in_its_per_os_location() {
     let f = Fixture::new("desktop");
-    let path = ClaudeDesktop::config_file(&f.ctx());
+    // Where Claude Desktop keeps it: its app-data directory (on Linux `~/.config`).
+    let path = f
+        .ctx()
+        .app_data_dir()
+        .join("Claude/claude_desktop_config.json");
     if cfg!(target_os = "linux") {
         assert_eq!(
             path,
@@ -146,7 +156,7 @@ fn claude_desktop_in_its_per_os_location() {
         );
     }
     f.place("claude-desktop/claude_desktop_config.json", &path);
-    let loaded = f.load(ClaudeDesktop);
+    let loaded = f.builtin("claude-desktop");
     let fs = &loaded.configs["filesystem"];
     assert_eq!(fs.command.as_deref(), Some("npx"));
     assert_eq!(
@@ -169,7 +179,7 @@ fn cursor_variables_and_env_file() {
     f.place("cursor/.env", &f.project().join(".env"));
     std::env::set_var("MY_SERVICE_TOKEN", "t-cursor");
     std::env::set_var("API_KEY", "k-docs");
-    let loaded = f.load(Cursor);
+    let loaded = f.builtin("cursor");
     let c = &loaded.configs;
     let server = &c["server-name"];
     assert_eq!(
@@ -212,7 +222,7 @@ fn windsurf_server_url_env_variables_and_disabled() {
     );
     std::env::set_var("GITHUB_TOKEN", "gh-windsurf");
     std::env::set_var("FIGMA_KEY", "fk");
-    let loaded = f.load(Windsurf);
+    let loaded = f.builtin("windsurf");
     let c = &loaded.configs;
     assert_eq!(
         env(&c["github"], "GITHUB_PERSONAL_ACCESS_TOKEN"),
@@ -235,7 +245,8 @@ fn windsurf_server_url_env_variables_and_disabled() {
 #[test]
 fn vscode_workspace_user_profile_and_the_older_settings_key() {
     let f = Fixture::new("vscode");
-    let user = VsCode::user_dir(&f.ctx());
+    // VS Code's user directory: its app-data directory's `Code/User`.
+    let user = f.ctx().app_data_dir().join("Code/User");
     if cfg!(target_os = "linux") {
         assert_eq!(user, f.home().join(".config/Code/User"));
     }
@@ -247,7 +258,7 @@ fn vscode_workspace_user_profile_and_the_older_settings_key() {
         r#"{"servers": {"fetch": {"type": "stdio", "command": "workspace-wins"}}}"#,
     )
     .unwrap();
-    let loaded = f.load(VsCode);
+    let loaded = f.builtin("vscode");
     let c = &loaded.configs;
     assert_eq!(c["fetch"].command.as_deref(), Some("workspace-wins"));
     assert_eq!(loaded.sources["fetch"].level, Level::Project);
@@ -286,7 +297,7 @@ fn gemini_cli_timeouts_variables_lists_and_extensions() {
         &ext.join("gemini-extension.json"),
     );
     std::env::set_var("MY_API_TOKEN", "gm-token");
-    let loaded = f.load(Gemini);
+    let loaded = f.builtin("gemini");
     let c = &loaded.configs;
     let s = &c["serverName"];
     assert_eq!(s.command.as_deref(), Some("path/to/server"));
@@ -343,7 +354,7 @@ fn codex_headers_from_the_environment_resolve_at_connect_time() {
     std::env::remove_var("FIGMA_API_KEY");
     std::env::remove_var("FIGMA_OAUTH_TOKEN");
     // An unset variable is no warning at discovery: nothing is read there any more.
-    let loaded = f.load(Codex);
+    let loaded = f.builtin("codex");
     let c = &loaded.configs;
     let ctx7 = &c["context7"];
     assert_eq!(ctx7.args, ["-y", "@upstash/context7-mcp"]);
@@ -379,7 +390,12 @@ fn codex_headers_from_the_environment_resolve_at_connect_time() {
 #[test]
 fn zed_context_servers_in_both_shapes() {
     let f = Fixture::new("zed");
-    let user = Zed::user_file(&f.ctx());
+    // Zed's settings: the config directory's `zed/settings.json` (`Zed` on Windows).
+    let user = f
+        .ctx()
+        .config_dir
+        .join(if cfg!(windows) { "Zed" } else { "zed" })
+        .join("settings.json");
     if cfg!(unix) {
         assert_eq!(user, f.home().join(".config/zed/settings.json"));
     }
@@ -390,7 +406,7 @@ fn zed_context_servers_in_both_shapes() {
         r#"{"context_servers": {"local-mcp-server": {"command": "project-wins", "args": []}}}"#,
     )
     .unwrap();
-    let loaded = f.load(Zed);
+    let loaded = f.builtin("zed");
     let c = &loaded.configs;
     assert_eq!(
         c["local-mcp-server"].command.as_deref(),
@@ -426,7 +442,7 @@ fn opencode_local_remote_environment_and_enabled() {
         &f.project().join("opencode.jsonc"),
     );
     std::env::set_var("OPENCODE_TEST_VAR", "oc");
-    let loaded = f.load(OpenCode);
+    let loaded = f.builtin("opencode");
     let c = &loaded.configs;
     let local = &c["my-local-mcp-server"];
     assert_eq!(local.command.as_deref(), Some("npx"));
@@ -447,7 +463,7 @@ fn opencode_local_remote_environment_and_enabled() {
         r#"{"mcp": {"servers": {"v2": {"type": "local", "command": ["a"], "disabled": true}}}}"#,
     )
     .unwrap();
-    let loaded = f.load(OpenCode);
+    let loaded = f.builtin("opencode");
     assert_eq!(skipped(&loaded, "v2"), Some("disabled: true"));
     assert_eq!(loaded.sources.get("v2"), None);
 }
@@ -455,12 +471,21 @@ fn opencode_local_remote_environment_and_enabled() {
 #[test]
 fn goose_extensions_from_yaml() {
     let f = Fixture::new("goose");
-    let path = Goose::config_file(&f.ctx());
+    // Goose's config: the config directory's `goose/config.yaml` (`Block/goose/config` on
+    // Windows).
+    let path = if cfg!(windows) {
+        f.ctx().config_dir.join("Block/goose/config/config.yaml")
+    } else {
+        f.ctx().config_dir.join("goose/config.yaml")
+    };
     if cfg!(unix) {
         assert_eq!(path, f.home().join(".config/goose/config.yaml"));
     }
     f.place("goose/config.yaml", &path);
-    let loaded = load_all_mcp_configs(&f.project(), &f.options(vec![Arc::new(Goose)]));
+    let loaded = load_all_mcp_configs(
+        &f.project(),
+        &f.options(vec![builtin_source("goose").unwrap()]),
+    );
     // One note: github's env_keys live in Goose's keyring.
     assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
     assert!(loaded.warnings[0].contains("env_keys"));
@@ -497,12 +522,12 @@ fn goose_extensions_from_yaml() {
 #[test]
 fn cline_and_roo_code() {
     let f = Fixture::new("cline");
-    let storage = VsCode::user_dir(&f.ctx()).join("globalStorage");
+    let storage = f.ctx().app_data_dir().join("Code/User/globalStorage");
     f.place(
         "cline/cline_mcp_settings.json",
         &storage.join("saoudrizwan.claude-dev/settings/cline_mcp_settings.json"),
     );
-    let loaded = f.load(Cline);
+    let loaded = f.builtin("cline");
     let c = &loaded.configs;
     let s = &c["my-server"];
     assert_eq!(s.args, ["/path/to/server.js"]);
@@ -517,7 +542,7 @@ fn cline_and_roo_code() {
         &storage.join("rooveterinaryinc.roo-cline/settings/mcp_settings.json"),
     );
     std::env::set_var("ROO_TEST_KEY", "rk");
-    let loaded = f.load(RooCode);
+    let loaded = f.builtin("roo");
     let c = &loaded.configs;
     let local = &c["local-server"];
     assert_eq!(loaded.sources["local-server"].level, Level::Project);
@@ -550,7 +575,7 @@ fn continue_config_yaml_and_block_files() {
         "continue/from-claude.json",
         &blocks.join("from-claude.json"),
     );
-    let loaded = f.load(Continue);
+    let loaded = f.builtin("continue");
     let c = &loaded.configs;
     let sqlite = &c["SQLite MCP"];
     assert_eq!(
@@ -580,14 +605,14 @@ fn continue_config_yaml_and_block_files() {
 fn amazon_q_and_junie() {
     let f = Fixture::new("amazonq");
     f.place("amazonq/mcp.json", &f.home().join(".aws/amazonq/mcp.json"));
-    let loaded = f.load(AmazonQ);
+    let loaded = f.builtin("amazonq");
     let md = &loaded.configs["markdown-tools"];
     assert_eq!(md.args, ["-y", "@example/markdown-mcp"]);
     assert_eq!(md.timeout_ms, Some(60_000));
     assert_eq!(loaded.sources["markdown-tools"].level, Level::User);
     assert_eq!(skipped(&loaded, "aws-docs"), Some("disabled: true"));
     f.place("amazonq/mcp.json", &f.project().join(".amazonq/mcp.json"));
-    let loaded = f.load(AmazonQ);
+    let loaded = f.builtin("amazonq");
     assert_eq!(
         loaded.sources["markdown-tools"].level,
         Level::Project,
@@ -595,7 +620,7 @@ fn amazon_q_and_junie() {
     );
 
     f.place("junie/mcp.json", &f.project().join(".junie/mcp/mcp.json"));
-    let loaded = f.load(Junie);
+    let loaded = f.builtin("junie");
     assert_eq!(
         loaded.configs["postgres"].args,
         [
@@ -607,12 +632,12 @@ fn amazon_q_and_junie() {
     assert_eq!(loaded.sources["postgres"].level, Level::Project);
     f.place("junie/mcp.json", &f.home().join(".junie/mcp/mcp.json"));
     std::fs::remove_file(f.project().join(".junie/mcp/mcp.json")).unwrap();
-    assert_eq!(f.load(Junie).sources["postgres"].level, Level::User);
+    assert_eq!(f.builtin("junie").sources["postgres"].level, Level::User);
 }
 
 #[test]
 fn every_tool_is_in_the_default_order() {
-    let ids: Vec<String> = mcp_runtime::config::sources::default_sources(Default::default())
+    let ids: Vec<String> = mcp_runtime::config::default_sources(Default::default())
         .iter()
         .map(|s| s.id().to_owned())
         .collect();

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::cache::{FileToolCache, ToolCache};
 use mcp_runtime::config::config_hash;
 use mcp_runtime::config::ServerConfig;
+use mcp_runtime::manager::{FileToolCache, ToolCache};
 use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::protocol::Listing;
 use mcp_runtime::protocol::ProtocolVersion;

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ProtocolVersion};
 use mcp_runtime::{
     CallOptions, CancelToken, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, Error,
@@ -352,7 +352,7 @@ impl ClientHandler for Recording {
         self.0 .1.notify_all();
     }
 
-    fn on_notification(&self, _server: &str, n: &mcp_runtime::jsonrpc::Notification) {
+    fn on_notification(&self, _server: &str, n: &mcp_runtime::protocol::Notification) {
         self.0 .0.lock().unwrap().push(n.method.clone());
         self.0 .1.notify_all();
     }

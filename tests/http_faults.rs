@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::eventually;
 use common::http_server::{Behaviour, TestHttp};
-use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
 use mcp_runtime::transport::{HttpOptions, HttpTarget};
 use mcp_runtime::{

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::http_server::{Behaviour, TestHttp};
 use crossbeam_channel::Sender;
-use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
 use mcp_runtime::transport::{HttpOptions, HttpTarget};
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, Error};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
 use mcp_runtime::transport::StdioCommand;
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint};

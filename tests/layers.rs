@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 /// The layer of a module path (`client::session`, `auth::flow`), bottom first.
 fn layer(module: &[&str]) -> Option<(u8, &'static str)> {
     Some(match module {
-        // Shared by every layer: the one error, the cancel token, a sleeping lock.
-        ["error" | "cancel" | "sleep_lock", ..] => (0, "wire"),
+        // Shared by every layer: the one error, the cancel token, a sleeping lock, private files.
+        ["error" | "cancel" | "sleep_lock" | "files", ..] => (0, "wire"),
         ["jsonrpc" | "protocol", ..] => (0, "wire"),
         ["transport", ..] => (1, "transport"),
         ["auth", ..] => (2, "auth"),
@@ -17,7 +17,7 @@ fn layer(module: &[&str]) -> Option<(u8, &'static str)> {
         ["config", ..] => (4, "config"),
         ["manager" | "cache", ..] => (5, "manager"),
         ["tool", ..] => (6, "tools"),
-        ["loader" | "session" | "commands" | "subagent", ..] => (7, "host"),
+        ["loader" | "session" | "commands" | "subagent" | "host", ..] => (7, "host"),
         _ => return None,
     })
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use mcp_runtime::config::{
     ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
 };
-use mcp_runtime::loader::{discover_and_load_mcp_tools, LoaderOptions};
+use mcp_runtime::host::{discover_and_load_mcp_tools, LoaderOptions};
 use mcp_runtime::{CallOptions, ManagerOptions};
 use serde_json::json;
 

@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use common::{server_path, wait_gone, Hold};
 use crossbeam_channel::Receiver;
-use mcp_runtime::cache::{FileToolCache, ToolCache};
 use mcp_runtime::config::config_hash;
 use mcp_runtime::config::ServerConfig;
+use mcp_runtime::host::{build_tools, AgentTool};
 use mcp_runtime::manager::{
     ConnectionState, ManagerOptions, McpManager, ReconnectPolicy, ToolsChanged,
 };
+use mcp_runtime::manager::{FileToolCache, ToolCache};
 use mcp_runtime::protocol::Tool as ToolDef;
-use mcp_runtime::tool::{build_tools, AgentTool};
 use mcp_runtime::CallOptions;
 use mcp_runtime::{CancelToken, Error};
 use serde_json::json;

@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{processes_tagged, server_path, Hold};
-use mcp_runtime::cache::ToolCache;
 use mcp_runtime::config::config_hash;
 use mcp_runtime::config::ServerConfig;
-use mcp_runtime::jsonrpc::Notification;
+use mcp_runtime::host::build_tools;
+use mcp_runtime::manager::ToolCache;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
+use mcp_runtime::protocol::Notification;
 use mcp_runtime::protocol::Tool as ToolDef;
-use mcp_runtime::tool::build_tools;
 use mcp_runtime::{CallOptions, ClientHandler, Error};
 use serde_json::{json, Value};
 

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::server_path;
 use mcp_runtime::config::ServerConfig;
-use mcp_runtime::jsonrpc::Notification;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
+use mcp_runtime::protocol::Notification;
 use mcp_runtime::protocol::{CompletionRef, LoggingLevel};
 use mcp_runtime::ClientHandler;
 use serde_json::json;
@@ -139,7 +139,7 @@ fn server_info_has_identity_capabilities_and_instructions() {
 
 #[test]
 fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
-    use mcp_runtime::cache::{FileToolCache, ToolCache as _};
+    use mcp_runtime::manager::{FileToolCache, ToolCache as _};
     let dir = common::temp_dir("features-cache");
     let _ = std::fs::remove_dir_all(&dir);
     let cache = Arc::new(FileToolCache::new(&dir));

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::npm;
 use mcp_runtime::auth::{HeadlessAuthorizer, OAuthOptions};
-use mcp_runtime::config::oauth::provider_for;
+use mcp_runtime::config::provider_for;
 use mcp_runtime::config::{FileAuthStorage, ServerConfig};
 use mcp_runtime::transport::HttpTarget;
 use mcp_runtime::{Client, Endpoint};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{capture_logs, endpoint, logs, options};
 use crossbeam_channel::{Receiver, Sender};
-use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Progress, Root};
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Error};
 use serde_json::{json, Value};

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{server_path, wait_gone, Hold};
-use mcp_runtime::commands::McpCommands;
-use mcp_runtime::config::sources::default_sources;
+use mcp_runtime::config::default_sources;
 use mcp_runtime::config::{
     ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
 };
-use mcp_runtime::loader::LoadedTool;
+use mcp_runtime::host::LoadedTool;
+use mcp_runtime::host::McpCommands;
+use mcp_runtime::host::SubagentTools;
+use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::manager::ConnectionState;
-use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
-use mcp_runtime::subagent::SubagentTools;
 use mcp_runtime::LoaderOptions;
 use mcp_runtime::{Aborted, AgentTool, CallOptions, ManagerOptions, ToolOutput};
 use serde_json::{json, Value};
@@ -129,7 +129,7 @@ fn refresh_keeps_the_host_tools_and_their_active_state() {
     session.on_refresh(move |r| *m2.lock().unwrap() = r.mcp_tool_names().len());
 
     // Refresh with only one MCP tool: the others go, the host tools stay as they were.
-    let one: Vec<LoadedTool> = mcp_runtime::loader::loaded_tools(session.manager().unwrap())
+    let one: Vec<LoadedTool> = mcp_runtime::host::loaded_tools(session.manager().unwrap())
         .into_iter()
         .filter(|t| t.tool.name() == "mcp_a_echo")
         .collect();

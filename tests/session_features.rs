@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
+use mcp_runtime::host::{create_agent_session, SessionOptions};
 use mcp_runtime::protocol::CompletionRef;
-use mcp_runtime::session::{create_agent_session, SessionOptions};
 use mcp_runtime::LoaderOptions;
 use mcp_runtime::ManagerOptions;
 use serde_json::json;
 
-fn session_with_features(name: &str) -> (mcp_runtime::session::AgentSession, std::path::PathBuf) {
+fn session_with_features(name: &str) -> (mcp_runtime::host::AgentSession, std::path::PathBuf) {
     let root = common::temp_dir(&format!("session-features-{name}"));
     let project = root.join("project");
     std::fs::create_dir_all(root.join("home")).unwrap();

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::server_path;
 use mcp_runtime::config::ServerConfig;
+use mcp_runtime::host::build_tools;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
-use mcp_runtime::tool::build_tools;
 use mcp_runtime::CallOptions;
 use serde_json::json;
 

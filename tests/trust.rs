@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::http_server::{Behaviour, TestHttp};
-use mcp_runtime::commands::McpCommands;
 use mcp_runtime::config::{
     load_all_mcp_configs, DiscoveryOptions, ProjectTrust, TrustDecision, TrustState, TrustStore,
 };
-use mcp_runtime::loader::{
+use mcp_runtime::host::McpCommands;
+use mcp_runtime::host::{create_agent_session, SessionOptions};
+use mcp_runtime::host::{
     discover_and_load_mcp_tools, trust_servers, untrust_server, LoaderOptions,
 };
-use mcp_runtime::session::{create_agent_session, SessionOptions};
 use mcp_runtime::ManagerOptions;
 use serde_json::{json, Value};
 
@@ -89,7 +89,7 @@ impl Drop for Clone_ {
     }
 }
 
-fn tool_names(loaded: &mcp_runtime::loader::McpLoadResult) -> Vec<String> {
+fn tool_names(loaded: &mcp_runtime::host::McpLoadResult) -> Vec<String> {
     loaded
         .tools
         .iter()

@@ -73,6 +73,7 @@ pub use jwt::{SigningAlgorithm, SigningKey};
 pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider, Operation};
 pub use registration::{ClientIdentity, IdentitySource};
 pub use storage::{AuthStorage, Credential, StoreHold};
+pub use token::AuthMethod;
 
 use crate::error::{Error, OAuthErrorKind};
 

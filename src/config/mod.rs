@@ -15,11 +15,11 @@ mod exa;
 mod expand;
 mod file;
 mod jsonc;
-pub mod oauth;
+pub(crate) mod oauth;
 mod resolve;
 mod server;
 mod source;
-pub mod sources;
+pub(crate) mod sources;
 mod trust;
 mod trust_facts;
 mod writer;
@@ -29,6 +29,7 @@ pub use discovery::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, Lo
 pub use exa::{exa_api_key, is_exa};
 pub use file::{parse_mcp_json, read_mcp_json, McpJson};
 pub(crate) use file::{read_text, ReadError, CACHE_FILE_CAP};
+pub use oauth::{provider_for, uses_oauth};
 pub(crate) use resolve::resolve_cancellable;
 pub use resolve::{resolve_server_config, ResolvedConfig};
 pub use server::{
@@ -37,6 +38,10 @@ pub use server::{
 pub use source::{
     ConfigSource, DiscoveryContext, FoundServer, Level, ServerProblem, SourceMeta, SourceOutput,
     ToolVerdict,
+};
+pub use sources::{
+    builtin_source, default_sources, ClaudeCode, HostConfig, McpJsonFile, DEFAULT_DIR_NAME,
+    GEMINI_DEFAULT_TIMEOUT_MS,
 };
 pub use trust::{
     Approval, ProjectTrust, TrustDecision, TrustPrompt, TrustRequest, TrustState, TrustStore,

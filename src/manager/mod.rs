@@ -38,13 +38,15 @@ mod close;
 mod eras;
 mod features;
 mod handler;
-pub mod naming;
+pub(crate) mod naming;
 mod options;
 mod runtime;
 mod startup;
 mod state;
 mod task;
 
+pub use crate::cache::{CachedFeatures, FileToolCache, ToolCache, CACHE_VERSION, DEFAULT_TTL};
+pub use naming::{exposed_name, exposed_names, exposed_prefix};
 pub use options::{
     ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, ToolsChanged,
     STARTUP_TIMEOUT,

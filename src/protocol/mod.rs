@@ -9,25 +9,26 @@ pub(crate) mod member;
 mod notifications;
 mod requests;
 mod resources;
-pub mod stateless;
+pub(crate) mod stateless;
 mod tools;
 mod top_level;
 mod version;
 
 pub use content::{ContentBlock, EmbeddedResource};
-pub use lifecycle::{
-    ClientCapabilities, Implementation, InitializeParams, InitializeResult, ServerCapabilities,
-};
-pub use notifications::{CancelledParams, LoggingLevel, LoggingMessageParams, Progress};
+pub(crate) use lifecycle::InitializeParams;
+pub use lifecycle::{ClientCapabilities, Implementation, InitializeResult, ServerCapabilities};
+pub use notifications::{LoggingLevel, LoggingMessageParams, Progress};
 pub(crate) use requests::check_elicitation_mode;
 pub use requests::{ListRootsResult, Root, UrlElicitation};
 pub use resources::{
     CompleteResult, Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument,
     PromptMessage, ReadResourceResult, Resource, ResourceTemplate,
 };
-pub use stateless::{DiscoverResult, ResultType};
-pub use tools::{
-    json_kind, CallToolParams, CallToolResult, ListToolsResult, Listing, Tool, ToolAnnotations,
+pub(crate) use stateless::{DiscoverResult, ResultType};
+pub use tools::{json_kind, CallToolResult, Listing, Tool, ToolAnnotations};
+// The JSON-RPC messages: what a custom transport moves, and what a handler answers with.
+pub use crate::jsonrpc::{
+    Message, Notification, ParseError, Request, RequestId, Response, RpcError,
 };
 pub use version::{
     ProtocolVersion, LATEST_PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSIONS,
@@ -35,7 +36,7 @@ pub use version::{
 };
 
 /// The MCP method names this crate sends or handles.
-pub mod methods {
+pub(crate) mod methods {
     /// Client → server: what the server is and speaks (2026-07-28; the stateless era probe).
     pub const SERVER_DISCOVER: &str = "server/discover";
     /// Client → server: open a stream of change notifications (2026-07-28).
@@ -60,8 +61,6 @@ pub mod methods {
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
     /// Client → server: stop being told.
     pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-    /// Server → client: a subscribed resource changed.
-    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
     /// Server → client: the resource list changed.
     pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
     /// Client → server: list prompts (paginated).

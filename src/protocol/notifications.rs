@@ -1,10 +1,9 @@
 //! Notification payloads: progress, log messages, cancellation.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::is_none;
-use crate::jsonrpc::RequestId;
 
 /// `notifications/progress` parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,18 +66,4 @@ pub struct LoggingMessageParams {
     /// The payload: any JSON.
     #[serde(default)]
     pub data: Value,
-}
-
-/// `notifications/cancelled` parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CancelledParams {
-    /// The request being cancelled.
-    pub request_id: RequestId,
-    /// Why.
-    #[serde(default, skip_serializing_if = "is_none")]
-    pub reason: Option<String>,
-    /// Anything else.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
 }

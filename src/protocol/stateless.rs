@@ -101,6 +101,7 @@ pub enum ResultType {
 
 impl ResultType {
     /// The `resultType` of a result; `Err` holds a value we do not know (a protocol error).
+    #[cfg(test)]
     pub fn of(result: &Value) -> Result<ResultType, String> {
         ResultType::of_member(result.get("resultType"))
     }

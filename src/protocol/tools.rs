@@ -170,33 +170,6 @@ pub struct ToolAnnotations {
     pub extra: Map<String, Value>,
 }
 
-/// `tools/list` result (one page).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ListToolsResult {
-    /// This page's tools.
-    #[serde(default)]
-    pub tools: Vec<Tool>,
-    /// The cursor of the next page; absent on the last page. Any string, even `""`, means more.
-    #[serde(rename = "nextCursor", default, skip_serializing_if = "is_none")]
-    pub next_cursor: Option<String>,
-    /// Everything else (`_meta`, ...).
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// `tools/call` parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CallToolParams {
-    /// The tool's name on its server.
-    pub name: String,
-    /// The arguments object.
-    #[serde(default, skip_serializing_if = "is_none")]
-    pub arguments: Option<Value>,
-    /// Request metadata (`progressToken`, ...).
-    #[serde(rename = "_meta", default, skip_serializing_if = "is_none")]
-    pub meta: Option<Value>,
-}
-
 /// `tools/call` result: content blocks of every type, structured content, the error flag and
 /// metadata, exactly as the server sent them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

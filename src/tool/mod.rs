@@ -41,12 +41,13 @@ macro_rules! spec_accessors {
 
 mod build;
 mod mcp_tool;
-pub mod render;
-pub mod schema;
+mod render;
+mod schema;
 
 pub use build::{build_tools, parameters_of};
 pub use mcp_tool::McpTool;
 pub use render::render_text;
+pub use schema::schema_mismatch;
 
 /// A tool a host can register and call.
 pub trait AgentTool: Send + Sync {

@@ -2,32 +2,6 @@
 //! a [`Client`](crate::client::Client) on one end, plain channels of [`Message`]s on the other, so the
 //! protocol (handshake, correlation, timeouts, server requests, a server that goes away) is
 //! tested without a process or a socket.
-//!
-//! ```
-//! use mcp_runtime::jsonrpc::Message;
-//! use mcp_runtime::transport::memory;
-//! use mcp_runtime::{Client, ConnectOptions};
-//! use serde_json::json;
-//!
-//! let (connector, server) = memory::pair();
-//! let answering = std::thread::spawn(move || {
-//!     while let Ok(message) = server.receiver.recv() {
-//!         if let Message::Request(request) = message {
-//!             let result = match request.method.as_str() {
-//!                 "initialize" => json!({"protocolVersion": "2025-06-18", "capabilities": {},
-//!                                         "serverInfo": {"name": "mem", "version": "1"}}),
-//!                 _ => json!({}),
-//!             };
-//!             server.sender.send(Message::result(request.id, result)).unwrap();
-//!         }
-//!     }
-//! });
-//! let client = Client::with_transport("mem", connector, ConnectOptions::default())?;
-//! assert_eq!(client.initialize_result().server_info.name, "mem");
-//! client.close();
-//! answering.join().unwrap();
-//! # Ok::<(), mcp_runtime::Error>(())
-//! ```
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -61,6 +35,32 @@ impl std::fmt::Debug for MemoryConnector {
 }
 
 /// A connected pair: the client's connector and the server's channels.
+///
+/// ```
+/// use mcp_runtime::protocol::Message;
+/// use mcp_runtime::transport::memory_pair;
+/// use mcp_runtime::{Client, ConnectOptions};
+/// use serde_json::json;
+///
+/// let (connector, server) = memory_pair();
+/// let answering = std::thread::spawn(move || {
+///     while let Ok(message) = server.receiver.recv() {
+///         if let Message::Request(request) = message {
+///             let result = match request.method.as_str() {
+///                 "initialize" => json!({"protocolVersion": "2025-06-18", "capabilities": {},
+///                                         "serverInfo": {"name": "mem", "version": "1"}}),
+///                 _ => json!({}),
+///             };
+///             server.sender.send(Message::result(request.id, result)).unwrap();
+///         }
+///     }
+/// });
+/// let client = Client::with_transport("mem", connector, ConnectOptions::default())?;
+/// assert_eq!(client.initialize_result().server_info.name, "mem");
+/// client.close();
+/// answering.join().unwrap();
+/// # Ok::<(), mcp_runtime::Error>(())
+/// ```
 pub fn pair() -> (MemoryConnector, MemoryServer) {
     let (to_server, receiver) = crossbeam_channel::unbounded();
     let (sender, from_server) = crossbeam_channel::unbounded();
@@ -75,7 +75,7 @@ pub fn pair() -> (MemoryConnector, MemoryServer) {
 
 impl MemoryConnector {
     /// The transport, delivering to `inbound` on a reader thread of its own.
-    pub fn into_transport(
+    pub(crate) fn into_transport(
         self,
         name: &str,
         inbound: Arc<dyn Inbound>,
@@ -125,7 +125,7 @@ impl Shared {
 }
 
 /// The client's end of an in-memory connection.
-pub struct MemoryTransport {
+pub(crate) struct MemoryTransport {
     to_server: Mutex<Option<Sender<Message>>>,
     stop: Mutex<Option<Sender<()>>>,
     shared: Arc<Shared>,

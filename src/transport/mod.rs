@@ -15,7 +15,7 @@ pub(crate) mod abort;
 mod cork;
 pub(crate) mod http;
 pub(crate) mod lines;
-pub mod memory;
+mod memory;
 mod pool;
 mod process;
 pub(crate) mod sse;
@@ -30,6 +30,7 @@ pub(crate) mod web;
 // an `Endpoint` (or by a `Connector` for `Client::with_transport`), not by hosts.
 pub(crate) use http::HttpTransport;
 pub use http::MAX_DEAD_LISTENS;
+pub use memory::{pair as memory_pair, MemoryConnector, MemoryServer};
 pub(crate) use sse::SseTransport;
 pub(crate) use stdio::StdioTransport;
 pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};

@@ -133,7 +133,7 @@ pub fn trust(args: &Args, project: &Path, names: &[String]) -> Result<u8, String
         .iter()
         .find(|n| !pending.iter().any(|d| &d.name == *n))
     {
-        mcp_runtime::loader::trust_servers(project, &options, std::slice::from_ref(name))
+        mcp_runtime::host::trust_servers(project, &options, std::slice::from_ref(name))
             .map_err(|e| e.to_string())?;
     }
     if pending.is_empty() {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use mcp_runtime::auth::{
     Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer, OAuthOptions,
 };
-use mcp_runtime::config::oauth::{provider_for, uses_oauth};
 use mcp_runtime::config::FileAuthStorage;
+use mcp_runtime::config::{provider_for, uses_oauth};
 use serde_json::json;
 
 use crate::args::Args;

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 use crate::args::Args;
 use crate::servers::{owners_of, start_with, Session};
-use mcp_runtime::loader::LoadedTool;
+use mcp_runtime::host::LoadedTool;
 
 /// Runs the command; the exit status.
 pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<u8, String> {

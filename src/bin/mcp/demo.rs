@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_runtime::cache::{FileToolCache, ToolCache};
 use mcp_runtime::config::{load_all_mcp_configs, DiscoveryOptions, LoadedConfigs, ProjectTrust};
-use mcp_runtime::loader::{loaded_tools, LoadedTool};
+use mcp_runtime::host::{loaded_tools, LoadedTool};
 use mcp_runtime::manager::{ConnectReport, McpManager};
+use mcp_runtime::manager::{FileToolCache, ToolCache};
 use mcp_runtime::CallOptions;
 use serde_json::{json, Value};
 

@@ -9,7 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use crossbeam_channel::Sender;
-use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, LoggingMessageParams, Root};
 use mcp_runtime::ClientHandler;
 use parking_lot::Mutex;

@@ -25,9 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use args::{Args, Command};
-use mcp_runtime::cache::FileToolCache;
 use mcp_runtime::config::{DiscoveryOptions, LoadedConfigs, ProjectTrust};
-use mcp_runtime::loader::untrust_server;
+use mcp_runtime::host::untrust_server;
+use mcp_runtime::manager::FileToolCache;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions};
 use mcp_runtime::ConnectOptions;
 use serde_json::{json, Value};
@@ -215,7 +215,7 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
             Some(dir) => FileToolCache::new(dir),
             None => FileToolCache::user_default(),
         };
-        Arc::new(cache) as Arc<dyn mcp_runtime::cache::ToolCache>
+        Arc::new(cache) as Arc<dyn mcp_runtime::manager::ToolCache>
     });
     let connect = connect_options(args);
     ManagerOptions {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::jsonrpc::RpcError;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root, Tool};
 use mcp_runtime::transport::{HttpTarget, StdioCommand};
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint};
@@ -173,7 +173,7 @@ fn headless_oauth(
     oauth: Option<&serde_json::Value>,
 ) -> Result<Option<Arc<dyn mcp_runtime::transport::AuthProvider>>, mcp_runtime::Error> {
     use mcp_runtime::auth::{HeadlessAuthorizer, OAuthOptions};
-    use mcp_runtime::config::oauth::provider_for;
+    use mcp_runtime::config::provider_for;
     let Some(oauth) = oauth else {
         return Ok(None);
     };

@@ -15,10 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::commands::McpCommands;
-use mcp_runtime::config::sources::McpJsonFile;
+use mcp_runtime::config::McpJsonFile;
 use mcp_runtime::config::{ConfigSource, ProjectTrust};
-use mcp_runtime::session::{create_agent_session, AgentSession, SessionOptions};
+use mcp_runtime::host::McpCommands;
+use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::CallOptions;
 use mcp_runtime::LoaderOptions;
 
@@ -67,7 +67,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
                 }
                 (commands.run("status"), false)
             }
-            l if args.config.is_some() && mcp_runtime::commands::McpCommands::edits_config(l) => {
+            l if args.config.is_some() && mcp_runtime::host::McpCommands::edits_config(l) => {
                 (
                     format!(
                     "Refused: this session uses --config {}, and {l:?} would edit config files. \

@@ -7,17 +7,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::cache::ToolCache;
 use mcp_runtime::config::config_hash;
 use mcp_runtime::config::{
     parse_mcp_json, DiscoveredServer, Level, ServerConfig, SourceMeta, TrustState,
 };
-use mcp_runtime::loader::{
+use mcp_runtime::host::{
     approval_errors, display_path, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool,
     LoaderOptions,
 };
-use mcp_runtime::manager::naming::{exposed_names, exposed_prefix};
 use mcp_runtime::manager::McpManager;
+use mcp_runtime::manager::ToolCache;
+use mcp_runtime::manager::{exposed_names, exposed_prefix};
 
 use crate::args::Args;
 use crate::host::CliHandler;

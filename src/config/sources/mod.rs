@@ -55,6 +55,17 @@ pub use vscode::VsCode;
 pub use windsurf::Windsurf;
 pub use zed::Zed;
 
+/// The built-in source with this id (`claude`, `claude-desktop`, `codex`, `gemini`,
+/// `cursor`, `windsurf`, `vscode`, `zed`, `opencode`, `goose`, `cline`, `roo`, `continue`,
+/// `amazonq`, `junie`, `mcp-json`), for a host that reads only some of them
+/// ([`DiscoveryOptions::sources`](crate::config::DiscoveryOptions::sources)).
+pub fn builtin_source(id: &str) -> Option<Arc<dyn ConfigSource>> {
+    default_sources(HostConfig::default())
+        .into_iter()
+        .skip(1)
+        .find(|s| s.id() == id)
+}
+
 /// Every built-in source in priority order, with `host` as the first.
 pub fn default_sources(host: HostConfig) -> Vec<Arc<dyn ConfigSource>> {
     vec![

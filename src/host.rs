@@ -1,0 +1,21 @@
+//! The host layer as a host author meets it: the loader (the one call at startup), the
+//! session (a tool registry that follows the servers), the `/mcp` commands, the tools a
+//! subagent is given, and the tool objects themselves ([`AgentTool`], [`McpTool`]).
+//!
+//! Defined in the crate's `loader`, `session`, `commands`, `subagent` and `tool` modules (one
+//! concern per file); this module is where a host finds them.
+
+pub use crate::commands::{McpCommands, HELP as COMMANDS_HELP};
+pub use crate::loader::{
+    approval_errors, discover_and_load_mcp_tools, discover_mcp_servers, display_path,
+    load_with_manager, loaded_tools, trust_servers, try_load_all_mcp_configs, untrust_server,
+    LoadError, LoadedTool, LoaderOptions, McpLoadResult,
+};
+pub use crate::session::{
+    create_agent_session, AgentSession, McpFeatures, SessionOptions, ToolRegistry,
+};
+pub use crate::subagent::{ProxyTool, SubagentTools, DEFAULT_CALL_CAP};
+pub use crate::tool::{
+    build_tools, parameters_of, render_text, schema_mismatch, Aborted, AgentTool, McpTool,
+    ToolDetails, ToolOutput,
+};
