@@ -75,7 +75,8 @@ impl From<i64> for RequestId {
 /// The `error` member of a response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RpcError {
-    /// The error code (see [`codes`]).
+    /// The error code (JSON-RPC's `-32601` method not found, `-32602` invalid params, `-32603`
+    /// internal error, ...; MCP's own codes).
     pub code: i64,
     /// A short description.
     pub message: String,
