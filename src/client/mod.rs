@@ -459,11 +459,24 @@ impl Client {
         connector: impl Connector,
         options: ConnectOptions,
     ) -> Result<Client, Error> {
+        Client::connect_through(name, &connector, &options).map_err(ConnectFailure::close)
+    }
+
+    /// [`Client::with_transport`], leaving what is left to close on failure to the caller
+    /// (the manager's [`connector`](crate::manager::ManagerOptions::connector)).
+    pub(crate) fn connect_through(
+        name: &str,
+        connector: &dyn Connector,
+        options: &ConnectOptions,
+    ) -> Result<Client, ConnectFailure> {
         let started = Instant::now();
-        let conn = Connection::build(name, &options, |inbound| connector.connect(name, inbound))?;
+        let conn = Connection::build(name, options, |inbound| connector.connect(name, inbound))
+            .map_err(|error| ConnectFailure {
+                error,
+                leftover: None,
+            })?;
         let no_reopen = || Err(Error::closed("the transport cannot be reopened"));
-        Client::negotiate(conn, &options, started, era::ProbeKind::None, &no_reopen)
-            .map_err(ConnectFailure::close)
+        Client::negotiate(conn, options, started, era::ProbeKind::None, &no_reopen)
     }
 
     /// Sends a request and waits for its result, as a JSON value.

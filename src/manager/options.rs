@@ -9,6 +9,7 @@ use crate::auth::AuthStorage;
 use crate::cache::ToolCache;
 use crate::client::ConnectOptions;
 use crate::error::Error;
+use crate::transport::Connector;
 
 /// The startup gate's default bound.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_millis(250);
@@ -39,7 +40,16 @@ pub struct ManagerOptions {
     pub disconnect_wait: Duration,
     /// Automatic reconnection after a transport dies (off by default: the seed's contract).
     pub reconnect: Option<ReconnectPolicy>,
+    /// Reaches servers by other means than their config's transport: asked at each connect
+    /// attempt of each server, it gives the [`Connector`] to connect through (the handshake
+    /// era; no era probe), or `None` for the config's own transport. For in-memory servers in
+    /// tests ([`memory_pair`](crate::transport::memory_pair)), or a host's own transport.
+    pub connector: Option<ServerConnector>,
 }
+
+/// See [`ManagerOptions::connector`]: called with the server's name and config.
+pub type ServerConnector =
+    Arc<dyn Fn(&str, &crate::config::ServerConfig) -> Option<Box<dyn Connector>> + Send + Sync>;
 
 impl Default for ManagerOptions {
     fn default() -> Self {
@@ -52,6 +62,7 @@ impl Default for ManagerOptions {
             connect: ConnectOptions::default(),
             disconnect_wait: Duration::from_secs(3),
             reconnect: None,
+            connector: None,
         }
     }
 }
@@ -67,6 +78,7 @@ impl std::fmt::Debug for ManagerOptions {
             .field("connect", &self.connect)
             .field("disconnect_wait", &self.disconnect_wait)
             .field("reconnect", &self.reconnect)
+            .field("connector", &self.connector.is_some())
             .finish()
     }
 }

@@ -25,6 +25,7 @@ use crate::config::config_hash;
 use crate::config::{resolve_cancellable, ServerConfig};
 use crate::error::Error;
 use crate::protocol::{ProtocolVersion, Tool};
+use crate::transport::Connector;
 
 /// One connect task's outcome.
 pub(crate) type Outcome = Result<(Client, Vec<Arc<Tool>>), Error>;
@@ -124,6 +125,46 @@ impl Task {
         if cancelled {
             return (Err(Error::Cancelled), Teardown::Nothing);
         }
+        let through =
+            (self.shared.options.connector.as_ref()).and_then(|c| c(&self.name, &self.config));
+        let opened = match through {
+            Some(connector) => self.open_through(&*connector),
+            None => self.open(),
+        };
+        match opened {
+            Ok(client) => self.list(client),
+            Err(failed) => failed,
+        }
+    }
+
+    /// The handler of this attempt's connection: the host's, behind the manager's.
+    fn handler(&self) -> Arc<dyn crate::client::ClientHandler> {
+        Arc::new(ManagedHandler::new(
+            Arc::downgrade(&self.shared),
+            &self.name,
+            self.attempt,
+            Arc::clone(&self.shared.options.connect.handler),
+        ))
+    }
+
+    /// Connects through the manager's [`connector`](crate::manager::ManagerOptions::connector).
+    fn open_through(&self, connector: &dyn Connector) -> Result<Client, (Outcome, Teardown)> {
+        let mut options = self.config.connect_options(&self.shared.options.connect);
+        options.cancel = Some(self.cancel.clone());
+        options.handler = self.handler();
+        if self.cancel.is_cancelled() {
+            return Err((Err(Error::Cancelled), Teardown::Nothing));
+        }
+        Client::connect_through(&self.name, connector, &options).map_err(|failure| {
+            let teardown = failure
+                .leftover
+                .map_or(Teardown::Nothing, Teardown::Transport);
+            (Err(failure.error), teardown)
+        })
+    }
+
+    /// Resolves the config and connects by its transport.
+    fn open(&self) -> Result<Client, (Outcome, Teardown)> {
         let shared = &self.shared;
         let resolved = match resolve_cancellable(
             &self.name,
@@ -132,14 +173,14 @@ impl Task {
             &self.cancel,
         ) {
             Ok(r) => r,
-            Err(e) => return (Err(e), Teardown::Nothing),
+            Err(e) => return Err((Err(e), Teardown::Nothing)),
         };
         let mut endpoint = match resolved.endpoint(&shared.options.project_dir) {
             Ok(e) => e,
-            Err(e) => return (Err(e), Teardown::Nothing),
+            Err(e) => return Err((Err(e), Teardown::Nothing)),
         };
         if let Err(e) = shared.attach_oauth(&self.config, &mut endpoint) {
-            return (Err(e), Teardown::Nothing);
+            return Err((Err(e), Teardown::Nothing));
         }
         let mut options = self.config.connect_options(&shared.options.connect);
         options.cancel = Some(self.cancel.clone());
@@ -173,7 +214,7 @@ impl Task {
                     stderr_tail: Vec::new(),
                     skipped_stdout: None,
                 };
-                return (Err(error), Teardown::Nothing);
+                return Err((Err(error), Teardown::Nothing));
             }
             match claim {
                 Claim::Known(v) => {
@@ -199,22 +240,17 @@ impl Task {
         } else {
             None
         };
-        options.handler = Arc::new(ManagedHandler::new(
-            Arc::downgrade(shared),
-            &self.name,
-            self.attempt,
-            Arc::clone(&shared.options.connect.handler),
-        ));
+        options.handler = self.handler();
         // A disconnect may have come while values were resolved: start nothing then.
         if self.cancel.is_cancelled() {
-            return (Err(Error::Cancelled), Teardown::Nothing);
+            return Err((Err(Error::Cancelled), Teardown::Nothing));
         }
-        let client = match Client::connect_leaving(&self.name, &endpoint, &options) {
+        match Client::connect_leaving(&self.name, &endpoint, &options) {
             Ok(c) => {
                 if http {
                     shared.eras.learn(&hash, c.protocol_version());
                 }
-                c
+                Ok(c)
             }
             Err(failure) => {
                 let teardown = failure
@@ -222,9 +258,14 @@ impl Task {
                     .map_or(Teardown::Nothing, Teardown::Transport);
                 let error = configured_bound(failure.error, options.timeout, configured);
                 // (A no-op unless waiting took part of the bound.)
-                return (Err(error), teardown);
+                return Err((Err(error), teardown));
             }
-        };
+        }
+    }
+
+    /// Lists the new client's tools (filtered), letting a disconnect reach it meanwhile.
+    fn list(&self, client: Client) -> (Outcome, Teardown) {
+        let shared = &self.shared;
         // Let a disconnect (or a deferred tool's call) reach this client while it lists.
         {
             let mut state = shared.state.lock();

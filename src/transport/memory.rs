@@ -24,8 +24,8 @@ pub struct MemoryServer {
 
 /// Builds the client's end: pass it to [`Client::with_transport`](crate::client::Client::with_transport).
 pub struct MemoryConnector {
-    to_server: Sender<Message>,
-    from_server: Receiver<Message>,
+    /// The client's ends, taken by the one connection made through it.
+    ends: Mutex<Option<(Sender<Message>, Receiver<Message>)>>,
 }
 
 impl std::fmt::Debug for MemoryConnector {
@@ -66,27 +66,31 @@ pub fn pair() -> (MemoryConnector, MemoryServer) {
     let (sender, from_server) = crossbeam_channel::unbounded();
     (
         MemoryConnector {
-            to_server,
-            from_server,
+            ends: Mutex::new(Some((to_server, from_server))),
         },
         MemoryServer { receiver, sender },
     )
 }
 
 impl MemoryConnector {
-    /// The transport, delivering to `inbound` on a reader thread of its own.
-    pub(crate) fn into_transport(
-        self,
+    /// The transport, delivering to `inbound` on a reader thread of its own. A connector
+    /// connects once: the pair has one server end.
+    pub(crate) fn transport(
+        &self,
         name: &str,
         inbound: Arc<dyn Inbound>,
     ) -> Result<MemoryTransport, Error> {
+        let (to_server, from_server) = self
+            .ends
+            .lock()
+            .take()
+            .ok_or_else(|| Error::closed("this in-memory pair was already connected"))?;
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(Shared {
             inbound,
             closed: AtomicBool::new(false),
         });
         let reader = Arc::clone(&shared);
-        let from_server = self.from_server;
         std::thread::Builder::new()
             .name(format!("mcp-{name}-memory"))
             .spawn(move || loop {
@@ -103,7 +107,7 @@ impl MemoryConnector {
             })
             .map_err(|e| Error::io("cannot start the memory transport's reader", e))?;
         Ok(MemoryTransport {
-            to_server: Mutex::new(Some(self.to_server)),
+            to_server: Mutex::new(Some(to_server)),
             stop: Mutex::new(Some(stop)),
             shared,
         })

@@ -37,11 +37,12 @@ pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
 pub use web::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 
 /// Builds a transport around a client's [`Inbound`] sink, for
-/// [`Client::with_transport`](crate::client::Client::with_transport).
-pub trait Connector {
+/// [`Client::with_transport`](crate::client::Client::with_transport) and a manager's
+/// [`ManagerOptions::connector`](crate::manager::ManagerOptions::connector).
+pub trait Connector: Send + Sync {
     /// The transport for the server `name`, delivering what it receives to `inbound`.
     fn connect(
-        self,
+        &self,
         name: &str,
         inbound: std::sync::Arc<dyn Inbound>,
     ) -> Result<std::sync::Arc<dyn Transport>, Error>;
@@ -49,11 +50,11 @@ pub trait Connector {
 
 impl Connector for memory::MemoryConnector {
     fn connect(
-        self,
+        &self,
         name: &str,
         inbound: std::sync::Arc<dyn Inbound>,
     ) -> Result<std::sync::Arc<dyn Transport>, Error> {
-        Ok(std::sync::Arc::new(self.into_transport(name, inbound)?))
+        Ok(std::sync::Arc::new(self.transport(name, inbound)?))
     }
 }
 

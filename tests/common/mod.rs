@@ -3,6 +3,7 @@
 
 pub mod everything;
 pub mod fixture;
+pub mod fleet;
 pub mod http_request;
 pub mod http_server;
 pub mod modern_http;
