@@ -258,7 +258,7 @@ impl Task {
                     .map_or(Teardown::Nothing, Teardown::Transport);
                 let error = configured_bound(failure.error, options.timeout, configured);
                 // (A no-op unless waiting took part of the bound.)
-                return Err((Err(error), teardown));
+                Err((Err(error), teardown))
             }
         }
     }
