@@ -14,7 +14,7 @@ pub use crate::loader::{
 pub use crate::session::{
     create_agent_session, AgentSession, McpFeatures, SessionOptions, ToolRegistry,
 };
-pub use crate::subagent::{ProxyTool, SubagentTools, DEFAULT_CALL_CAP};
+pub use crate::subagent::{SubagentTools, DEFAULT_CALL_CAP};
 pub use crate::tool::{
     build_tools, parameters_of, render_text, schema_mismatch, Aborted, AgentTool, McpTool,
     ToolDetails, ToolOutput,

@@ -134,8 +134,7 @@ pub struct ReadmeDoctests;
 // (config sources, the tool cache, transports for `Client::with_transport`, OAuth authorizers).
 pub use cancel::CancelToken;
 pub use client::{
-    CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, NoHandler,
-    MAX_RESULT_VALUES,
+    CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, MAX_RESULT_VALUES,
 };
 pub use config::{DiscoveryOptions, ProjectTrust, ServerConfig};
 pub use error::{Error, IoSource, OAuthErrorKind, Result};

@@ -30,7 +30,7 @@ use crate::manager::{
     ConnectReport, ConnectionState, ManagedPrompt, ManagedResource, ManagedTemplate, McpManager,
     ServerInfo,
 };
-use crate::protocol::{CompleteResult, CompletionRef, GetPromptResult, ReadResourceResult};
+use crate::protocol::{Completion, CompletionRef, GetPromptResult, ReadResourceResult};
 use crate::tool::AgentTool;
 
 /// The host's tools and the MCP tools, by name, with the set that is active.
@@ -426,7 +426,7 @@ impl AgentSession {
         argument: &str,
         value: &str,
         context: Option<Value>,
-    ) -> Result<CompleteResult, Error> {
+    ) -> Result<Completion, Error> {
         self.connected_manager(server)?
             .complete(server, reference, argument, value, context)
     }

@@ -56,7 +56,7 @@ impl SubagentTools {
 
 /// One parent tool, seen from a subagent.
 #[derive(Clone)]
-pub struct ProxyTool {
+pub(crate) struct ProxyTool {
     /// The parent's tool object: the presentation is its own (shared, not copied).
     inner: Arc<dyn AgentTool>,
     server: String,

@@ -156,8 +156,8 @@ fn prompts_completions_and_the_log_level() {
             Some(json!({"greeting": "hi"})),
         )
         .unwrap();
-    assert_eq!(done.completion.values, ["alice", "alan"]);
-    assert_eq!(done.completion.has_more, Some(false));
+    assert_eq!(done.values, ["alice", "alan"]);
+    assert_eq!(done.has_more, Some(false));
     client.set_log_level(LoggingLevel::Warning).unwrap();
     let sent = seen.lock().unwrap().clone();
     let params = |m: &str| {

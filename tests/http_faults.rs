@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::eventually;
 use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::protocol::RpcError;
-use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
+use mcp_runtime::protocol::{ClientCapabilities, Root};
 use mcp_runtime::transport::{HttpOptions, HttpTarget};
 use mcp_runtime::{
     CallOptions, CancelToken, Client, ClientHandler, ConnectOptions, Endpoint, Error,
@@ -427,10 +427,8 @@ impl ClientHandler for Roots {
             ..Default::default()
         }
     }
-    fn list_roots(&self, _: &str) -> Result<ListRootsResult, RpcError> {
-        Ok(ListRootsResult {
-            roots: vec![Root::from_path(std::path::Path::new("/srv/project"))],
-        })
+    fn list_roots(&self, _: &str) -> Result<Vec<Root>, RpcError> {
+        Ok(vec![Root::from_path(std::path::Path::new("/srv/project"))])
     }
 }
 

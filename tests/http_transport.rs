@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::http_server::{Behaviour, TestHttp};
 use crossbeam_channel::Sender;
 use mcp_runtime::protocol::RpcError;
-use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
+use mcp_runtime::protocol::{ClientCapabilities, Root};
 use mcp_runtime::transport::{HttpOptions, HttpTarget};
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, Error};
 use serde_json::json;
@@ -103,10 +103,8 @@ impl ClientHandler for Roots {
             ..Default::default()
         }
     }
-    fn list_roots(&self, _: &str) -> Result<ListRootsResult, RpcError> {
-        Ok(ListRootsResult {
-            roots: vec![Root::from_path(std::path::Path::new("/srv/project"))],
-        })
+    fn list_roots(&self, _: &str) -> Result<Vec<Root>, RpcError> {
+        Ok(vec![Root::from_path(std::path::Path::new("/srv/project"))])
     }
     fn on_tools_list_changed(&self, server: &str) {
         let _ = self.changed.send(server.to_owned());

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use mcp_runtime::protocol::RpcError;
-use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root};
+use mcp_runtime::protocol::{ClientCapabilities, Root};
 use mcp_runtime::transport::StdioCommand;
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint};
 use serde_json::{json, Value};
@@ -95,10 +95,8 @@ impl ClientHandler for Host {
         }
     }
 
-    fn list_roots(&self, _server: &str) -> Result<ListRootsResult, RpcError> {
-        Ok(ListRootsResult {
-            roots: vec![Root::from_path(std::path::Path::new("/interop/root"))],
-        })
+    fn list_roots(&self, _server: &str) -> Result<Vec<Root>, RpcError> {
+        Ok(vec![Root::from_path(std::path::Path::new("/interop/root"))])
     }
 
     fn create_message(&self, _server: &str, params: Value) -> Result<Value, RpcError> {

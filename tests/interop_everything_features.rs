@@ -71,7 +71,7 @@ fn resources_templates_prompts_completions_and_logging() {
             None,
         )
         .unwrap();
-    assert_eq!(done.completion.values, ["Engineering"]);
+    assert_eq!(done.values, ["Engineering"]);
     let done = client
         .complete(
             &CompletionRef::Prompt("completable-prompt".into()),
@@ -80,7 +80,7 @@ fn resources_templates_prompts_completions_and_logging() {
             Some(json!({"department": "Engineering"})),
         )
         .unwrap();
-    assert_eq!(done.completion.values, ["Alice"]);
+    assert_eq!(done.values, ["Alice"]);
 
     client.set_log_level(LoggingLevel::Error).unwrap();
     client.close();

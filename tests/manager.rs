@@ -12,7 +12,7 @@ use mcp_runtime::config::config_hash;
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::host::{build_tools, AgentTool};
 use mcp_runtime::manager::{
-    ConnectionState, ManagerOptions, McpManager, ReconnectPolicy, ToolsChanged,
+    ConnectionState, ManagerOptions, McpManager, ReconnectPolicy, ServersChanged,
 };
 use mcp_runtime::manager::{FileToolCache, ToolCache};
 use mcp_runtime::protocol::Tool as ToolDef;
@@ -51,7 +51,7 @@ fn with_cache(dir: &str) -> (ManagerOptions, Arc<FileToolCache>) {
     (o, cache)
 }
 
-fn changes(manager: &McpManager) -> Receiver<ToolsChanged> {
+fn changes(manager: &McpManager) -> Receiver<ServersChanged> {
     let (tx, rx) = crossbeam_channel::unbounded();
     manager.on_tools_changed(move |c| {
         let _ = tx.send(c.clone());

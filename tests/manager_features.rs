@@ -92,7 +92,7 @@ fn resources_templates_and_prompts_are_kept_per_server() {
             None,
         )
         .unwrap();
-    assert_eq!(done.completion.values, ["alice", "alan"]);
+    assert_eq!(done.values, ["alice", "alan"]);
     manager.set_log_level("rich", LoggingLevel::Debug).unwrap();
     // A server with none of it offers nothing, and a call needing it says so.
     assert!(manager.read_resource("plain", "test://a").is_err());

@@ -20,8 +20,8 @@ use mcp_runtime::config::{
 };
 use mcp_runtime::host::{build_tools, create_agent_session, AgentTool, SessionOptions};
 use mcp_runtime::manager::{
-    ConnectionState, FileToolCache, ManagerOptions, McpManager, ReconnectPolicy, ToolCache,
-    ToolsChanged,
+    ConnectionState, FileToolCache, ManagerOptions, McpManager, ReconnectPolicy, ServersChanged,
+    ToolCache,
 };
 use mcp_runtime::protocol::Tool;
 use mcp_runtime::{CallOptions, ClientHandler, LoaderOptions};
@@ -52,7 +52,7 @@ fn options(fleet: &Fleet) -> ManagerOptions {
     o
 }
 
-fn changes(manager: &McpManager) -> Receiver<ToolsChanged> {
+fn changes(manager: &McpManager) -> Receiver<ServersChanged> {
     let (tx, rx) = crossbeam_channel::unbounded();
     manager.on_tools_changed(move |c| {
         let _ = tx.send(c.clone());

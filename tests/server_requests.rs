@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{capture_logs, endpoint, logs, options};
 use crossbeam_channel::{Receiver, Sender};
 use mcp_runtime::protocol::RpcError;
-use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Progress, Root};
+use mcp_runtime::protocol::{ClientCapabilities, Progress, Root};
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Error};
 use serde_json::{json, Value};
 
@@ -27,10 +27,8 @@ impl ClientHandler for Host {
         }
     }
 
-    fn list_roots(&self, _server: &str) -> Result<ListRootsResult, RpcError> {
-        Ok(ListRootsResult {
-            roots: vec![Root::from_path(std::path::Path::new("/work/project"))],
-        })
+    fn list_roots(&self, _server: &str) -> Result<Vec<Root>, RpcError> {
+        Ok(vec![Root::from_path(std::path::Path::new("/work/project"))])
     }
 
     fn create_message(&self, server: &str, params: Value) -> Result<Value, RpcError> {

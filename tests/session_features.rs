@@ -105,7 +105,7 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
             None,
         )
         .unwrap();
-    assert_eq!(done.completion.values, ["alice", "alan"]);
+    assert_eq!(done.values, ["alice", "alan"]);
     assert!(session.get_prompt("mcp_docs_nothing", json!({})).is_err());
 
     session.close();

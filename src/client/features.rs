@@ -15,7 +15,7 @@ use super::{CallOptions, Client, MAX_LIST_PAGES};
 use crate::error::Error;
 use crate::jsonrpc::codes;
 use crate::protocol::{
-    methods, CompleteResult, CompletionRef, GetPromptResult, LoggingLevel, Prompt,
+    methods, CompleteResult, Completion, CompletionRef, GetPromptResult, LoggingLevel, Prompt,
     ReadResourceResult, Resource, ResourceTemplate,
 };
 
@@ -167,7 +167,7 @@ impl Client {
         argument: &str,
         value: &str,
         context: Option<Value>,
-    ) -> Result<CompleteResult, Error> {
+    ) -> Result<Completion, Error> {
         self.require(Needs::Completions, methods::COMPLETION_COMPLETE)?;
         let mut params = json!({
             "ref": reference.to_value(),
@@ -176,11 +176,12 @@ impl Client {
         if let Some(arguments) = context {
             params["context"] = json!({ "arguments": arguments });
         }
-        self.request_as(
+        let result: CompleteResult = self.request_as(
             methods::COMPLETION_COMPLETE,
             Some(params),
             CallOptions::default(),
-        )
+        )?;
+        Ok(result.completion)
     }
 
     /// Sets the level of the log messages the server sends (`notifications/message`). On a

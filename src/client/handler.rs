@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::jsonrpc::{Notification, RpcError};
-use crate::protocol::{ClientCapabilities, ListRootsResult, LoggingMessageParams};
+use crate::protocol::{ClientCapabilities, LoggingMessageParams, Root};
 
 /// The host's side of server → client traffic.
 ///
@@ -27,7 +27,7 @@ pub trait ClientHandler: Send + Sync + 'static {
     }
 
     /// `roots/list`: the directories the server may work in.
-    fn list_roots(&self, server: &str) -> Result<ListRootsResult, RpcError> {
+    fn list_roots(&self, server: &str) -> Result<Vec<Root>, RpcError> {
         let _ = server;
         Err(RpcError::method_not_found("roots/list"))
     }
@@ -121,6 +121,6 @@ impl TraceContext {
 
 /// A handler that supports nothing: every server request gets `-32601`.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct NoHandler;
+pub(crate) struct NoHandler;
 
 impl ClientHandler for NoHandler {}

@@ -43,8 +43,8 @@ mod tasks;
 
 pub use budget::MAX_RESULT_VALUES;
 pub use era::MAX_INPUT_ROUNDS;
-pub use handler::{ClientHandler, NoHandler, TraceContext};
-pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, EraFound, ProgressFn};
+pub use handler::{ClientHandler, TraceContext};
+pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, ProgressFn};
 
 use era::{Envelopes, SessionEra};
 

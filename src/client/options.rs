@@ -111,12 +111,9 @@ pub struct ConnectOptions {
     /// a handshake-era server as [`ProtocolVersion::latest`] (its own version comes with
     /// `initialize`'s answer), a stateless one as the version chosen. The manager shares it
     /// with other connections to the same server config, which then need no probe. Not called
-    /// when nothing was probed. Default: none.
-    pub on_era_found: Option<EraFound>,
+    /// when nothing was probed; called on the connecting thread. Default: none.
+    pub on_era_found: Option<Arc<dyn Fn(ProtocolVersion) + Send + Sync>>,
 }
-
-/// See [`ConnectOptions::on_era_found`]; called on the connecting thread.
-pub type EraFound = Arc<dyn Fn(ProtocolVersion) + Send + Sync>;
 
 impl Default for ConnectOptions {
     fn default() -> Self {

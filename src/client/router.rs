@@ -423,8 +423,10 @@ fn describe_id(id: Option<&RequestId>) -> String {
 fn answer(handler: &dyn ClientHandler, server: &str, request: Request) -> Result<Value, RpcError> {
     let params = request.params.unwrap_or_else(empty_object);
     match request.method.as_str() {
-        methods::ROOTS_LIST => handler.list_roots(server).and_then(|r| {
-            serde_json::to_value(r).map_err(|e| RpcError::new(codes::INTERNAL_ERROR, e.to_string()))
+        methods::ROOTS_LIST => handler.list_roots(server).and_then(|roots| {
+            serde_json::to_value(roots)
+                .map(|roots| serde_json::json!({ "roots": roots }))
+                .map_err(|e| RpcError::new(codes::INTERNAL_ERROR, e.to_string()))
         }),
         methods::SAMPLING_CREATE_MESSAGE => handler.create_message(server, params),
         methods::ELICITATION_CREATE => handler.elicit(server, params),

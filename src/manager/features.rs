@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::naming::exposed_names;
+use super::options::ServersChanged;
 use super::state::Phase;
 use super::{McpManager, Shared};
 use crate::cache::CachedFeatures;
@@ -20,8 +21,8 @@ use crate::client::Client;
 use crate::config::config_hash;
 use crate::error::Error;
 use crate::protocol::{
-    CompleteResult, CompletionRef, ContentBlock, GetPromptResult, Implementation, LoggingLevel,
-    Prompt, ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+    Completion, CompletionRef, ContentBlock, GetPromptResult, Implementation, LoggingLevel, Prompt,
+    ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
 };
 
 /// The most bytes of a server's `instructions` the manager hands on (a server's text for the
@@ -80,13 +81,6 @@ pub struct ServerInfo {
     pub instructions: Option<String>,
     /// The transport used: `stdio`, `http` or `sse` (a URL that fell back says `sse`).
     pub transport: &'static str,
-}
-
-/// What changed among resources, templates and prompts (given to `on_features_changed`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FeaturesChanged {
-    /// The servers whose resources, templates or prompts changed.
-    pub servers: Vec<String>,
 }
 
 impl Features {
@@ -172,7 +166,7 @@ impl Shared {
 
     pub(crate) fn features_changed(&self, servers: Vec<String>) {
         let listeners = self.features_listeners.lock().clone();
-        let event = FeaturesChanged { servers };
+        let event = ServersChanged { servers };
         for listener in listeners {
             listener(&event);
         }
@@ -292,7 +286,7 @@ impl McpManager {
         argument: &str,
         value: &str,
         context: Option<Value>,
-    ) -> Result<CompleteResult, Error> {
+    ) -> Result<Completion, Error> {
         self.shared
             .connected(server)?
             .0
@@ -311,7 +305,7 @@ impl McpManager {
 
     /// Registers a listener for changes of resources, templates and prompts after a server
     /// connected (its first listing, `list_changed` refreshes, a disconnect).
-    pub fn on_features_changed(&self, listener: impl Fn(&FeaturesChanged) + Send + Sync + 'static) {
+    pub fn on_features_changed(&self, listener: impl Fn(&ServersChanged) + Send + Sync + 'static) {
         self.shared
             .features_listeners
             .lock()

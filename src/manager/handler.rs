@@ -12,7 +12,7 @@ use super::Shared;
 use crate::client::ClientHandler;
 use crate::error::Error;
 use crate::jsonrpc::{Notification, RpcError};
-use crate::protocol::{methods, ClientCapabilities, ListRootsResult, LoggingMessageParams};
+use crate::protocol::{methods, ClientCapabilities, LoggingMessageParams, Root};
 
 pub(crate) struct ManagedHandler {
     manager: Weak<Shared>,
@@ -42,7 +42,7 @@ impl ClientHandler for ManagedHandler {
         self.host.capabilities()
     }
 
-    fn list_roots(&self, server: &str) -> Result<ListRootsResult, RpcError> {
+    fn list_roots(&self, server: &str) -> Result<Vec<Root>, RpcError> {
         self.host.list_roots(server)
     }
 

@@ -49,12 +49,11 @@ pub use crate::cache::{CachedFeatures, FileToolCache, ToolCache, CACHE_VERSION, 
 pub use naming::{exposed_name, exposed_names, exposed_prefix};
 pub use options::{
     ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerConnector, ServerStatus,
-    ToolsChanged, STARTUP_TIMEOUT,
+    ServersChanged, STARTUP_TIMEOUT,
 };
 
 pub use features::{
-    FeaturesChanged, ManagedPrompt, ManagedResource, ManagedTemplate, ServerInfo,
-    MAX_INSTRUCTIONS_BYTES,
+    ManagedPrompt, ManagedResource, ManagedTemplate, ServerInfo, MAX_INSTRUCTIONS_BYTES,
 };
 
 use close::Work;
@@ -74,8 +73,8 @@ pub struct ServerTool {
     pub source: Option<SourceMeta>,
 }
 
-type Listener = Arc<dyn Fn(&ToolsChanged) + Send + Sync>;
-type FeaturesListener = Arc<dyn Fn(&FeaturesChanged) + Send + Sync>;
+type Listener = Arc<dyn Fn(&ServersChanged) + Send + Sync>;
+type FeaturesListener = Arc<dyn Fn(&ServersChanged) + Send + Sync>;
 
 /// Many MCP servers. Cheap to clone; every clone is the same manager.
 #[derive(Clone)]
@@ -285,7 +284,7 @@ impl McpManager {
 
     /// Registers a listener for tool-set changes after startup (late servers, refreshes,
     /// disconnects).
-    pub fn on_tools_changed(&self, listener: impl Fn(&ToolsChanged) + Send + Sync + 'static) {
+    pub fn on_tools_changed(&self, listener: impl Fn(&ServersChanged) + Send + Sync + 'static) {
         self.shared.listeners.lock().push(Arc::new(listener));
     }
 
@@ -418,7 +417,7 @@ impl Shared {
 
     fn tools_changed(&self, servers: Vec<String>) {
         let listeners: Vec<Listener> = self.listeners.lock().clone();
-        let event = ToolsChanged { servers };
+        let event = ServersChanged { servers };
         for listener in listeners {
             listener(&event);
         }

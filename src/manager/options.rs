@@ -173,10 +173,11 @@ impl ConnectionState {
     }
 }
 
-/// What changed in the tool set (given to `on_tools_changed` listeners).
+/// Which servers changed what a listener follows: their tools (given to `on_tools_changed`
+/// listeners), or their resources, templates and prompts (`on_features_changed`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolsChanged {
-    /// The servers whose tools changed.
+pub struct ServersChanged {
+    /// The servers whose tools (or resources, templates and prompts) changed.
     pub servers: Vec<String>,
 }
 

@@ -19,10 +19,11 @@ pub(crate) use lifecycle::InitializeParams;
 pub use lifecycle::{ClientCapabilities, Implementation, InitializeResult, ServerCapabilities};
 pub use notifications::{LoggingLevel, LoggingMessageParams, Progress};
 pub(crate) use requests::check_elicitation_mode;
-pub use requests::{ListRootsResult, Root, UrlElicitation};
+pub use requests::{Root, UrlElicitation};
+pub(crate) use resources::CompleteResult;
 pub use resources::{
-    CompleteResult, Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument,
-    PromptMessage, ReadResourceResult, Resource, ResourceTemplate,
+    Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument, PromptMessage,
+    ReadResourceResult, Resource, ResourceTemplate,
 };
 pub(crate) use stateless::{DiscoverResult, ResultType};
 pub use tools::{json_kind, CallToolResult, Listing, Tool, ToolAnnotations};

@@ -33,13 +33,6 @@ impl Root {
     }
 }
 
-/// `roots/list` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ListRootsResult {
-    /// The roots.
-    pub roots: Vec<Root>,
-}
-
 /// A URL-mode elicitation (2025-11-25): the server asks the user to visit `url` (a login, a
 /// payment, a consent page). A host shows the whole URL and asks before opening it; it never
 /// opens or fetches it by itself.

@@ -156,7 +156,7 @@ pub struct Completion {
     pub has_more: Option<bool>,
 }
 
-/// The result of `completion/complete`.
+/// The result of `completion/complete` (a host gets its [`Completion`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompleteResult {
     /// The values.

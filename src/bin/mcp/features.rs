@@ -283,9 +283,9 @@ fn complete(
     match m.complete(&server, &reference, argument, value, None) {
         Ok(done) => {
             if as_json {
-                print_json(json!(done.completion));
+                print_json(json!(done));
             } else {
-                for v in &done.completion.values {
+                for v in &done.values {
                     outln!("{v}");
                 }
             }

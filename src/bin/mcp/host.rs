@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use crossbeam_channel::Sender;
 use mcp_runtime::protocol::RpcError;
-use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, LoggingMessageParams, Root};
+use mcp_runtime::protocol::{ClientCapabilities, LoggingMessageParams, Root};
 use mcp_runtime::ClientHandler;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
@@ -52,10 +52,8 @@ impl ClientHandler for CliHandler {
         }
     }
 
-    fn list_roots(&self, _: &str) -> Result<ListRootsResult, RpcError> {
-        Ok(ListRootsResult {
-            roots: vec![Root::from_path(&self.project)],
-        })
+    fn list_roots(&self, _: &str) -> Result<Vec<Root>, RpcError> {
+        Ok(vec![Root::from_path(&self.project)])
     }
 
     fn elicit(&self, server: &str, params: Value) -> Result<Value, RpcError> {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::protocol::RpcError;
-use mcp_runtime::protocol::{ClientCapabilities, ListRootsResult, Root, Tool};
+use mcp_runtime::protocol::{ClientCapabilities, Root, Tool};
 use mcp_runtime::transport::{HttpTarget, StdioCommand};
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint};
 use serde_json::{json, Map, Value};
@@ -70,10 +70,8 @@ impl ClientHandler for Unattended {
         }
     }
 
-    fn list_roots(&self, _: &str) -> Result<ListRootsResult, RpcError> {
-        Ok(ListRootsResult {
-            roots: vec![Root::from_path(&self.root)],
-        })
+    fn list_roots(&self, _: &str) -> Result<Vec<Root>, RpcError> {
+        Ok(vec![Root::from_path(&self.root)])
     }
 
     fn create_message(&self, _: &str, _: Value) -> Result<Value, RpcError> {
