@@ -10,11 +10,10 @@ use std::time::Instant;
 
 use ureq::config::Config;
 use ureq::http::Uri;
-use ureq::unversioned::resolver::Resolver;
+use ureq::unversioned::resolver::{DefaultResolver, Resolver};
 use ureq::unversioned::transport::time::Instant as UInstant;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Transport};
 
-use crate::transport::tcp::ResolveOnConnect;
 use crate::transport::web::{connections, Connections};
 
 /// A response.
@@ -57,7 +56,9 @@ pub(crate) enum Failure {
 pub(crate) struct Wire {
     config: Config,
     connector: Connections,
-    resolver: ResolveOnConnect,
+    /// `ureq`'s: the lookup runs within the exchange's deadline (the agents' resolver leaves it
+    /// to the connector, which looks up without a bound).
+    resolver: DefaultResolver,
     max_body: usize,
 }
 
@@ -78,7 +79,7 @@ impl Wire {
         Wire {
             config,
             connector: connections(),
-            resolver: ResolveOnConnect,
+            resolver: DefaultResolver::default(),
             max_body,
         }
     }

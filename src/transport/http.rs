@@ -332,12 +332,11 @@ impl Drop for HttpTransport {
 }
 
 impl Shared {
-    /// Keeps the version `envelope` goes under, for the transport's own requests.
+    /// Keeps the version `envelope` goes under (none, for an `initialize` after a stateless
+    /// probe), for the transport's own requests.
     fn remember_version(&self, envelope: &Envelope) {
-        if let Some(v) = envelope.version {
-            if *self.version.read() != Some(v) {
-                *self.version.write() = Some(v);
-            }
+        if *self.version.read() != envelope.version {
+            *self.version.write() = envelope.version;
         }
     }
 

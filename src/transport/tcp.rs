@@ -48,9 +48,13 @@ impl Resolver for ResolveOnConnect {
     }
 }
 
-/// The addresses to connect to: the host's, of the configured IP family, at most 16 (the agent's
-/// resolver, [`ResolveOnConnect`], hands none over).
+/// The addresses to connect to: those a resolver already found (OAuth's exchanges resolve
+/// within their deadline first), else the host's, of the configured IP family, at most 16 (the
+/// agents' resolver, [`ResolveOnConnect`], hands none over).
 fn resolve(details: &ConnectionDetails) -> Result<Vec<SocketAddr>, ureq::Error> {
+    if !details.addrs.is_empty() {
+        return Ok(details.addrs.iter().copied().collect());
+    }
     let (Some(scheme), Some(authority)) = (details.uri.scheme(), details.uri.authority()) else {
         return Err(ureq::Error::HostNotFound);
     };
@@ -83,12 +87,19 @@ impl<In: Transport> Connector<In> for Tcp {
         if let Some(previous) = chained {
             return Ok(Some(Either::A(previous)));
         }
-        let timeout = details.timeout.not_zero().map(|t| *t);
+        // One budget for every address tried, not one each.
+        let deadline = details
+            .timeout
+            .not_zero()
+            .map(|t| std::time::Instant::now() + *t);
         let mut last = None;
         let mut stream = None;
         for addr in &resolve(details)? {
-            let attempt = match timeout {
-                Some(t) => TcpStream::connect_timeout(addr, t),
+            let attempt = match deadline {
+                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) if !left.is_zero() => TcpStream::connect_timeout(addr, left),
+                    _ => Err(ErrorKind::TimedOut.into()),
+                },
                 None => TcpStream::connect(addr),
             };
             match attempt {

@@ -147,11 +147,15 @@ impl Fleet {
     fn start(&self, name: &str) -> impl Connector {
         let (connector, end) = memory_pair();
         let (kill, killed) = crossbeam_channel::bounded::<()>(1);
-        let lists = self.known(name, |k| {
+        let (lists, before) = self.known(name, |k| {
             k.connects += 1;
-            k.live = Some((end.sender.clone(), kill));
-            Arc::clone(&k.lists)
+            let before = k.live.replace((end.sender.clone(), kill));
+            (Arc::clone(&k.lists), before)
         });
+        // A new connection while the last is live: the last one ends, as a restart would.
+        if let Some((_, kill)) = before {
+            let _ = kill.send(());
+        }
         let (fleet, name) = (self.clone(), name.to_owned());
         std::thread::spawn(move || loop {
             select! {

@@ -162,15 +162,25 @@ pub(crate) fn resolve(base: &Uri, reference: &str) -> Result<Uri, Error> {
     ))
 }
 
+/// Whether `reference` starts with a scheme (RFC 3986: a letter, then letters, digits, `+`,
+/// `-` or `.`, then `:`), so it is absolute: a `://` later in a query does not make it one.
+fn has_scheme(reference: &str) -> bool {
+    let Some((scheme, _)) = reference.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+}
+
 /// The one way a reference is resolved (a `Location`, a legacy SSE `endpoint`), the way a
 /// browser would for the shapes servers send: `reference` against a base URL given as its
 /// `origin` (`scheme://authority`) and `path`. A reference with a scheme of its own is
 /// returned as it is.
 pub(crate) fn join(origin: &str, path: &str, reference: &str) -> String {
     let reference = reference.trim();
-    let lower = reference.to_ascii_lowercase();
     let scheme = origin.split("://").next().unwrap_or("http");
-    if lower.contains("://") && !lower.starts_with('/') {
+    if has_scheme(reference) {
         reference.to_owned()
     } else if let Some(rest) = reference.strip_prefix("//") {
         format!("{scheme}://{rest}")
@@ -280,6 +290,15 @@ mod tests {
             "myapp://cb?c=1"
         );
         assert_eq!(join("http://h:1", "", "x"), "http://h:1/x");
+        // A URL in a query does not make a reference absolute.
+        assert_eq!(
+            join("http://h:1", "/sse", "messages?cb=https://x/y"),
+            "http://h:1/messages?cb=https://x/y"
+        );
+        assert_eq!(
+            join("http://h:1", "/sse", "?next=http://other/"),
+            "http://h:1/sse?next=http://other/"
+        );
     }
 
     #[test]
