@@ -134,6 +134,26 @@ fn an_empty_400_or_a_404_to_the_probe_means_the_handshake_without_stateless_head
 }
 
 #[test]
+fn the_closing_delete_goes_under_the_version_the_handshake_settled_and_no_other() {
+    let server = ModernHttp::start(Mode::Legacy);
+    connect(&server).unwrap().close();
+    let delete = server.wait_for_method("DELETE");
+    assert_eq!(delete.header("mcp-session-id"), Some("legacy-1"));
+    assert_eq!(delete.header("mcp-protocol-version"), Some("2025-11-25"));
+
+    // A handshake that fails after the server assigned a session, following a stateless
+    // probe it refused: the DELETE claims no version (not the probe's, which it refused).
+    let server = ModernHttp::start(Mode::LegacyUnknownVersion);
+    assert!(matches!(
+        connect(&server),
+        Err(Error::UnsupportedProtocolVersion { .. })
+    ));
+    let delete = server.wait_for_method("DELETE");
+    assert_eq!(delete.header("mcp-session-id"), Some("legacy-1"));
+    assert_eq!(delete.header("mcp-protocol-version"), None);
+}
+
+#[test]
 fn unauthorized_and_server_errors_are_errors_not_verdicts() {
     for status in [401, 403, 500, 503] {
         let server = ModernHttp::start(Mode::Status(status));

@@ -26,6 +26,9 @@ pub enum Mode {
     Legacy,
     /// Handshake only: `server/discover` gets `404` with `-32601`.
     Legacy404,
+    /// Handshake only, as `Legacy`, but `initialize` names a version no client speaks (with a
+    /// session id): the handshake fails after the server assigned a session.
+    LegacyUnknownVersion,
     /// Every POST gets this status (401 with `WWW-Authenticate`, 500, ...).
     Status(u16),
 }
@@ -103,6 +106,17 @@ impl ModernHttp {
 
     pub fn seen(&self) -> Vec<Seen> {
         self.state.seen.lock().unwrap().clone()
+    }
+
+    /// The first request with this HTTP method (`DELETE`, ...), waited for.
+    pub fn wait_for_method(&self, method: &str) -> Seen {
+        let find = || self.seen().into_iter().find(|s| s.method == method);
+        super::eventually(
+            &format!("a {method} request"),
+            std::time::Duration::from_secs(10),
+            || find().is_some(),
+        );
+        find().expect("seen")
     }
 
     /// The JSON-RPC methods received, in order.
@@ -235,7 +249,7 @@ fn handle(s: &State, req: &Seen) -> Reply {
             let data = json!({"supported": ["2026-07-28"], "requested": body.pointer("/params/protocolVersion")});
             return rpc_error(400, &id, -32022, "Unsupported protocol version", Some(data));
         }
-        return legacy(&id, method, body);
+        return legacy(&id, method, body, s.mode);
     }
     if !stateless {
         return match s.mode {
@@ -318,13 +332,17 @@ fn handle(s: &State, req: &Seen) -> Reply {
     }
 }
 
-fn legacy(id: &Value, method: &str, body: &Value) -> Reply {
+fn legacy(id: &Value, method: &str, body: &Value, mode: Mode) -> Reply {
     let session = vec![("Mcp-Session-Id", "legacy-1".to_owned())];
+    let version = match mode {
+        Mode::LegacyUnknownVersion => "1999-01-01",
+        _ => "2025-11-25",
+    };
     match method {
         "initialize" => {
             let (_, _, b) = ok(
                 id,
-                json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                json!({"protocolVersion": version, "capabilities": {"tools": {}},
                        "serverInfo": {"name": "legacy-http", "version": "1"}}),
             );
             (200, session, b)
