@@ -25,11 +25,10 @@ use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::jsonrpc::Message;
 use crate::protocol::{methods, CallToolResult, ClientCapabilities, Implementation, Tool};
-use crate::transport::{
-    Connector, HttpTransport, Inbound, SseTransport, StdioTransport, Transport,
-};
+use crate::transport::Transport;
 
 mod budget;
+mod connect;
 mod era;
 mod features;
 mod handler;
@@ -46,6 +45,8 @@ pub use era::MAX_INPUT_ROUNDS;
 pub use handler::{ClientHandler, TraceContext};
 pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, ProgressFn};
 
+use connect::ConnectFailure;
+pub(crate) use connect::Leftover;
 use era::{Envelopes, SessionEra};
 
 use router::{Router, Slot};
@@ -132,59 +133,6 @@ impl Connection {
             stderr_tail: self.transport.stderr_tail(),
             skipped_stdout: self.transport.skipped_stdout(),
         }
-    }
-
-    fn open(
-        name: &str,
-        endpoint: &Endpoint,
-        options: &ConnectOptions,
-        deadline: Instant,
-    ) -> Result<Connection, Error> {
-        Connection::build(name, options, |inbound| {
-            let transport: Arc<dyn Transport> = match endpoint {
-                Endpoint::Stdio(cmd) => {
-                    Arc::new(StdioTransport::spawn(name, cmd, &options.stdio, inbound)?)
-                }
-                Endpoint::Http(target) | Endpoint::Url(target) => {
-                    Arc::new(HttpTransport::new(name, target, &options.http, inbound)?)
-                }
-                Endpoint::Sse(target) => Arc::new(SseTransport::connect(
-                    name,
-                    target,
-                    &options.http,
-                    inbound,
-                    deadline,
-                )?),
-            };
-            Ok(transport)
-        })
-    }
-
-    /// A connection over the transport `make` builds around the router.
-    fn build(
-        name: &str,
-        options: &ConnectOptions,
-        make: impl FnOnce(Arc<dyn Inbound>) -> Result<Arc<dyn Transport>, Error>,
-    ) -> Result<Connection, Error> {
-        let declared = options.handler.capabilities();
-        let router = Arc::new(Router::new(
-            name,
-            Arc::clone(&options.handler),
-            declared.clone(),
-        ));
-        let inbound: Arc<dyn Inbound> = router.clone();
-        let transport = make(inbound)?;
-        let envelopes = Envelopes::new(transport.kind());
-        router.attach(&transport, &envelopes);
-        Ok(Connection {
-            name: name.to_owned(),
-            transport,
-            router,
-            envelopes,
-            next_id: Arc::new(AtomicI64::new(1)),
-            declared,
-            handler: Arc::clone(&options.handler),
-        })
     }
 
     fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
@@ -358,127 +306,6 @@ fn with_progress_token(params: Option<Value>, token: i64) -> Value {
 }
 
 impl Client {
-    /// Connects to a server: starts it (stdio) and runs the handshake, bounded by
-    /// `options.timeout`. On any failure the transport is closed again.
-    pub fn connect(
-        name: &str,
-        endpoint: &Endpoint,
-        options: ConnectOptions,
-    ) -> Result<Client, Error> {
-        Client::connect_leaving(name, endpoint, &options).map_err(ConnectFailure::close)
-    }
-
-    /// A stdio server started from `program` and `args`, with the default options: the
-    /// common case in one line.
-    ///
-    /// ```no_run
-    /// let client = mcp_runtime::Client::stdio("files", "npx", ["-y", "@modelcontextprotocol/server-filesystem", "."])?;
-    /// # Ok::<(), mcp_runtime::Error>(())
-    /// ```
-    pub fn stdio<I, S>(name: &str, program: impl Into<String>, args: I) -> Result<Client, Error>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        Client::connect(
-            name,
-            &Endpoint::stdio(program, args),
-            ConnectOptions::default(),
-        )
-    }
-
-    /// [`Client::connect`], but a failure hands back what the attempt started (a process, a
-    /// connection) for the caller to close where it suits it: the manager reports the failure
-    /// first and tears down after, so a failed handshake never holds its startup gate.
-    pub(crate) fn connect_leaving(
-        name: &str,
-        endpoint: &Endpoint,
-        options: &ConnectOptions,
-    ) -> Result<Client, ConnectFailure> {
-        let started = Instant::now();
-        match Client::connect_once(name, endpoint, options, started) {
-            Err(ConnectFailure {
-                error: error @ Error::Http { status, .. },
-                leftover,
-            }) if matches!(endpoint, Endpoint::Url(_))
-                && [400, 404, 405].contains(&status)
-                && !era::is_stateless_refusal(&error) =>
-            {
-                if let Some(leftover) = leftover {
-                    leftover.close();
-                }
-                let Endpoint::Url(target) = endpoint else {
-                    unreachable!()
-                };
-                log::info!(
-                    "[{name}] the server answered {status} to Streamable HTTP; trying legacy SSE"
-                );
-                Client::connect_once(name, &Endpoint::Sse(target.clone()), options, started)
-            }
-            other => other,
-        }
-    }
-
-    fn connect_once(
-        name: &str,
-        endpoint: &Endpoint,
-        options: &ConnectOptions,
-        started: Instant,
-    ) -> Result<Client, ConnectFailure> {
-        let deadline = started + options.timeout;
-        let open = || {
-            Connection::open(name, endpoint, options, deadline).map_err(|e| match e {
-                Error::TransportClosed { .. } if Instant::now() >= deadline => {
-                    Error::ConnectTimeout {
-                        server: name.to_owned(),
-                        after: options.timeout,
-                        stderr_tail: Vec::new(),
-                        skipped_stdout: None,
-                    }
-                }
-                other => other,
-            })
-        };
-        let conn = open().map_err(|error| ConnectFailure {
-            error,
-            leftover: None,
-        })?;
-        let probe = match endpoint {
-            Endpoint::Stdio(_) => era::ProbeKind::Stdio,
-            Endpoint::Http(_) | Endpoint::Url(_) => era::ProbeKind::Http,
-            _ => era::ProbeKind::None,
-        };
-        Client::negotiate(conn, options, started, probe, &open)
-    }
-
-    /// Connects over a transport of the caller's (an in-memory pair in tests, a transport of
-    /// the host's own): `connector` builds it around the client's [`Inbound`] sink, then the
-    /// handshake runs as for [`Client::connect`], bounded by `options.timeout`.
-    pub fn with_transport(
-        name: &str,
-        connector: impl Connector,
-        options: ConnectOptions,
-    ) -> Result<Client, Error> {
-        Client::connect_through(name, &connector, &options).map_err(ConnectFailure::close)
-    }
-
-    /// [`Client::with_transport`], leaving what is left to close on failure to the caller
-    /// (the manager's [`connector`](crate::manager::ManagerOptions::connector)).
-    pub(crate) fn connect_through(
-        name: &str,
-        connector: &dyn Connector,
-        options: &ConnectOptions,
-    ) -> Result<Client, ConnectFailure> {
-        let started = Instant::now();
-        let conn = Connection::build(name, options, |inbound| connector.connect(name, inbound))
-            .map_err(|error| ConnectFailure {
-                error,
-                leftover: None,
-            })?;
-        let no_reopen = || Err(Error::closed("the transport cannot be reopened"));
-        Client::negotiate(conn, options, started, era::ProbeKind::None, &no_reopen)
-    }
-
     /// Sends a request and waits for its result, as a JSON value.
     pub fn request(
         &self,
@@ -637,31 +464,5 @@ impl std::fmt::Debug for Client {
             .field("transport", &self.inner.conn.transport.kind())
             .field("protocol_version", &self.protocol_version())
             .finish_non_exhaustive()
-    }
-}
-
-/// A connect attempt that failed, with what it started still to be closed.
-pub(crate) struct ConnectFailure {
-    pub(crate) error: Error,
-    pub(crate) leftover: Option<Leftover>,
-}
-
-impl ConnectFailure {
-    /// Closes what the attempt started and gives back its error.
-    pub(crate) fn close(self) -> Error {
-        if let Some(leftover) = self.leftover {
-            leftover.close();
-        }
-        self.error
-    }
-}
-
-/// The transport of a failed handshake: still open until [`Leftover::close`] (or its drop).
-pub(crate) struct Leftover(Arc<dyn Transport>);
-
-impl Leftover {
-    /// Closes it (for stdio: stops the process group), bounded by the transport's grace periods.
-    pub(crate) fn close(self) {
-        self.0.close();
     }
 }
