@@ -54,24 +54,13 @@ impl Abort {
 
     /// Runs `f` (an exchange) with this switch as the thread's current one.
     pub(crate) fn scope<R>(self: &Arc<Self>, f: impl FnOnce() -> R) -> R {
-        struct Restore(Option<Arc<Abort>>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                let previous = self.0.take();
-                CURRENT.with(|c| *c.borrow_mut() = previous);
-            }
-        }
-        let previous = CURRENT.with(|c| c.borrow_mut().replace(Arc::clone(self)));
-        let _restore = Restore(previous);
-        f()
+        with_current(Some(Arc::clone(self)), f)
     }
 }
 
-/// Runs `f` outside any exchange's scope: its I/O is bounded by its own deadline, and no
-/// exchange's abort ends it (an OAuth refresh run while a request waits for a new
-/// authorization must not be cut halfway by that request's cancel: a rotated refresh token
-/// would be lost).
-pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
+/// Runs `f` with `current` as the thread's current exchange (none: outside any), and puts the
+/// one before it back afterwards, even if `f` panics.
+fn with_current<R>(current: Option<Arc<Abort>>, f: impl FnOnce() -> R) -> R {
     struct Restore(Option<Arc<Abort>>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -79,8 +68,16 @@ pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
             CURRENT.with(|c| *c.borrow_mut() = previous);
         }
     }
-    let _restore = Restore(CURRENT.with(|c| c.borrow_mut().take()));
+    let _restore = Restore(CURRENT.with(|c| c.replace(current)));
     f()
+}
+
+/// Runs `f` outside any exchange's scope: its I/O is bounded by its own deadline, and no
+/// exchange's abort ends it (an OAuth refresh run while a request waits for a new
+/// authorization must not be cut halfway by that request's cancel: a rotated refresh token
+/// would be lost).
+pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
+    with_current(None, f)
 }
 
 /// While alive, the current exchange's blocking step runs on `socket`.
