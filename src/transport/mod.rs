@@ -60,7 +60,8 @@ impl Connector for memory::MemoryConnector {
 
 /// What goes with a message besides its body, all of it decided by the client's session: the
 /// protocol version and headers its era asks for, and how its sender waits for the answer.
-#[derive(Debug, Clone, Default)]
+/// `Debug` shows the headers' names, never their values (they mirror a call's arguments).
+#[derive(Clone, Default)]
 pub struct Envelope {
     /// The protocol version the message goes under; `None` before one is settled (the
     /// `initialize` request). HTTP sends it as `MCP-Protocol-Version` where the revision asks
@@ -81,6 +82,19 @@ pub struct Envelope {
     /// The sender's cancel signal, if it has one (and no progress callback): a transport may
     /// still run the exchange on the sender's thread if firing the signal ends it at once.
     pub cancel: Option<crate::cancel::CancelToken>,
+}
+
+impl std::fmt::Debug for Envelope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Envelope")
+            .field("version", &self.version)
+            .field("headers", &names)
+            .field("deadline", &self.deadline)
+            .field("inline", &self.inline)
+            .field("cancel", &self.cancel.is_some())
+            .finish()
+    }
 }
 
 /// Where a transport delivers what the server sends.
@@ -125,4 +139,20 @@ pub trait Transport: Send + Sync {
     /// The handshake is complete and the server may send messages unasked (HTTP opens its GET
     /// stream); not called when neither side declared anything that would make it.
     fn on_ready(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Envelope;
+
+    #[test]
+    fn an_envelope_shows_header_names_never_values() {
+        let envelope = Envelope {
+            headers: vec![("mcp-param-token".into(), "ARG-SECRET".into())],
+            ..Envelope::default()
+        };
+        let shown = format!("{envelope:?}");
+        assert!(shown.contains("mcp-param-token"), "{shown}");
+        assert!(!shown.contains("ARG-SECRET"), "{shown}");
+    }
 }
