@@ -217,7 +217,7 @@ fn dynamic_registration_is_native_with_refresh_tokens_and_remembered() {
         &server,
         json!({}),
         storage.clone(),
-        std::sync::Arc::new(mcp_runtime::auth::HeadlessAuthorizer::new(options())),
+        mcp_runtime::auth::headless(options()),
     );
     call(&p, &server.url()).unwrap();
     let reg = &server.seen_at("/register")[0].json;
@@ -462,7 +462,7 @@ fn unsafe_authorization_urls_are_refused() {
         "http://mcp.example.com/mcp",
         Default::default(),
         storage("unsafe-server"),
-        std::sync::Arc::new(mcp_runtime::auth::NoLoginAuthorizer),
+        mcp_runtime::auth::no_login(),
         options(),
     )
     .unwrap_err();
@@ -524,7 +524,7 @@ fn an_as_that_never_answers_is_a_typed_error_within_its_bound() {
         &server.url(),
         mcp_runtime::auth::OAuthConfig::from_value(&pre()).unwrap(),
         storage("hang"),
-        std::sync::Arc::new(mcp_runtime::auth::HeadlessAuthorizer::new(o.clone())),
+        mcp_runtime::auth::headless(o.clone()),
         o,
     )
     .unwrap();
@@ -542,7 +542,7 @@ fn an_as_that_never_answers_is_a_typed_error_within_its_bound() {
 fn a_changed_authorization_server_with_a_pre_registered_client_is_an_error() {
     let storage = storage("changed-as");
     let first = OAuthServer::start(Script::default());
-    let headless = std::sync::Arc::new(mcp_runtime::auth::HeadlessAuthorizer::new(options()));
+    let headless = mcp_runtime::auth::headless(options());
     let p = provider_with(&first, pre(), storage.clone(), headless.clone());
     call(&p, &first.url()).unwrap();
     // Same resource URL, other issuer: a PRM pointing elsewhere is simulated with an index

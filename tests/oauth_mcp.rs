@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_runtime::auth::headless;
 use mcp_runtime::auth::AuthStorage;
-use mcp_runtime::auth::HeadlessAuthorizer;
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
 use mcp_runtime::Error;
@@ -57,9 +57,7 @@ fn a_protected_server_needs_a_login_then_works_and_refreshes_on_401() {
         "no login was attempted"
     );
 
-    manager
-        .login("protected", Arc::new(HeadlessAuthorizer::new(options())))
-        .unwrap();
+    manager.login("protected", headless(options())).unwrap();
     assert_eq!(
         manager.connection_status("protected").state,
         ConnectionState::Connected

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::npm;
-use mcp_runtime::auth::{HeadlessAuthorizer, OAuthOptions};
+use mcp_runtime::auth::{headless, OAuthOptions};
 use mcp_runtime::config::provider_for;
 use mcp_runtime::config::{FileAuthStorage, ServerConfig};
 use mcp_runtime::transport::HttpTarget;
@@ -255,7 +255,7 @@ fn step_up_to_a_scope_the_server_asks_for() {
     let provider = provider_for(
         &config,
         storage,
-        Arc::new(HeadlessAuthorizer::new(OAuthOptions::default())),
+        headless(OAuthOptions::default()),
         OAuthOptions::default(),
     )
     .unwrap()

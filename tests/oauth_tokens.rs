@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use mcp_runtime::auth::AuthStorage as _;
 use mcp_runtime::auth::{
-    credential_id, BrowserAuthorizer, HeadlessAuthorizer, OAuthConfig, OAuthOptions, OAuthProvider,
+    credential_id, headless, BrowserAuthorizer, OAuthConfig, OAuthOptions, OAuthProvider,
 };
 use mcp_runtime::transport::AuthProvider as _;
 use mcp_runtime::Error;
@@ -55,7 +55,7 @@ fn tokens_are_refreshed_before_they_expire_and_a_rotated_refresh_token_replaces_
             &server.url(),
             OAuthConfig::from_value(&pre()).unwrap(),
             storage.clone(),
-            Arc::new(HeadlessAuthorizer::new(options.clone())),
+            headless(options.clone()),
             options.clone(),
         )
         .unwrap()
@@ -108,8 +108,7 @@ fn a_401_refreshes_once_then_logs_in_again() {
 fn a_refused_refresh_leads_to_a_new_login_and_a_failing_token_endpoint_loses_nothing() {
     let server = OAuthServer::start(Script::default());
     let storage = storage("refresh-refused");
-    let headless = Arc::new(HeadlessAuthorizer::new(options()));
-    let p = provider_with(&server, pre(), storage.clone(), headless);
+    let p = provider_with(&server, pre(), storage.clone(), headless(options()));
     call(&p, &server.url()).unwrap();
     let id = credential_id(&server.issuer(), &server.url());
     // The token endpoint breaks: the refresh fails, the stored tokens stay.
@@ -128,12 +127,7 @@ fn a_refused_refresh_leads_to_a_new_login_and_a_failing_token_endpoint_loses_not
     let mut cred = storage.get(&id).unwrap();
     cred.refresh_token = Some(stale);
     storage.set(&id, cred).unwrap();
-    let p = provider_with(
-        &server,
-        pre(),
-        storage.clone(),
-        Arc::new(HeadlessAuthorizer::new(options())),
-    );
+    let p = provider_with(&server, pre(), storage.clone(), headless(options()));
     server.expire_access_tokens();
     call(&p, &server.url()).unwrap();
     assert_eq!(server.seen_at("/authorize").len(), 2, "logged in again");
@@ -400,7 +394,7 @@ fn a_refresh_answered_without_a_new_refresh_token_keeps_the_old_one() {
         &server.url(),
         OAuthConfig::from_value(&pre()).unwrap(),
         storage.clone(),
-        Arc::new(HeadlessAuthorizer::new(options.clone())),
+        headless(options.clone()),
         options.clone(),
     )
     .unwrap();

@@ -1,7 +1,8 @@
 //! The one interactive step of a login: sending the user to the authorization URL and getting
 //! the redirect back. Hosts plug their own [`Authorizer`] (e.g. one that shows the URL in their
 //! UI); [`BrowserAuthorizer`] opens the system browser and listens on loopback;
-//! [`HeadlessAuthorizer`] follows the URL itself (for servers that approve without a user).
+//! [`headless`] follows the URL itself (for servers that approve without a user); [`no_login`]
+//! refuses.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -316,13 +317,9 @@ impl AuthorizationSession for LoopbackSession {
     }
 }
 
-/// Follows the authorization URL itself, with no user: GETs it and each redirect on (with the
-/// cookies the servers on the way set, no forms) until one goes to the redirect URI, whose URL
-/// it returns. For
-/// tests, CI and servers that approve known clients without asking. The redirect URI is
-/// `http://127.0.0.1:<callbackPort, else 8976>/callback`; nothing listens there.
+/// See [`headless`].
 #[derive(Debug, Clone, Default)]
-pub struct HeadlessAuthorizer {
+struct HeadlessAuthorizer {
     options: OAuthOptions,
 }
 
@@ -331,11 +328,13 @@ const HEADLESS_PORT: u16 = 8976;
 /// The most redirects a headless login follows.
 const MAX_HOPS: usize = 10;
 
-impl HeadlessAuthorizer {
-    /// A headless authorizer whose requests are bounded by `options.request_timeout`.
-    pub fn new(options: OAuthOptions) -> HeadlessAuthorizer {
-        HeadlessAuthorizer { options }
-    }
+/// An authorizer that follows the authorization URL itself, with no user: it GETs it and each
+/// redirect on (with the cookies the servers on the way set, no forms) until one goes to the
+/// redirect URI, whose URL it returns; each request is bounded by `options.request_timeout`.
+/// For tests, CI and servers that approve known clients without asking. The redirect URI is
+/// `http://127.0.0.1:<callbackPort, else 8976>/callback`; nothing listens there.
+pub fn headless(options: OAuthOptions) -> Arc<dyn Authorizer> {
+    Arc::new(HeadlessAuthorizer { options })
 }
 
 impl Authorizer for HeadlessAuthorizer {
@@ -397,10 +396,14 @@ impl AuthorizationSession for HeadlessSession {
     }
 }
 
-/// Refuses every interactive login: for contexts that must not open a browser (a server
-/// connecting in the background reports `needs login` instead).
+/// An authorizer that refuses every interactive login: for contexts that must not open a
+/// browser (a server connecting in the background reports `needs login` instead).
+pub fn no_login() -> Arc<dyn Authorizer> {
+    Arc::new(NoLoginAuthorizer)
+}
+
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoLoginAuthorizer;
+pub(crate) struct NoLoginAuthorizer;
 
 impl Authorizer for NoLoginAuthorizer {
     fn begin(&self, _callback_port: Option<u16>) -> Result<Box<dyn AuthorizationSession>, Error> {

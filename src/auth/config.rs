@@ -26,7 +26,7 @@ use crate::error::Error;
 
 /// Which grant obtains the tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Grant {
+pub(crate) enum Grant {
     /// The interactive authorization code flow with PKCE (the default).
     #[default]
     AuthorizationCode,
@@ -39,42 +39,42 @@ pub enum Grant {
 
 /// The SEP-990 inputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnterpriseConfig {
+pub(crate) struct EnterpriseConfig {
     /// The IdP's token endpoint (where the ID token is exchanged).
-    pub idp_token_endpoint: String,
+    pub(crate) idp_token_endpoint: String,
     /// The user's ID token from the IdP (usually from a `!command`).
-    pub id_token: Secret,
+    pub(crate) id_token: Secret,
     /// The client id at the IdP.
-    pub idp_client_id: String,
+    pub(crate) idp_client_id: String,
     /// The client secret at the IdP, if any.
-    pub idp_client_secret: Option<Secret>,
+    pub(crate) idp_client_secret: Option<Secret>,
 }
 
 /// The `oauth` object of an HTTP server. `Debug` hides the secrets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OAuthConfig {
     /// `clientId`: a pre-registered client.
-    pub client_id: Option<String>,
+    pub(crate) client_id: Option<String>,
     /// `clientSecret`.
-    pub client_secret: Option<Secret>,
+    pub(crate) client_secret: Option<Secret>,
     /// `clientMetadataUrl`: the host's Client ID Metadata Document.
-    pub client_metadata_url: Option<String>,
+    pub(crate) client_metadata_url: Option<String>,
     /// `scopes`: requested when the server's challenge names none.
-    pub scopes: Option<Vec<String>>,
+    pub(crate) scopes: Option<Vec<String>>,
     /// `callbackPort`: the loopback redirect's port (else any free one).
-    pub callback_port: Option<u16>,
+    pub(crate) callback_port: Option<u16>,
     /// `grant`.
-    pub grant: Grant,
+    pub(crate) grant: Grant,
     /// `privateKeyFile`: a PKCS#8 (PEM or DER) key for `private_key_jwt`.
-    pub private_key_file: Option<PathBuf>,
+    pub(crate) private_key_file: Option<PathBuf>,
     /// `signingAlgorithm` (default ES256).
-    pub signing_algorithm: SigningAlgorithm,
+    pub(crate) signing_algorithm: SigningAlgorithm,
     /// `keyId`: the `kid` of assertions.
-    pub key_id: Option<String>,
+    pub(crate) key_id: Option<String>,
     /// `tokenEndpointAuthMethod`: overrides the choice from the AS's metadata.
-    pub token_endpoint_auth_method: Option<AuthMethod>,
+    pub(crate) token_endpoint_auth_method: Option<AuthMethod>,
     /// `enterprise`: the SEP-990 inputs.
-    pub enterprise: Option<EnterpriseConfig>,
+    pub(crate) enterprise: Option<EnterpriseConfig>,
 }
 
 fn bad(what: &str) -> Error {
@@ -185,7 +185,7 @@ impl OAuthConfig {
     }
 
     /// Loads `privateKeyFile`, when there is one.
-    pub fn signing_key(&self) -> Result<Option<SigningKey>, Error> {
+    pub(crate) fn signing_key(&self) -> Result<Option<SigningKey>, Error> {
         let Some(path) = &self.private_key_file else {
             return Ok(None);
         };

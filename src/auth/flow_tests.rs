@@ -4,8 +4,9 @@ use serde_json::json;
 
 use super::*;
 use crate::auth::challenge::Challenge;
+use crate::auth::config::{EnterpriseConfig, Grant};
 use crate::auth::token::{ID_JAG, JWT_BEARER, TOKEN_EXCHANGE};
-use crate::auth::{EnterpriseConfig, Grant, Secret};
+use crate::auth::Secret;
 
 const SERVER: &str = "https://mcp.test/mcp";
 const AS: &str = "https://as.test";

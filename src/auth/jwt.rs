@@ -13,7 +13,7 @@ use crate::error::Error;
 
 /// How a client assertion is signed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SigningAlgorithm {
+pub(crate) enum SigningAlgorithm {
     /// ECDSA with P-256 and SHA-256 (the default).
     #[default]
     Es256,
@@ -46,7 +46,7 @@ enum Pair {
 }
 
 /// A private key that signs client assertions. Its `Debug` shows the algorithm only.
-pub struct SigningKey {
+pub(crate) struct SigningKey {
     pair: Pair,
     key_id: Option<String>,
 }

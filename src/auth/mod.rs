@@ -27,14 +27,14 @@
 //! 6. **Using tokens.** [`OAuthProvider`] is the HTTP transport's
 //!    [`AuthProvider`](crate::transport::AuthProvider): it sends `Bearer` tokens of this server
 //!    only, refreshes them before they expire, and offers
-//!    [`on_unauthorized`](OAuthProvider::on_unauthorized) (refresh once, then log in again) and
-//!    [`on_insufficient_scope`](OAuthProvider::on_insufficient_scope) (step up with the union of
-//!    the granted and the challenged scopes), each bounded per operation.
+//!    on a `401` a refresh, then a new login, and on a `403 insufficient_scope` a step-up with
+//!    the union of the granted and the challenged scopes, each bounded per request.
 //!
 //! Inside, the flow is a value (`flow::Flow`, no I/O: each step says what it needs, the answer
 //! moves it on); `driver` runs it over HTTP with every wait bounded, and an [`Authorizer`] performs the
 //! one interactive step ([`BrowserAuthorizer`] opens the system browser and takes the redirect on
-//! `http://127.0.0.1:<port>/callback`; [`HeadlessAuthorizer`] follows the URL itself).
+//! `http://127.0.0.1:<port>/callback`; [`headless`] follows the URL itself; [`no_login`]
+//! refuses).
 //!
 //! # What is stored where
 //!
@@ -64,16 +64,11 @@ mod storage;
 mod token;
 mod wire;
 
-pub use authorizer::{
-    AuthorizationSession, Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer,
-};
-pub use config::{EnterpriseConfig, Grant, OAuthConfig};
+pub use authorizer::{headless, no_login, AuthorizationSession, Authorizer, BrowserAuthorizer};
+pub use config::OAuthConfig;
 pub use driver::OAuthOptions;
-pub use jwt::{SigningAlgorithm, SigningKey};
-pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider, Operation};
-pub use registration::{ClientIdentity, IdentitySource};
-pub use storage::{AuthStorage, Credential, StoreHold};
-pub use token::AuthMethod;
+pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider};
+pub use storage::{AuthStorage, Credential};
 
 use crate::error::{Error, OAuthErrorKind};
 
@@ -95,16 +90,16 @@ pub(crate) fn now_ms() -> u64 {
 
 /// A secret string: never printed by `Debug`.
 #[derive(Clone, PartialEq, Eq, Default)]
-pub struct Secret(String);
+pub(crate) struct Secret(String);
 
 impl Secret {
     /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Secret {
+    pub(crate) fn new(value: impl Into<String>) -> Secret {
         Secret(value.into())
     }
 
     /// The value (to send it where it belongs; never to log it).
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }

@@ -31,10 +31,9 @@ pub fn resource_index_id(server_resource: &str) -> String {
     format!("oauth-resource|{server_resource}")
 }
 
-/// The retries of one operation (one request and its re-sends): create one per operation with
-/// [`OAuthProvider::operation`].
+/// The retries of one operation (one request and its re-sends).
 #[derive(Debug, Default, Clone)]
-pub struct Operation {
+pub(crate) struct Operation {
     refreshed: bool,
     logins: u32,
     step_ups: u32,
@@ -192,11 +191,6 @@ impl OAuthProvider {
                 changed: Condvar::new(),
             }),
         })
-    }
-
-    /// A fresh retry budget for one operation.
-    pub fn operation(&self) -> Operation {
-        Operation::default()
     }
 
     /// The stored tokens of this server (read from storage once).
@@ -398,7 +392,7 @@ impl OAuthProvider {
 
     /// The server answered `401`: refresh once per operation, else log in again (once per
     /// operation). `Ok`: re-send the request.
-    pub fn on_unauthorized(
+    pub(crate) fn on_unauthorized(
         &self,
         operation: &mut Operation,
         www_authenticate: Option<&str>,
@@ -441,7 +435,7 @@ impl OAuthProvider {
     /// The server answered `403` with `insufficient_scope`: log in again with the union of the
     /// granted and the challenged scopes, at most `max_step_ups` times per operation. `Ok`:
     /// re-send the request.
-    pub fn on_insufficient_scope(
+    pub(crate) fn on_insufficient_scope(
         &self,
         operation: &mut Operation,
         www_authenticate: &str,
@@ -529,8 +523,8 @@ impl crate::transport::AuthProvider for OAuthProvider {
         Some(format!("Bearer {}", tokens.credential.access_token))
     }
 
-    /// The transport's view of [`OAuthProvider::on_unauthorized`]: the first `401` of a request
-    /// refreshes (or, without a refresh token, logs in), the second logs in, a third fails.
+    /// A `401`: the first of a request refreshes (or, without a refresh token, logs in), the
+    /// second logs in, a third fails.
     fn on_unauthorized(&self, www_authenticate: Option<&str>, retries: u32) -> bool {
         let mut operation = Operation {
             refreshed: retries >= 1,
@@ -545,7 +539,8 @@ impl crate::transport::AuthProvider for OAuthProvider {
         self.inner.state.lock().refusal.clone()
     }
 
-    /// The transport's view of [`OAuthProvider::on_insufficient_scope`].
+    /// A `403 insufficient_scope`: logs in again with the union of the granted and the
+    /// challenged scopes, at most [`OAuthOptions::max_step_ups`] times per request.
     fn on_forbidden(&self, www_authenticate: &str, retries: u32) -> bool {
         let mut operation = Operation {
             refreshed: true,

@@ -10,7 +10,7 @@ use crate::transport::url::redact;
 
 /// Where a client id came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdentitySource {
+pub(crate) enum IdentitySource {
     /// `clientId` in the config.
     PreRegistered,
     /// The host's Client ID Metadata Document URL (`clientMetadataUrl`).
@@ -43,7 +43,7 @@ impl IdentitySource {
 
 /// The client the flow authenticates as. `Debug` hides the secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientIdentity {
+pub(crate) struct ClientIdentity {
     /// `client_id`.
     pub client_id: String,
     /// `client_secret`, for a confidential client.

@@ -50,33 +50,12 @@ pub trait AuthStorage: Send + Sync {
     fn remove(&self, id: &str) -> Result<(), Error>;
 
     /// Holds off every other holder of this store's exclusive hold (in this process and, for a
-    /// store other processes share, in those) until the returned value is dropped, waiting at
+    /// store other processes share, in those) until the returned guard is dropped, waiting at
     /// most `bound` for it. A refresh holds it from reading the stored refresh token to storing
     /// the next. The default does nothing: a store no other process reads needs nothing more
     /// than the provider's own serialisation.
-    fn exclusive(&self, bound: Duration) -> Result<StoreHold, Error> {
+    fn exclusive(&self, bound: Duration) -> Result<Box<dyn Send>, Error> {
         let _ = bound;
-        Ok(StoreHold::none())
-    }
-}
-
-/// An exclusive hold on an [`AuthStorage`], released on drop.
-pub struct StoreHold(#[allow(dead_code)] Option<Box<dyn Send>>);
-
-impl StoreHold {
-    /// A hold that holds nothing (a store no one else shares).
-    pub fn none() -> StoreHold {
-        StoreHold(None)
-    }
-
-    /// A hold released when `guard` is dropped.
-    pub fn new(guard: impl Send + 'static) -> StoreHold {
-        StoreHold(Some(Box::new(guard)))
-    }
-}
-
-impl std::fmt::Debug for StoreHold {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StoreHold")
+        Ok(Box::new(()))
     }
 }

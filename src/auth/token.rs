@@ -24,7 +24,7 @@ const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type
 
 /// How the client authenticates to a token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthMethod {
+pub(crate) enum AuthMethod {
     /// A public client: `client_id` in the form, nothing else.
     None,
     /// HTTP Basic with the client id and secret.

@@ -162,12 +162,13 @@ impl Client {
         Client::negotiate(conn, options, started, probe, &open)
     }
 
-    /// Connects over a transport of the caller's (an in-memory pair in tests, a transport of
-    /// the host's own): `connector` builds it around the client's [`Inbound`] sink, then the
-    /// handshake runs as for [`Client::connect`], bounded by `options.timeout`.
+    /// Connects over an in-memory pipe ([`memory_pair`](crate::transport::memory_pair)):
+    /// an in-process server in tests, or a transport of the host's own that moves messages
+    /// between the pipe's [`MemoryServer`](crate::transport::MemoryServer) end and the server.
+    /// The handshake runs as for [`Client::connect`], bounded by `options.timeout`.
     pub fn with_transport(
         name: &str,
-        connector: impl Connector,
+        connector: crate::transport::MemoryConnector,
         options: ConnectOptions,
     ) -> Result<Client, Error> {
         Client::connect_through(name, &connector, &options).map_err(ConnectFailure::close)

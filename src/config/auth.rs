@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
 use super::jsonc;
-use crate::auth::{AuthStorage, Credential, StoreHold};
+use crate::auth::{AuthStorage, Credential};
 use crate::error::Error;
 use crate::files::write_private;
 
@@ -117,7 +117,7 @@ impl AuthStorage for FileAuthStorage {
         })
     }
 
-    fn exclusive(&self, bound: Duration) -> Result<StoreHold, Error> {
+    fn exclusive(&self, bound: Duration) -> Result<Box<dyn Send>, Error> {
         let deadline = std::time::Instant::now() + bound;
         {
             let (held, freed) = &*self.refresh;
@@ -132,7 +132,7 @@ impl AuthStorage for FileAuthStorage {
         let inner = InProcess(std::sync::Arc::clone(&self.refresh));
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let file = file_lock::acquire(&self.lock_path("refresh"), left)?;
-        Ok(StoreHold::new((file, inner)))
+        Ok(Box::new((file, inner)))
     }
 }
 

@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{McpManager, Shared};
-use crate::auth::{
-    AuthStatus, AuthStorage, Authorizer, NoLoginAuthorizer, OAuthOptions, OAuthProvider,
-};
+use crate::auth::{no_login, AuthStatus, AuthStorage, Authorizer, OAuthOptions, OAuthProvider};
 use crate::client::Endpoint;
 use crate::config::oauth::provider_for;
 use crate::config::{FileAuthStorage, ServerConfig};
@@ -48,7 +46,7 @@ impl Shared {
         config: &ServerConfig,
         endpoint: &mut Endpoint,
     ) -> Result<(), Error> {
-        let provider = match self.oauth_provider(config, Arc::new(NoLoginAuthorizer)) {
+        let provider = match self.oauth_provider(config, no_login()) {
             Ok(Some(provider)) => provider,
             Ok(None) => return Ok(()),
             // An `oauth` object the user wrote must be right; without one, a server OAuth
@@ -120,10 +118,7 @@ impl McpManager {
             .shared
             .config_of(name)
             .ok_or_else(|| Error::not_connected(name))?;
-        match self
-            .shared
-            .oauth_provider(&config, Arc::new(NoLoginAuthorizer))?
-        {
+        match self.shared.oauth_provider(&config, no_login())? {
             Some(provider) => provider.logout(),
             None => Ok(()),
         }
@@ -132,10 +127,7 @@ impl McpManager {
     /// What is stored for `name`'s server, where OAuth applies to it.
     pub fn auth_status(&self, name: &str) -> Option<AuthStatus> {
         let config = self.shared.config_of(name)?;
-        let provider = self
-            .shared
-            .oauth_provider(&config, Arc::new(NoLoginAuthorizer))
-            .ok()??;
+        let provider = self.shared.oauth_provider(&config, no_login()).ok()??;
         Some(provider.status())
     }
 }

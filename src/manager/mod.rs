@@ -48,8 +48,8 @@ mod task;
 pub use crate::cache::{CachedFeatures, FileToolCache, ToolCache, CACHE_VERSION, DEFAULT_TTL};
 pub use naming::{exposed_name, exposed_names, exposed_prefix};
 pub use options::{
-    ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerConnector, ServerStatus,
-    ServersChanged, STARTUP_TIMEOUT,
+    ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, ServersChanged,
+    STARTUP_TIMEOUT,
 };
 
 pub use features::{

@@ -9,7 +9,7 @@ use crate::auth::AuthStorage;
 use crate::cache::ToolCache;
 use crate::client::ConnectOptions;
 use crate::error::Error;
-use crate::transport::Connector;
+use crate::transport::MemoryConnector;
 
 /// The startup gate's default bound.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_millis(250);
@@ -40,16 +40,17 @@ pub struct ManagerOptions {
     pub disconnect_wait: Duration,
     /// Automatic reconnection after a transport dies (off by default: the seed's contract).
     pub reconnect: Option<ReconnectPolicy>,
-    /// Reaches servers by other means than their config's transport: asked at each connect
-    /// attempt of each server, it gives the [`Connector`] to connect through (the handshake
-    /// era; no era probe), or `None` for the config's own transport. For in-memory servers in
-    /// tests ([`memory_pair`](crate::transport::memory_pair)), or a host's own transport.
-    pub connector: Option<ServerConnector>,
+    /// Reaches servers by other means than their config's transport: asked with the server's
+    /// name and config at each connect attempt, it gives the in-memory pipe to connect through
+    /// (the handshake era; no era probe), or `None` for the config's own transport. For
+    /// in-memory servers in tests ([`memory_pair`](crate::transport::memory_pair)), and for a
+    /// transport of the host's own, which moves messages between its end of the pipe (a
+    /// [`MemoryServer`](crate::transport::MemoryServer)) and the server.
+    #[allow(clippy::type_complexity)]
+    pub connector: Option<
+        Arc<dyn Fn(&str, &crate::config::ServerConfig) -> Option<MemoryConnector> + Send + Sync>,
+    >,
 }
-
-/// See [`ManagerOptions::connector`]: called with the server's name and config.
-pub type ServerConnector =
-    Arc<dyn Fn(&str, &crate::config::ServerConfig) -> Option<Box<dyn Connector>> + Send + Sync>;
 
 impl Default for ManagerOptions {
     fn default() -> Self {

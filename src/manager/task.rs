@@ -128,7 +128,7 @@ impl Task {
         let through =
             (self.shared.options.connector.as_ref()).and_then(|c| c(&self.name, &self.config));
         let opened = match through {
-            Some(connector) => self.open_through(&*connector),
+            Some(connector) => self.open_through(&connector),
             None => self.open(),
         };
         match opened {

@@ -1,11 +1,17 @@
-//! Transports move JSON-RPC messages between us and one server.
+//! Transports move JSON-RPC messages between us and one server: stdio (a child process),
+//! Streamable HTTP and legacy SSE, built by the client from an
+//! [`Endpoint`](crate::client::Endpoint) and tuned by [`StdioOptions`] and [`HttpOptions`].
 //!
-//! A transport is built with an [`Inbound`] sink. Whoever reads (its reader thread, or for
-//! stdio a caller reading its own answer) calls
-//! [`Inbound::on_message`] for every message the server sends, in order, and
-//! [`Inbound::on_closed`] exactly once when the connection ends for any reason.
-//! [`Transport::send`] never blocks on the server: a server that stops reading cannot hang
-//! the caller.
+//! Any other way of reaching a server (an in-process server, a socket of the host's own) goes
+//! through an in-memory pipe, [`memory_pair`]: the client takes one end
+//! ([`Client::with_transport`](crate::client::Client::with_transport), or a manager's
+//! [`connector`](crate::manager::ManagerOptions::connector)), and whoever holds the other, a
+//! [`MemoryServer`], answers or forwards plain [`Message`]s.
+//!
+//! Inside, each transport is built with a sink it delivers to: whoever reads (its reader
+//! thread, or for stdio a caller reading its own answer) hands on every message the server
+//! sends, in order, and reports the end of the connection exactly once. Sending never blocks
+//! on the server: a server that stops reading cannot hang the caller.
 
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId};
@@ -26,8 +32,8 @@ pub(crate) mod tcp;
 pub(crate) mod url;
 pub(crate) mod web;
 
-// What a host sets or plugs in. The three transports themselves are built by the client from
-// an `Endpoint` (or by a `Connector` for `Client::with_transport`), not by hosts.
+// What a host sets. The three transports themselves are built by the client from an
+// `Endpoint`, not by hosts.
 pub(crate) use http::HttpTransport;
 pub use http::MAX_DEAD_LISTENS;
 pub use memory::{pair as memory_pair, MemoryConnector, MemoryServer};
@@ -39,7 +45,7 @@ pub use web::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 /// Builds a transport around a client's [`Inbound`] sink, for
 /// [`Client::with_transport`](crate::client::Client::with_transport) and a manager's
 /// [`ManagerOptions::connector`](crate::manager::ManagerOptions::connector).
-pub trait Connector: Send + Sync {
+pub(crate) trait Connector: Send + Sync {
     /// The transport for the server `name`, delivering what it receives to `inbound`.
     fn connect(
         &self,
@@ -62,7 +68,7 @@ impl Connector for memory::MemoryConnector {
 /// protocol version and headers its era asks for, and how its sender waits for the answer.
 /// `Debug` shows the headers' names, never their values (they mirror a call's arguments).
 #[derive(Clone, Default)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     /// The protocol version the message goes under; `None` before one is settled (the
     /// `initialize` request). HTTP sends it as `MCP-Protocol-Version` where the revision asks
     /// for the header, and follows that revision's transport rules (2026-07-28: no session id;
@@ -98,7 +104,7 @@ impl std::fmt::Debug for Envelope {
 }
 
 /// Where a transport delivers what the server sends.
-pub trait Inbound: Send + Sync {
+pub(crate) trait Inbound: Send + Sync {
     /// One message from the server. Called on the thread reading (the transport's reader, or a
     /// caller waiting for its answer): return quickly.
     fn on_message(&self, message: Message);
@@ -111,7 +117,7 @@ pub trait Inbound: Send + Sync {
 }
 
 /// A connection to one server that can send messages.
-pub trait Transport: Send + Sync {
+pub(crate) trait Transport: Send + Sync {
     /// Sends one message in its envelope. Never waits for the answer to a request past the
     /// envelope's deadline (the answer comes through [`Inbound`], possibly before this
     /// returns when the envelope says `inline`); a notification or response may be written

@@ -28,9 +28,11 @@ use crate::jsonrpc::Message;
 ///
 /// When the server answers a request `401`, or `403` with an `insufficient_scope` challenge,
 /// the transport asks the provider whether to re-send it (after a refresh, a login or a
-/// step-up the provider ran); `retries` counts the re-sends this request has had already. The
-/// transport never re-sends more than [`MAX_AUTH_RETRIES`] times. These run on the calling
-/// thread, never under a lock of the manager's.
+/// step-up the provider ran); `retries` counts the re-sends this request has had already after
+/// answers of the same status (its `401`s for `on_unauthorized`, its `403`s for
+/// `on_forbidden`), so a provider keeps its own budget for each. The transport re-sends at
+/// most [`MAX_AUTH_RETRIES`] times per status. These run on the calling thread, never under a
+/// lock of the manager's.
 pub trait AuthProvider: Send + Sync {
     /// The header value, e.g. `Bearer abc`; `None` sends no `Authorization` header.
     fn authorization(&self) -> Option<String>;
@@ -56,7 +58,7 @@ pub trait AuthProvider: Send + Sync {
     }
 }
 
-/// The most times one request is re-sent after `401` / `403` answers.
+/// The most times one request is re-sent after `401` answers, and after `403` answers.
 pub const MAX_AUTH_RETRIES: u32 = 3;
 
 /// A remote server: its URL, the headers to send, and an optional auth provider.

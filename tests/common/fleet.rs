@@ -1,5 +1,5 @@
 //! In-memory MCP servers for the manager, the loader and the session: a [`Fleet`] gives a
-//! manager its [`ServerConnector`], and each connect attempt of a server it knows gets a fresh
+//! manager its `connector`, and each connect attempt of a server it knows gets a fresh
 //! in-memory pair with a server thread behind it. The test holds the controls: hold a server's
 //! `initialize` (the gate, deferred tools) or its `tools/list` (coalescing), change its tools,
 //! send it a notification, kill its connection, count what it was asked. No process, no
@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender};
-use mcp_runtime::manager::ServerConnector;
 use mcp_runtime::protocol::Message;
-use mcp_runtime::transport::{memory_pair, Connector};
+use mcp_runtime::transport::{memory_pair, MemoryConnector};
+use mcp_runtime::ServerConfig;
 use serde_json::{json, Value};
 
 /// How long a held server waits for its release before it gives up (a test that forgot to
@@ -133,18 +133,21 @@ impl Fleet {
     }
 
     /// The manager's connector: the fleet's servers in memory; any other server by its config.
-    pub fn connector(&self) -> ServerConnector {
+    #[allow(clippy::type_complexity)]
+    pub fn connector(
+        &self,
+    ) -> Arc<dyn Fn(&str, &ServerConfig) -> Option<MemoryConnector> + Send + Sync> {
         let fleet = self.clone();
         Arc::new(move |name, _config| {
             if !fleet.servers.lock().unwrap().contains_key(name) {
                 return None;
             }
-            Some(Box::new(fleet.start(name)) as Box<dyn Connector>)
+            Some(fleet.start(name))
         })
     }
 
     /// A fresh pair for `name`, its server end served on a thread of its own.
-    fn start(&self, name: &str) -> impl Connector {
+    fn start(&self, name: &str) -> MemoryConnector {
         let (connector, end) = memory_pair();
         let (kill, killed) = crossbeam_channel::bounded::<()>(1);
         let (lists, before) = self.known(name, |k| {

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::OAuthServer;
 
-use mcp_runtime::auth::{Authorizer, HeadlessAuthorizer, OAuthConfig, OAuthOptions, OAuthProvider};
+use mcp_runtime::auth::{headless, Authorizer, OAuthConfig, OAuthOptions, OAuthProvider};
 use mcp_runtime::config::FileAuthStorage;
-use mcp_runtime::transport::AuthProvider as _;
+use mcp_runtime::transport::{AuthProvider as _, MAX_AUTH_RETRIES};
 
 /// Options with short bounds.
 pub fn options() -> OAuthOptions {
@@ -29,12 +29,7 @@ pub fn storage(name: &str) -> Arc<FileAuthStorage> {
 
 /// A provider for the server, headless.
 pub fn provider(server: &OAuthServer, config: Value, name: &str) -> OAuthProvider {
-    provider_with(
-        server,
-        config,
-        storage(name),
-        Arc::new(HeadlessAuthorizer::new(options())),
-    )
+    provider_with(server, config, storage(name), headless(options()))
 }
 
 pub fn provider_with(
@@ -53,16 +48,17 @@ pub fn provider_with(
     .unwrap()
 }
 
-/// One MCP request, as the transport will send it: `Authorization` from the provider, a
-/// `401` or `403` handed to it, the request re-sent while it says so.
+/// One MCP request, as the HTTP transport sends it: `Authorization` from the provider, a `401`
+/// or `403` handed to it, the request re-sent while it says so (at most
+/// `MAX_AUTH_RETRIES` times per status), and the provider's refusal as the error when it declines.
 pub fn call(provider: &OAuthProvider, url: &str) -> Result<(), mcp_runtime::Error> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(10)))
         .build()
         .into();
-    let mut op = provider.operation();
-    for _ in 0..10 {
+    let (mut unauthorized, mut forbidden) = (0, 0);
+    loop {
         let mut req = agent.post(url).header("Content-Type", "application/json");
         if let Some(auth) = provider.authorization() {
             req = req.header("Authorization", auth);
@@ -75,12 +71,26 @@ pub fn call(provider: &OAuthProvider, url: &str) -> Result<(), mcp_runtime::Erro
             .get("www-authenticate")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        match response.status().as_u16() {
+        let status = response.status().as_u16();
+        let again = match status {
             200 => return Ok(()),
-            401 => provider.on_unauthorized(&mut op, challenge.as_deref())?,
-            403 => provider.on_insufficient_scope(&mut op, challenge.as_deref().unwrap_or(""))?,
+            401 if unauthorized < MAX_AUTH_RETRIES => {
+                unauthorized += 1;
+                provider.on_unauthorized(challenge.as_deref(), unauthorized - 1)
+            }
+            403 if forbidden < MAX_AUTH_RETRIES => {
+                forbidden += 1;
+                provider.on_forbidden(challenge.as_deref().unwrap_or(""), forbidden - 1)
+            }
+            401 | 403 => false,
             s => panic!("unexpected status {s}"),
+        };
+        if !again {
+            return Err(provider.refusal().unwrap_or(mcp_runtime::Error::Http {
+                status,
+                body: String::new(),
+                www_authenticate: challenge,
+            }));
         }
     }
-    panic!("the provider asked for more than 10 re-sends");
 }

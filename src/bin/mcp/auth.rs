@@ -9,9 +9,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use mcp_runtime::auth::{
-    Authorizer, BrowserAuthorizer, HeadlessAuthorizer, NoLoginAuthorizer, OAuthOptions,
-};
+use mcp_runtime::auth::{headless, no_login, Authorizer, BrowserAuthorizer, OAuthOptions};
 use mcp_runtime::config::FileAuthStorage;
 use mcp_runtime::config::{provider_for, uses_oauth};
 use serde_json::json;
@@ -35,7 +33,7 @@ pub fn login(args: &Args, project: &Path, name: &str, how: LoginHow) -> Result<u
     args.servers = vec![name.to_owned()];
     let session = crate::servers::start(&args, project)?;
     let authorizer: Arc<dyn Authorizer> = match how {
-        LoginHow::Headless => Arc::new(HeadlessAuthorizer::new(OAuthOptions::default())),
+        LoginHow::Headless => headless(OAuthOptions::default()),
         LoginHow::Browser => {
             let name = name.to_owned();
             Arc::new(BrowserAuthorizer::with_opener(move |url| {
@@ -101,7 +99,7 @@ pub fn logout(args: &Args, project: &Path, name: &str) -> Result<u8, String> {
     let provider = provider_for(
         &server.config,
         Arc::new(FileAuthStorage::user_default()),
-        Arc::new(NoLoginAuthorizer),
+        no_login(),
         OAuthOptions::default(),
     )
     .map_err(|e| e.to_string())?
@@ -124,7 +122,7 @@ pub fn status(args: &Args, project: &Path) -> Result<u8, String> {
         let provider = provider_for(
             &d.config,
             storage.clone(),
-            Arc::new(NoLoginAuthorizer),
+            no_login(),
             OAuthOptions::default(),
         );
         let row = match provider {

@@ -170,7 +170,7 @@ fn headless_oauth(
     headers: &[(String, String)],
     oauth: Option<&serde_json::Value>,
 ) -> Result<Option<Arc<dyn mcp_runtime::transport::AuthProvider>>, mcp_runtime::Error> {
-    use mcp_runtime::auth::{HeadlessAuthorizer, OAuthOptions};
+    use mcp_runtime::auth::{headless, OAuthOptions};
     use mcp_runtime::config::provider_for;
     let Some(oauth) = oauth else {
         return Ok(None);
@@ -185,7 +185,7 @@ fn headless_oauth(
     let provider = provider_for(
         &config,
         Arc::new(mcp_runtime::config::FileAuthStorage::user_default()),
-        Arc::new(HeadlessAuthorizer::new(OAuthOptions::default())),
+        headless(OAuthOptions::default()),
         OAuthOptions::default(),
     )?;
     Ok(provider.map(|p| Arc::new(p) as Arc<dyn mcp_runtime::transport::AuthProvider>))

@@ -11,8 +11,8 @@ use crate::transport::{web, Envelope};
 
 impl Shared {
     /// [`Shared::post_and_resume`], re-sent while the auth provider, told of a `401` or a
-    /// `403`, says a new authorization is worth a try (bounded by `MAX_AUTH_RETRIES` and the
-    /// deadline).
+    /// `403`, says a new authorization is worth a try (bounded by `MAX_AUTH_RETRIES` re-sends
+    /// per status, and the deadline).
     pub(super) fn post_authorized(
         &self,
         message: &Message,
@@ -21,29 +21,33 @@ impl Shared {
         deadline: Option<Instant>,
         abort: Option<&Abort>,
     ) -> Result<Option<RpcResponse>, Error> {
-        let mut retries = 0;
+        // Re-sends so far after a 401, and after a 403.
+        let (mut unauthorized, mut forbidden) = (0, 0);
         loop {
             let outcome = self.post_and_resume(message, envelope, id, deadline, abort);
             let Some(auth) = self.target_auth.as_ref() else {
                 return outcome;
             };
-            let asked =
-                retries < web::MAX_AUTH_RETRIES && deadline.is_none_or(|d| Instant::now() < d);
+            let in_time = deadline.is_none_or(|d| Instant::now() < d);
             let (again, consulted) = match &outcome {
-                _ if !asked => (false, false),
+                _ if !in_time => (false, false),
                 Err(Error::Http {
                     status: 401,
                     www_authenticate,
                     ..
-                }) => (
-                    auth.on_unauthorized(www_authenticate.as_deref(), retries),
-                    true,
-                ),
+                }) if unauthorized < web::MAX_AUTH_RETRIES => {
+                    unauthorized += 1;
+                    let again = auth.on_unauthorized(www_authenticate.as_deref(), unauthorized - 1);
+                    (again, true)
+                }
                 Err(Error::Http {
                     status: 403,
                     www_authenticate: Some(challenge),
                     ..
-                }) => (auth.on_forbidden(challenge, retries), true),
+                }) if forbidden < web::MAX_AUTH_RETRIES => {
+                    forbidden += 1;
+                    (auth.on_forbidden(challenge, forbidden - 1), true)
+                }
                 _ => (false, false),
             };
             if !again {
@@ -54,7 +58,6 @@ impl Shared {
                     (outcome, _) => outcome,
                 };
             }
-            retries += 1;
             log::debug!(
                 "[{}] re-sending request {id} with a new authorization",
                 self.name
