@@ -144,4 +144,4 @@ pub use loader::{
 pub use manager::{ManagerOptions, McpManager};
 pub use protocol::{CallToolResult, ContentBlock};
 pub use session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
-pub use tool::{Aborted, AgentTool, ToolOutput};
+pub use tool::{AgentTool, ToolOutput};

@@ -26,11 +26,9 @@ use crate::error::Error;
 use crate::loader::{
     load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
-use crate::manager::{
-    ConnectReport, ConnectionState, ManagedPrompt, ManagedResource, ManagedTemplate, McpManager,
-    ServerInfo,
-};
+use crate::manager::{ConnectReport, ConnectionState, Managed, McpManager, ServerInfo};
 use crate::protocol::{Completion, CompletionRef, GetPromptResult, ReadResourceResult};
+use crate::protocol::{Prompt, Resource, ResourceTemplate};
 use crate::tool::AgentTool;
 
 /// The host's tools and the MCP tools, by name, with the set that is active.
@@ -125,11 +123,11 @@ impl ToolRegistry {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpFeatures {
     /// Every connected server's resources.
-    pub resources: Vec<ManagedResource>,
+    pub resources: Vec<Managed<Resource>>,
     /// Every connected server's resource templates.
-    pub templates: Vec<ManagedTemplate>,
+    pub templates: Vec<Managed<ResourceTemplate>>,
     /// Every connected server's prompts, with their command names.
-    pub prompts: Vec<ManagedPrompt>,
+    pub prompts: Vec<Managed<Prompt>>,
 }
 
 impl McpFeatures {
@@ -144,8 +142,8 @@ impl McpFeatures {
     }
 
     /// The prompt offered under `command` (`mcp_<server>_<prompt>`).
-    pub fn prompt(&self, command: &str) -> Option<&ManagedPrompt> {
-        self.prompts.iter().find(|p| p.command == command)
+    pub fn prompt(&self, command: &str) -> Option<&Managed<Prompt>> {
+        self.prompts.iter().find(|p| p.name == command)
     }
 }
 
@@ -377,22 +375,22 @@ impl AgentSession {
     }
 
     /// Every connected server's resources.
-    pub fn resources(&self) -> Vec<ManagedResource> {
+    pub fn resources(&self) -> Vec<Managed<Resource>> {
         self.inner.features.lock().resources.clone()
     }
 
     /// Every connected server's resource templates.
-    pub fn resource_templates(&self) -> Vec<ManagedTemplate> {
+    pub fn resource_templates(&self) -> Vec<Managed<ResourceTemplate>> {
         self.inner.features.lock().templates.clone()
     }
 
     /// Every connected server's prompts, with their command names.
-    pub fn prompts(&self) -> Vec<ManagedPrompt> {
+    pub fn prompts(&self) -> Vec<Managed<Prompt>> {
         self.inner.features.lock().prompts.clone()
     }
 
     /// The prompt offered under `command` (`mcp_<server>_<prompt>`).
-    pub fn prompt(&self, command: &str) -> Option<ManagedPrompt> {
+    pub fn prompt(&self, command: &str) -> Option<Managed<Prompt>> {
         self.inner.features.lock().prompt(command).cloned()
     }
 
@@ -413,7 +411,7 @@ impl AgentSession {
         })?;
         self.connected_manager(&prompt.server)?.get_prompt(
             &prompt.server,
-            &prompt.prompt.name,
+            &prompt.item.name,
             arguments,
         )
     }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::client::CallOptions;
 use crate::error::Error;
 use crate::manager::McpManager;
-use crate::tool::{build_tools, call_through, Aborted, AgentTool, ToolDetails, ToolOutput};
+use crate::tool::{build_tools, call_through, AgentTool, ToolDetails, ToolOutput};
 
 /// The default cap on one proxied call.
 pub const DEFAULT_CALL_CAP: Duration = Duration::from_secs(60);
@@ -94,9 +94,9 @@ impl AgentTool for ProxyTool {
         self.inner.parameters()
     }
 
-    fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Aborted> {
+    fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Error> {
         if options.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
-            return Err(Aborted);
+            return Err(Error::Cancelled);
         }
         // The parent's current tool set decides: a tool it no longer has is not called.
         let current = self.manager.has_tool(&self.server, &self.tool);
@@ -115,7 +115,7 @@ impl AgentTool for ProxyTool {
             .wait_for_client(&self.server, self.cap, options.cancel.as_ref())
         {
             Ok(_) => {}
-            Err(Error::Cancelled) => return Err(Aborted),
+            Err(Error::Cancelled) => return Err(Error::Cancelled),
             Err(e) => return Ok(ToolOutput::failed(e, self.details())),
         }
         let left = self.cap.saturating_sub(started.elapsed());

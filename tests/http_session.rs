@@ -511,7 +511,7 @@ fn the_manager_lists_the_new_servers_tools_and_prompts_after_a_restart() {
         manager
             .prompts()
             .iter()
-            .map(|p| p.prompt.name.clone())
+            .map(|p| p.item.name.clone())
             .collect::<Vec<_>>()
     };
     // The prompts are listed after the tools, in the background.

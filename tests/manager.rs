@@ -624,5 +624,8 @@ fn an_aborted_call_stays_an_abort() {
     let caller = std::thread::spawn(move || hang.execute(json!({}), ctx));
     started.recv_timeout(Duration::from_secs(10)).unwrap();
     cancel.cancel();
-    assert_eq!(caller.join().unwrap().unwrap_err(), mcp_runtime::Aborted);
+    assert_eq!(
+        caller.join().unwrap().unwrap_err(),
+        mcp_runtime::Error::Cancelled
+    );
 }

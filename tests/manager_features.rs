@@ -56,12 +56,20 @@ fn resources_templates_and_prompts_are_kept_per_server() {
     common::eventually("resources listed", WAIT, || manager.resources().len() == 2);
     let resources = manager.resources();
     assert!(resources.iter().all(|r| r.server == "rich"));
-    assert_eq!(resources[1].resource.uri, "test://b", "both pages");
+    assert_eq!(resources[1].item.uri, "test://b", "both pages");
+    // Each is offered under a name of its server's, unique among the resources.
+    let names: std::collections::BTreeSet<&str> =
+        resources.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names.iter().all(|n| n.starts_with("mcp_rich_")),
+        "{names:?}"
+    );
     let templates = manager.resource_templates();
-    assert_eq!(templates[0].template.uri_template, "test://item/{id}");
+    assert_eq!(templates[0].item.uri_template, "test://item/{id}");
     let prompts = manager.prompts();
     assert_eq!(prompts.len(), 1);
-    assert_eq!(prompts[0].command, "mcp_rich_greet");
+    assert_eq!(prompts[0].name, "mcp_rich_greet");
     // Reading, text and blob as sent.
     let text = manager.read_resource("rich", "test://a").unwrap();
     assert_eq!(
@@ -119,7 +127,7 @@ fn prompts_list_changed_refreshes_and_tells_the_host() {
     let names: Vec<String> = manager
         .prompts()
         .iter()
-        .map(|p| p.prompt.name.clone())
+        .map(|p| p.item.name.clone())
         .collect();
     assert_eq!(names, ["greet", "late_prompt"]);
     manager.disconnect_all();
@@ -176,7 +184,7 @@ fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
     assert_eq!(report.deferred, ["rich"], "{report:?}");
     let prompts = second.prompts();
     assert_eq!(prompts.len(), 1);
-    assert_eq!(prompts[0].command, "mcp_rich_greet");
+    assert_eq!(prompts[0].name, "mcp_rich_greet");
     assert_eq!(second.resources().len(), 2);
     drop(hold);
     second.disconnect_all();

@@ -17,7 +17,7 @@ use mcp_runtime::host::SubagentTools;
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::manager::ConnectionState;
 use mcp_runtime::LoaderOptions;
-use mcp_runtime::{Aborted, AgentTool, CallOptions, ManagerOptions, ToolOutput};
+use mcp_runtime::{AgentTool, CallOptions, Error, ManagerOptions, ToolOutput};
 use serde_json::{json, Value};
 
 /// A host's own tool.
@@ -37,8 +37,8 @@ impl AgentTool for HostTool {
         static EMPTY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
         EMPTY.get_or_init(|| json!({"type": "object", "properties": {}}))
     }
-    fn execute(&self, _: Value, _: CallOptions<'_>) -> Result<ToolOutput, Aborted> {
-        Err(Aborted)
+    fn execute(&self, _: Value, _: CallOptions<'_>) -> Result<ToolOutput, Error> {
+        Err(Error::Cancelled)
     }
 }
 
@@ -440,7 +440,7 @@ fn a_proxied_call_is_capped_and_an_abort_stays_an_abort() {
         cancel: Some(cancel),
         ..CallOptions::default()
     };
-    assert_eq!(hang.execute(json!({}), ctx).unwrap_err(), Aborted);
+    assert_eq!(hang.execute(json!({}), ctx).unwrap_err(), Error::Cancelled);
     session.close();
 }
 

@@ -54,14 +54,11 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
     let uris: Vec<&str> = features
         .resources
         .iter()
-        .map(|r| r.resource.uri.as_str())
+        .map(|r| r.item.uri.as_str())
         .collect();
     assert_eq!(uris, ["test://a", "test://b"]);
-    assert_eq!(
-        features.templates[0].template.uri_template,
-        "test://item/{id}"
-    );
-    assert_eq!(features.prompts[0].command, "mcp_docs_greet");
+    assert_eq!(features.templates[0].item.uri_template, "test://item/{id}");
+    assert_eq!(features.prompts[0].name, "mcp_docs_greet");
     let info = session.server_info("docs").unwrap();
     assert_eq!(info.implementation.name, "mcp-test-server");
     assert_eq!(info.instructions.as_deref(), Some("Use echo to test."));
@@ -69,7 +66,7 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
     let mirrored: Arc<Mutex<Vec<String>>> = Arc::default();
     let m = Arc::clone(&mirrored);
     session.on_features_refresh(move |f| {
-        *m.lock().unwrap() = f.prompts.iter().map(|p| p.command.clone()).collect();
+        *m.lock().unwrap() = f.prompts.iter().map(|p| p.name.clone()).collect();
     });
     // The server adds a prompt and says so (prompts/list_changed).
     let out = session

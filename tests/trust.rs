@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::config::{
-    load_all_mcp_configs, DiscoveryOptions, ProjectTrust, TrustDecision, TrustState, TrustStore,
+    load_all_mcp_configs, DiscoveryOptions, ProjectTrust, TrustDecision, TrustState,
 };
 use mcp_runtime::host::McpCommands;
 use mcp_runtime::host::{create_agent_session, SessionOptions};
@@ -187,8 +187,13 @@ fn a_cloned_repository_runs_and_resolves_nothing_until_approved() {
 
     // Untrust forgets.
     assert!(untrust_server(&repo.project(), &repo.config(ProjectTrust::Report), "local").unwrap());
-    let store = TrustStore::new(repo.home().join(".mcp-runtime/trusted.json"));
-    assert!(store.approvals(&repo.project()).is_empty());
+    let loaded = load_all_mcp_configs(&repo.project(), &repo.config(ProjectTrust::Report));
+    let names: Vec<&str> = loaded
+        .needs_approval()
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
+    assert_eq!(names, ["local"], "it waits for approval again");
 }
 
 #[test]
@@ -336,12 +341,9 @@ fn policies_ask_trust_all_and_user_only() {
 
     let all = load_all_mcp_configs(&repo.project(), &repo.config(ProjectTrust::TrustAll));
     assert_eq!(all.configs.len(), 4);
-    assert!(
-        !TrustStore::new(repo.home().join(".mcp-runtime/trusted.json"))
-            .approvals(&repo.project())
-            .contains_key("once"),
-        "TrustAll remembers nothing"
-    );
+    let after = load_all_mcp_configs(&repo.project(), &repo.config(ProjectTrust::Report));
+    let on: Vec<&str> = after.configs.keys().map(String::as_str).collect();
+    assert_eq!(on, ["mine", "yes"], "TrustAll remembers nothing");
 
     let user_only = load_all_mcp_configs(&repo.project(), &repo.config(ProjectTrust::UserOnly));
     let on: Vec<&str> = user_only.configs.keys().map(String::as_str).collect();

@@ -43,7 +43,8 @@ mod tasks;
 pub use budget::MAX_RESULT_VALUES;
 pub use era::MAX_INPUT_ROUNDS;
 pub use handler::{ClientHandler, TraceContext};
-pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice, ProgressFn};
+pub(crate) use options::ProgressFn;
+pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice};
 
 use connect::ConnectFailure;
 pub(crate) use connect::Leftover;

@@ -150,7 +150,7 @@ impl fmt::Debug for ConnectOptions {
 }
 
 /// A progress callback: called on the calling thread for each `notifications/progress`.
-pub type ProgressFn<'a> = Box<dyn FnMut(&Progress) + Send + 'a>;
+pub(crate) type ProgressFn<'a> = Box<dyn FnMut(&Progress) + Send + 'a>;
 
 /// Options of one request (`call_tool`, `list_tools`, ...).
 #[derive(Default)]
@@ -162,7 +162,7 @@ pub struct CallOptions<'a> {
     pub cancel: Option<CancelToken>,
     /// Called on the calling thread for each progress notification. Setting it sends a
     /// progress token with the request.
-    pub on_progress: Option<ProgressFn<'a>>,
+    pub on_progress: Option<Box<dyn FnMut(&Progress) + Send + 'a>>,
 }
 
 impl<'a> CallOptions<'a> {

@@ -106,7 +106,7 @@ impl DiscoveryOptions {
     }
 
     /// The trust store: `trust_store`, else `trusted.json` beside the host's user file.
-    pub fn trust_store(&self, cwd: &Path) -> TrustStore {
+    pub(crate) fn trust_store(&self, cwd: &Path) -> TrustStore {
         match &self.trust_store {
             Some(path) => TrustStore::new(path),
             None => {
@@ -280,7 +280,6 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedCon
                 config: server.config.clone(),
                 source: server.source.clone(),
                 project: cwd.to_path_buf(),
-                changes: server.changes.clone(),
             };
             // Only a server that would start is put to a host's question; the others get the
             // state the gate would give them without asking (for listings).
@@ -288,13 +287,15 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedCon
                 (ProjectTrust::Ask(_), true) => &ProjectTrust::Report,
                 (policy, _) => policy,
             };
-            server.trust = trust::evaluate(
+            let trust = trust::evaluate(
                 &request,
+                &server,
                 tool.as_ref(),
                 approvals.get(&server.name),
                 policy,
                 &store,
             );
+            server.trust = trust;
             if server.skipped.is_none() && !server.trust.allows_start() {
                 server.skipped = Some(server.trust.describe());
             }

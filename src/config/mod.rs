@@ -43,8 +43,6 @@ pub use sources::{
     builtin_source, default_sources, ClaudeCode, HostConfig, McpJsonFile, DEFAULT_DIR_NAME,
     GEMINI_DEFAULT_TIMEOUT_MS,
 };
-pub use trust::{
-    Approval, ProjectTrust, TrustDecision, TrustPrompt, TrustRequest, TrustState, TrustStore,
-};
+pub use trust::{ProjectTrust, TrustDecision, TrustState};
 pub use trust_facts::approval_lines;
 pub use writer::{ConfigWriter, Scope};

@@ -28,6 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+use super::discovery::DiscoveredServer;
 use super::file::{read_text, ReadError, CONFIG_FILE_CAP};
 use super::server::ServerConfig;
 use super::source::{Level, SourceMeta};
@@ -95,26 +96,22 @@ pub enum TrustDecision {
     Deny,
 }
 
-/// The question put to the host: one project server, as found.
+/// What the gate knows of one project server it decides on.
 #[derive(Debug, Clone)]
-pub struct TrustRequest {
+pub(crate) struct TrustRequest {
     /// The server's name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its unresolved config (`Debug` shows names of env/header entries, never values).
-    pub config: ServerConfig,
+    pub(crate) config: ServerConfig,
     /// The file that declared it.
-    pub source: SourceMeta,
+    pub(crate) source: SourceMeta,
     /// The project directory.
-    pub project: PathBuf,
+    pub(crate) project: PathBuf,
     /// The hash an approval is remembered by.
-    pub hash: String,
-    /// What changed since the server was last approved (for another config), one line each
-    /// (see [`DiscoveredServer::changes`](super::DiscoveredServer::changes)); empty when it
-    /// never was.
-    pub changes: Vec<String>,
+    pub(crate) hash: String,
 }
 
-type AskFn = dyn Fn(&TrustRequest) -> TrustDecision + Send + Sync;
+type AskFn = dyn Fn(&DiscoveredServer) -> TrustDecision + Send + Sync;
 
 /// The host's policy for project servers that are not approved yet.
 #[derive(Clone, Default)]
@@ -123,9 +120,12 @@ pub enum ProjectTrust {
     /// The default.
     #[default]
     Report,
-    /// Ask the host. Each (server, config) is asked at most once per policy value (its
-    /// clones share the answers); [`TrustDecision::Approve`] is also remembered in the store.
-    Ask(TrustPrompt),
+    /// Ask the host about each project server that would start, as discovered (its name,
+    /// config, the file that declared it, and what changed since an earlier approval).
+    /// [`TrustDecision::Approve`] is remembered in the trust store. Build it with
+    /// [`ProjectTrust::ask`], which asks about each (server, config) at most once per policy
+    /// value (its clones share the answers).
+    Ask(Arc<AskFn>),
     /// Trust every project server, for this run only (nothing is remembered).
     TrustAll,
     /// Use user-level servers only: project servers are never started, approved or not.
@@ -133,12 +133,26 @@ pub enum ProjectTrust {
 }
 
 impl ProjectTrust {
-    /// A policy that asks `ask` about each project server not approved yet.
-    pub fn ask(ask: impl Fn(&TrustRequest) -> TrustDecision + Send + Sync + 'static) -> Self {
-        ProjectTrust::Ask(TrustPrompt {
-            ask: Arc::new(ask),
-            answers: Arc::new(Mutex::new(HashMap::new())),
-        })
+    /// A policy that asks `ask` about each project server not approved yet, at most once per
+    /// (server, config): a later question about the same gets the earlier answer (`Approve`
+    /// and `AllowOnce` as `AllowOnce`, `Deny` as `Deny`).
+    pub fn ask(ask: impl Fn(&DiscoveredServer) -> TrustDecision + Send + Sync + 'static) -> Self {
+        // `(name, config hash)` → whether it may start, for answers not remembered in the store.
+        let answers: Mutex<HashMap<(String, String), bool>> = Mutex::new(HashMap::new());
+        ProjectTrust::Ask(Arc::new(move |server: &DiscoveredServer| {
+            let key = (server.name.clone(), super::config_hash(&server.config));
+            if let Some(allowed) = answers.lock().get(&key).copied() {
+                return if allowed {
+                    TrustDecision::AllowOnce
+                } else {
+                    TrustDecision::Deny
+                };
+            }
+            // Asked without the lock held: the host may take its time (or ask a person).
+            let decision = ask(server);
+            answers.lock().insert(key, decision != TrustDecision::Deny);
+            decision
+        }))
     }
 }
 
@@ -153,37 +167,10 @@ impl std::fmt::Debug for ProjectTrust {
     }
 }
 
-/// The host callback of [`ProjectTrust::Ask`], with the answers it gave so far.
-#[derive(Clone)]
-pub struct TrustPrompt {
-    ask: Arc<AskFn>,
-    /// `(name, hash)` → whether it may start, for answers not remembered in the store.
-    answers: Arc<Mutex<HashMap<(String, String), bool>>>,
-}
-
-impl TrustPrompt {
-    fn decide(&self, request: &TrustRequest) -> TrustDecision {
-        let key = (request.name.clone(), request.hash.clone());
-        if let Some(allowed) = self.answers.lock().get(&key).copied() {
-            return if allowed {
-                TrustDecision::AllowOnce
-            } else {
-                TrustDecision::Deny
-            };
-        }
-        // Asked without the lock held: the host may take its time (or ask a person).
-        let decision = (self.ask)(request);
-        self.answers
-            .lock()
-            .insert(key, decision != TrustDecision::Deny);
-        decision
-    }
-}
-
 /// One remembered approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Approval {
+pub(crate) struct Approval {
     /// The hash of the approved (unresolved) config.
     pub hash: String,
     /// The file that declared the server when it was approved.
@@ -207,7 +194,7 @@ struct StoreFile {
 
 /// The user's remembered approvals of project servers: one JSON file, mode 0600.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TrustStore {
+pub(crate) struct TrustStore {
     path: PathBuf,
 }
 
@@ -215,11 +202,6 @@ impl TrustStore {
     /// A store in `path`.
     pub fn new(path: impl Into<PathBuf>) -> TrustStore {
         TrustStore { path: path.into() }
-    }
-
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The key of a project: its canonical path (as given when it cannot be resolved).
@@ -269,7 +251,8 @@ impl TrustStore {
     }
 
     /// Whether `name` in `project` is approved for exactly the config with `hash`.
-    pub fn is_approved(&self, project: &Path, name: &str, hash: &str) -> bool {
+    #[cfg(test)]
+    fn is_approved(&self, project: &Path, name: &str, hash: &str) -> bool {
         self.approvals(project)
             .get(name)
             .is_some_and(|a| a.hash == hash)
@@ -342,6 +325,7 @@ impl TrustStore {
 /// for it, `tool` what the tool that owns the file decided.
 pub(crate) fn evaluate(
     request: &TrustRequest,
+    asking: &DiscoveredServer,
     tool: Option<&TrustState>,
     approved: Option<&Approval>,
     policy: &ProjectTrust,
@@ -365,7 +349,7 @@ pub(crate) fn evaluate(
     match policy {
         ProjectTrust::Report | ProjectTrust::UserOnly => TrustState::NeedsApproval,
         ProjectTrust::TrustAll => TrustState::TrustedForRun,
-        ProjectTrust::Ask(prompt) => match prompt.decide(request) {
+        ProjectTrust::Ask(ask) => match ask(asking) {
             TrustDecision::Approve => {
                 match store.approve(
                     &request.project,
@@ -455,10 +439,7 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(store.path())
-                .unwrap()
-                .permissions()
-                .mode();
+            let mode = std::fs::metadata(&store.path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
         assert!(store.revoke(&project, "s").unwrap());

@@ -37,33 +37,16 @@ pub(crate) struct Features {
     pub prompts: Vec<Arc<Prompt>>,
 }
 
-/// A resource and its server.
+/// A resource, resource template or prompt, and the server that listed it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ManagedResource {
+pub struct Managed<T> {
     /// The server's configured name.
     pub server: String,
-    /// The resource as listed.
-    pub resource: Arc<Resource>,
-}
-
-/// A resource template and its server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ManagedTemplate {
-    /// The server's configured name.
-    pub server: String,
-    /// The template as listed.
-    pub template: Arc<ResourceTemplate>,
-}
-
-/// A prompt, its server, and the command name a host can offer it under.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ManagedPrompt {
-    /// The server's configured name.
-    pub server: String,
-    /// The prompt as listed.
-    pub prompt: Arc<Prompt>,
-    /// `mcp_<server>_<prompt>`, unique among the prompts of every server.
-    pub command: String,
+    /// The item as listed, shared with the manager rather than copied.
+    pub item: Arc<T>,
+    /// `mcp_<server>_<name>`: the name a host offers it under (a prompt's command), unique
+    /// among every server's items of its kind.
+    pub name: String,
 }
 
 /// Who a connected server is, what it can do, and what it tells the model.
@@ -175,17 +158,17 @@ impl Shared {
 
 impl McpManager {
     /// Every connected server's resources, by server.
-    pub fn resources(&self) -> Vec<ManagedResource> {
+    pub fn resources(&self) -> Vec<Managed<Resource>> {
         self.features_at_once().0
     }
 
     /// Every connected server's resource templates, by server.
-    pub fn resource_templates(&self) -> Vec<ManagedTemplate> {
+    pub fn resource_templates(&self) -> Vec<Managed<ResourceTemplate>> {
         self.features_at_once().1
     }
 
     /// Every connected server's prompts, with their command names.
-    pub fn prompts(&self) -> Vec<ManagedPrompt> {
+    pub fn prompts(&self) -> Vec<Managed<Prompt>> {
         self.features_at_once().2
     }
 
@@ -195,27 +178,25 @@ impl McpManager {
     pub(crate) fn features_at_once(
         &self,
     ) -> (
-        Vec<ManagedResource>,
-        Vec<ManagedTemplate>,
-        Vec<ManagedPrompt>,
+        Vec<Managed<Resource>>,
+        Vec<Managed<ResourceTemplate>>,
+        Vec<Managed<Prompt>>,
     ) {
         let (mut resources, mut templates, mut prompts) = (Vec::new(), Vec::new(), Vec::new());
         {
             let state = self.shared.state.lock();
             for (name, server) in &state.servers {
                 let f = &server.features;
-                resources.extend(f.resources.iter().map(|r| ManagedResource {
-                    server: name.clone(),
-                    resource: Arc::clone(r),
-                }));
-                templates.extend(f.templates.iter().map(|t| ManagedTemplate {
-                    server: name.clone(),
-                    template: Arc::clone(t),
-                }));
+                resources.extend(f.resources.iter().map(|r| (name.clone(), Arc::clone(r))));
+                templates.extend(f.templates.iter().map(|t| (name.clone(), Arc::clone(t))));
                 prompts.extend(f.prompts.iter().map(|p| (name.clone(), Arc::clone(p))));
             }
         }
-        (resources, templates, with_commands(prompts))
+        (
+            with_names(resources, |r| &r.name),
+            with_names(templates, |t| &t.name),
+            with_names(prompts, |p| &p.name),
+        )
     }
 
     /// Who a connected server is, what it declared, and its (capped) instructions.
@@ -336,21 +317,17 @@ fn capped(text: &str) -> String {
     text[..end].to_owned()
 }
 
-/// Prompts with their command names (`mcp_<server>_<prompt>`, made unique).
-fn with_commands(listed: Vec<(String, Arc<Prompt>)>) -> Vec<ManagedPrompt> {
+/// Items with the names a host offers them under (`mcp_<server>_<name>`, made unique).
+fn with_names<T>(listed: Vec<(String, Arc<T>)>, name_of: fn(&T) -> &str) -> Vec<Managed<T>> {
     let identities: Vec<(&str, &str)> = listed
         .iter()
-        .map(|(s, p)| (s.as_str(), p.name.as_str()))
+        .map(|(s, item)| (s.as_str(), name_of(item)))
         .collect();
-    let commands = exposed_names(&identities);
+    let names = exposed_names(&identities);
     listed
         .into_iter()
-        .zip(commands)
-        .map(|((server, prompt), command)| ManagedPrompt {
-            server,
-            prompt,
-            command,
-        })
+        .zip(names)
+        .map(|((server, item), name)| Managed { server, item, name })
         .collect()
 }
 

@@ -52,9 +52,7 @@ pub use options::{
     STARTUP_TIMEOUT,
 };
 
-pub use features::{
-    ManagedPrompt, ManagedResource, ManagedTemplate, ServerInfo, MAX_INSTRUCTIONS_BYTES,
-};
+pub use features::{Managed, ServerInfo, MAX_INSTRUCTIONS_BYTES};
 
 use close::Work;
 use state::{Phase, Server, State};

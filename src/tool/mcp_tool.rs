@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Aborted, AgentTool, Spec, ToolOutput};
+use super::{AgentTool, Spec, ToolOutput};
 use crate::client::CallOptions;
 use crate::error::Error;
 use crate::manager::McpManager;
@@ -37,7 +37,7 @@ impl McpTool {
         wait: Duration,
         arguments: Value,
         options: CallOptions<'_>,
-    ) -> Result<ToolOutput, Aborted> {
+    ) -> Result<ToolOutput, Error> {
         let started = Instant::now();
         let bound = options.timeout.map_or(wait, |t| t.min(wait));
         let waited =
@@ -52,7 +52,7 @@ impl McpTool {
                 };
                 self.spec.call(&self.manager, arguments, options)
             }
-            Err(Error::Cancelled) => Err(Aborted),
+            Err(Error::Cancelled) => Err(Error::Cancelled),
             // The caller's own bound ran out first: a timeout of its call, not of the server.
             Err(Error::ConnectTimeout { .. }) if bound < wait => {
                 let e = Error::Timeout {
@@ -69,12 +69,12 @@ impl McpTool {
 impl AgentTool for McpTool {
     spec_accessors!();
 
-    fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Aborted> {
+    fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Error> {
         if let Some(wait) = self.wait {
             return self.call_deferred(wait, arguments, options);
         }
         if options.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
-            return Err(Aborted);
+            return Err(Error::Cancelled);
         }
         self.spec.call(&self.manager, arguments, options)
     }

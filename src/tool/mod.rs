@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::client::CallOptions;
 use crate::config::SourceMeta;
+use crate::error::Error;
 use crate::protocol::{CallToolResult, ContentBlock, Tool as ToolDefinition};
 
 /// The accessors every tool built on a [`Spec`] shares (inside an `impl AgentTool`).
@@ -59,29 +60,17 @@ pub trait AgentTool: Send + Sync {
     fn description(&self) -> &str;
     /// The JSON schema of its arguments.
     fn parameters(&self) -> &Value;
-    /// Runs it. Failures of the server or the tool are a [`ToolOutput`] with `is_error`; only a
-    /// cancellation by the caller is `Err(Aborted)`.
+    /// Runs it. Failures of the server or the tool are a [`ToolOutput`] with `is_error`; an MCP
+    /// tool fails only when the caller cancels it, with [`Error::Cancelled`].
     /// `options` are those of any request ([`CallOptions`]): a timeout (default: the server's
     /// `toolTimeout`, else the connection's), a cancel signal, progress reports on the calling
     /// thread.
-    fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Aborted>;
+    fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Error>;
     /// The MCP server and tool behind it, for MCP tools.
     fn mcp_identity(&self) -> Option<(&str, &str)> {
         None
     }
 }
-
-/// The call was cancelled by the caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Aborted;
-
-impl std::fmt::Display for Aborted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("aborted")
-    }
-}
-
-impl std::error::Error for Aborted {}
 
 /// Where an MCP tool's output came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,13 +188,13 @@ impl Spec {
         }
     }
 
-    /// Calls through the manager, turning errors into outputs and cancellation into Aborted.
+    /// Calls through the manager, turning errors into outputs; a cancellation stays an error.
     pub(crate) fn call(
         &self,
         manager: &crate::manager::McpManager,
         arguments: Value,
         options: CallOptions<'_>,
-    ) -> Result<ToolOutput, Aborted> {
+    ) -> Result<ToolOutput, Error> {
         let mut output = call_through(
             manager,
             &self.server,
@@ -234,7 +223,7 @@ impl Spec {
 }
 
 /// A call through the manager as every MCP tool makes it: errors become an output with
-/// `is_error`, a cancellation stays [`Aborted`].
+/// `is_error`, a cancellation stays [`Error::Cancelled`].
 pub(crate) fn call_through(
     manager: &crate::manager::McpManager,
     server: &str,
@@ -242,7 +231,7 @@ pub(crate) fn call_through(
     arguments: Value,
     options: CallOptions<'_>,
     details: ToolDetails,
-) -> Result<ToolOutput, Aborted> {
+) -> Result<ToolOutput, Error> {
     let arguments = if arguments.is_null() {
         json!({})
     } else {
@@ -250,7 +239,7 @@ pub(crate) fn call_through(
     };
     match manager.call_tool_with(server, tool, arguments, options) {
         Ok(result) => Ok(ToolOutput::from_result(result, details)),
-        Err(crate::error::Error::Cancelled) => Err(Aborted),
+        Err(Error::Cancelled) => Err(Error::Cancelled),
         Err(e) => Ok(ToolOutput::failed(e, details)),
     }
 }

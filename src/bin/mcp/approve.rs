@@ -157,11 +157,10 @@ pub fn trust(args: &Args, project: &Path, names: &[String]) -> Result<u8, String
             return Ok(1);
         }
     }
-    let store = options.trust_store(project);
-    for d in &pending {
-        store
-            .approve(project, &d.name, &d.config, &d.source.path)
-            .map_err(|e| e.to_string())?;
+    let names: Vec<String> = pending.iter().map(|d| d.name.clone()).collect();
+    let approved =
+        mcp_runtime::host::trust_servers(project, &options, &names).map_err(|e| e.to_string())?;
+    for d in &approved {
         outln!(
             "trusted {} (declared in {})",
             d.name,

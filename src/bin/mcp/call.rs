@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::client::ProgressFn;
 use mcp_runtime::protocol::Progress;
 use mcp_runtime::CallOptions;
 use parking_lot::Mutex;
@@ -98,13 +97,13 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
     let bar = std::io::stderr()
         .is_terminal()
         .then(|| Arc::new(ProgressLine::new(loaded.tool.name())));
-    let options = CallOptions {
+    let mut options = CallOptions {
         timeout: args.timeout_ms.map(Duration::from_millis),
-        on_progress: bar
-            .clone()
-            .map(|bar| Box::new(move |p: &Progress| bar.show(p)) as ProgressFn<'_>),
         ..CallOptions::default()
     };
+    if let Some(bar) = bar.clone() {
+        options = options.with_progress(move |p: &Progress| bar.show(p));
+    }
     let result = loaded.tool.execute(arguments, options);
     if let Some(bar) = &bar {
         bar.clear();

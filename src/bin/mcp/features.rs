@@ -92,17 +92,17 @@ fn resources(session: &Session, as_json: bool) -> Result<u8, String> {
     if as_json {
         let rows = listed
             .iter()
-            .map(|r| with_server(&r.server, json!(r.resource.as_ref())));
+            .map(|r| with_server(&r.server, json!(r.item.as_ref())));
         print_json(Value::Array(rows.collect()));
         return Ok(0);
     }
     for r in &listed {
-        let mime = r.resource.mime_type.as_deref().unwrap_or("");
+        let mime = r.item.mime_type.as_deref().unwrap_or("");
         outln!(
             "{:16} {}  {} {}",
             r.server,
-            r.resource.uri,
-            r.resource.name,
+            r.item.uri,
+            r.item.name,
             if mime.is_empty() {
                 String::new()
             } else {
@@ -118,17 +118,12 @@ fn templates(session: &Session, as_json: bool) -> Result<u8, String> {
     if as_json {
         let rows = listed
             .iter()
-            .map(|t| with_server(&t.server, json!(t.template.as_ref())));
+            .map(|t| with_server(&t.server, json!(t.item.as_ref())));
         print_json(Value::Array(rows.collect()));
         return Ok(0);
     }
     for t in &listed {
-        outln!(
-            "{:16} {}  {}",
-            t.server,
-            t.template.uri_template,
-            t.template.name
-        );
+        outln!("{:16} {}  {}", t.server, t.item.uri_template, t.item.name);
     }
     Ok(0)
 }
@@ -137,8 +132,8 @@ fn prompts(session: &Session, as_json: bool) -> Result<u8, String> {
     let listed = session.manager.prompts();
     if as_json {
         let rows = listed.iter().map(|p| {
-            let mut row = with_server(&p.server, json!(p.prompt.as_ref()));
-            row["command"] = json!(p.command);
+            let mut row = with_server(&p.server, json!(p.item.as_ref()));
+            row["command"] = json!(p.name);
             row
         });
         print_json(Value::Array(rows.collect()));
@@ -146,7 +141,7 @@ fn prompts(session: &Session, as_json: bool) -> Result<u8, String> {
     }
     for p in &listed {
         let params: Vec<String> = p
-            .prompt
+            .item
             .arguments
             .iter()
             .map(|a| {
@@ -159,9 +154,9 @@ fn prompts(session: &Session, as_json: bool) -> Result<u8, String> {
             .collect();
         outln!(
             "{} {}  {}",
-            p.command,
+            p.name,
             params.join(" "),
-            p.prompt.description.as_deref().unwrap_or("")
+            p.item.description.as_deref().unwrap_or("")
         );
     }
     Ok(0)
@@ -171,11 +166,11 @@ fn prompts(session: &Session, as_json: bool) -> Result<u8, String> {
 /// it has, else the only server.
 fn owner_of_uri(session: &Session, uri: &str) -> Result<String, String> {
     let m = &session.manager;
-    if let Some(r) = m.resources().into_iter().find(|r| r.resource.uri == uri) {
+    if let Some(r) = m.resources().into_iter().find(|r| r.item.uri == uri) {
         return Ok(r.server);
     }
     let by_template = m.resource_templates().into_iter().find(|t| {
-        let fixed = t.template.uri_template.split('{').next().unwrap_or("");
+        let fixed = t.item.uri_template.split('{').next().unwrap_or("");
         !fixed.is_empty() && uri.starts_with(fixed)
     });
     if let Some(t) = by_template {
@@ -225,13 +220,13 @@ fn read(session: &Session, uri: &str, as_json: bool) -> Result<u8, String> {
 fn prompt(session: &Session, command: &str, words: &[String], as_json: bool) -> Result<u8, String> {
     let arguments = crate::host::arguments(words, None)?;
     let prompts = session.manager.prompts();
-    let Some(p) = prompts.iter().find(|p| p.command == command) else {
+    let Some(p) = prompts.iter().find(|p| p.name == command) else {
         eprintln!("mcp: no prompt named {command} (see `mcp prompts`)");
         return Ok(1);
     };
     let result = match session
         .manager
-        .get_prompt(&p.server, &p.prompt.name, arguments)
+        .get_prompt(&p.server, &p.item.name, arguments)
     {
         Ok(r) => r,
         Err(e) => {
@@ -265,12 +260,12 @@ fn complete(
     as_json: bool,
 ) -> Result<u8, String> {
     let m = &session.manager;
-    let target = match m.prompts().into_iter().find(|p| p.command == reference) {
-        Some(p) => Some((p.server, CompletionRef::Prompt(p.prompt.name.to_string()))),
+    let target = match m.prompts().into_iter().find(|p| p.name == reference) {
+        Some(p) => Some((p.server, CompletionRef::Prompt(p.item.name.to_string()))),
         None => m
             .resource_templates()
             .into_iter()
-            .find(|t| t.template.uri_template == reference)
+            .find(|t| t.item.uri_template == reference)
             .map(|t| (t.server, CompletionRef::Resource(reference.to_owned()))),
     };
     let Some((server, reference)) = target else {
