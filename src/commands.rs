@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 
 use crate::client::Client;
-use crate::config::{resolve_server_config, ConfigWriter, LoadedConfigs, Scope, ServerConfig};
+use crate::config::{resolve_server_config, ConfigWriter, Level, LoadedConfigs, ServerConfig};
 use crate::loader::LoadError;
 use crate::manager::ConnectReport;
 use crate::session::AgentSession;
@@ -249,7 +249,7 @@ impl McpCommands {
 
     fn add(&self, args: &[&str]) -> Result<String, Failure> {
         let (name, rest) = args.split_first().ok_or_else(|| usage("add <name> ..."))?;
-        let mut scope = Scope::Project;
+        let mut scope = Level::Project;
         let mut config = ServerConfig::default();
         let mut i = 0;
         while i < rest.len() {
@@ -341,7 +341,7 @@ impl McpCommands {
             .ok_or_else(|| usage("remove <name> [--scope project|user]"))?;
         let scopes = match args.get(1..) {
             Some(["--scope", s]) => vec![parse_scope(s)?],
-            Some([]) | None => vec![Scope::Project, Scope::User],
+            Some([]) | None => vec![Level::Project, Level::User],
             _ => return Err(Failure::from(usage("remove <name> [--scope project|user]"))),
         };
         let writer = self.writer();
@@ -458,7 +458,7 @@ impl McpCommands {
         let endpoint = resolved.endpoint(&options.project_dir)?;
         let client = Client::connect(name, &endpoint, config.connect_options(&options.connect))?;
         let tools = client.list_tools();
-        let info = &client.initialize_result().server_info;
+        let info = client.server_info();
         let mut out = vec![format!(
             "Connected to {name}: {} {} (protocol {}, {})",
             info.name,
@@ -543,10 +543,10 @@ fn usage(what: &str) -> crate::error::Error {
     }
 }
 
-fn parse_scope(s: &str) -> Result<Scope, crate::error::Error> {
+fn parse_scope(s: &str) -> Result<Level, crate::error::Error> {
     match s {
-        "project" => Ok(Scope::Project),
-        "user" => Ok(Scope::User),
+        "project" => Ok(Level::Project),
+        "user" => Ok(Level::User),
         other => Err(usage(&format!("--scope is project or user, not {other:?}"))),
     }
 }

@@ -193,7 +193,7 @@ pub enum Message {
 
 /// Why a piece of input is not a JSON-RPC message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseError {
+pub(crate) enum ParseError {
     /// Not JSON at all (a banner, a log line printed to stdout, ...).
     NotJson(String),
     /// JSON, but not a request, a response or a notification.
@@ -250,7 +250,7 @@ impl Message {
 
     /// Parses one unit of input: a message, or (JSON-RPC batching, 2025-03-26) an array of them.
     /// Elements of a batch that are not messages are dropped; the rest are kept.
-    pub fn parse(input: &[u8]) -> Result<Vec<Message>, ParseError> {
+    pub(crate) fn parse(input: &[u8]) -> Result<Vec<Message>, ParseError> {
         let first = input.iter().find(|b| !b.is_ascii_whitespace());
         if first != Some(&b'[') {
             // One message: read straight into its members, without building the object.
@@ -271,7 +271,8 @@ impl Message {
 
     /// Classifies a JSON value as a message (through its text: a response keeps its result as
     /// text).
-    pub fn from_value(value: Value) -> Result<Message, ParseError> {
+    #[cfg(test)]
+    pub(crate) fn from_value(value: Value) -> Result<Message, ParseError> {
         let text = serde_json::to_vec(&value).expect("serializing a JSON value");
         Parts::classify_read(serde_json::from_slice(&text))
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mcp_runtime::auth::{AuthStorage, Credential};
 use mcp_runtime::config::{
     load_all_mcp_configs, resolve_server_config, ConfigSource, DiscoveryContext, DiscoveryOptions,
-    FileAuthStorage, FoundServer, Level, ServerConfig, SourceOutput, ToolVerdict,
+    FileAuthStorage, Level, ServerConfig, SourceOutput,
 };
 use mcp_runtime::Endpoint;
 use serde_json::{json, Map};
@@ -473,16 +473,17 @@ impl ConfigSource for HostSource {
         "My Host"
     }
     fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
-        SourceOutput {
-            servers: vec![FoundServer {
-                name: "from-host".into(),
-                config: ServerConfig::stdio("host-server", ["--cwd", &ctx.cwd.to_string_lossy()]),
-                path: ctx.home.join("host.cfg"),
-                level: Level::User,
-                verdict: ToolVerdict::None,
-            }],
-            ..Default::default()
-        }
+        let mut out = SourceOutput::default();
+        out.entry(
+            "from-host",
+            &ctx.home.join("host.cfg"),
+            Level::User,
+            Ok(ServerConfig::stdio(
+                "host-server",
+                ["--cwd", &ctx.cwd.to_string_lossy()],
+            )),
+        );
+        out
     }
 }
 

@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 
 use common::fixture::Fixture;
-use mcp_runtime::config::{ConfigWriter, Scope, ServerConfig};
+use mcp_runtime::config::{ConfigWriter, Level, ServerConfig};
 use serde_json::{json, Value};
 
 fn read(path: &Path) -> Value {
@@ -16,7 +16,7 @@ fn read(path: &Path) -> Value {
 fn the_writer_adds_removes_and_toggles_keeping_unknown_fields() {
     let f = Fixture::new("writer");
     let writer = ConfigWriter::new(&f.project(), &f.options());
-    let project_file = writer.path(Scope::Project).to_path_buf();
+    let project_file = writer.path(Level::Project).to_path_buf();
     assert_eq!(project_file, f.project().join(".mcp-runtime/mcp.json"));
     f.write(".keep", "");
     std::fs::create_dir_all(project_file.parent().unwrap()).unwrap();
@@ -24,7 +24,7 @@ fn the_writer_adds_removes_and_toggles_keeping_unknown_fields() {
 
     writer
         .add(
-            Scope::Project,
+            Level::Project,
             "new",
             &ServerConfig::stdio("npx", ["-y", "pkg"]),
         )
@@ -40,7 +40,7 @@ fn the_writer_adds_removes_and_toggles_keeping_unknown_fields() {
     assert!(
         writer
             .add(
-                Scope::Project,
+                Level::Project,
                 "new",
                 &ServerConfig::stdio("x", Vec::<String>::new())
             )
@@ -49,7 +49,7 @@ fn the_writer_adds_removes_and_toggles_keeping_unknown_fields() {
     );
     assert!(writer
         .add(
-            Scope::Project,
+            Level::Project,
             "bad name!",
             &ServerConfig::stdio("x", Vec::<String>::new())
         )
@@ -93,7 +93,7 @@ fn the_writer_adds_removes_and_toggles_keeping_unknown_fields() {
     writer
         .set_enabled("theirs", true, Some(&theirs.source))
         .unwrap();
-    let user_file = writer.path(Scope::User).to_path_buf();
+    let user_file = writer.path(Level::User).to_path_buf();
     assert_eq!(read(&user_file)["enabledServers"], json!(["theirs"]));
     assert!(f.load().configs.contains_key("theirs"));
     writer
@@ -108,8 +108,8 @@ fn the_writer_adds_removes_and_toggles_keeping_unknown_fields() {
         false
     );
 
-    assert!(writer.remove(Scope::Project, "new").unwrap());
-    assert!(!writer.remove(Scope::Project, "new").unwrap());
+    assert!(writer.remove(Level::Project, "new").unwrap());
+    assert!(!writer.remove(Level::Project, "new").unwrap());
     assert!(read(&project_file)["mcpServers"].get("new").is_none());
 
     #[cfg(unix)]
@@ -131,7 +131,7 @@ fn the_writer_refuses_a_malformed_file() {
     let path = f.write("project/.mcp-runtime/mcp.json", "{\"mcpServers\": {broken");
     let err = writer
         .add(
-            Scope::Project,
+            Level::Project,
             "x",
             &ServerConfig::stdio("x", Vec::<String>::new()),
         )
@@ -151,7 +151,7 @@ fn the_writer_refuses_a_malformed_file() {
 fn concurrent_writers_never_leave_a_torn_file() {
     let f = Fixture::new("writer-atomic");
     let writer = ConfigWriter::new(&f.project(), &f.options());
-    let path = writer.path(Scope::User).to_path_buf();
+    let path = writer.path(Level::User).to_path_buf();
     std::thread::scope(|s| {
         for t in 0..4 {
             let writer = writer.clone();
@@ -159,7 +159,7 @@ fn concurrent_writers_never_leave_a_torn_file() {
                 for i in 0..25 {
                     writer
                         .add(
-                            Scope::User,
+                            Level::User,
                             &format!("s{t}-{i}"),
                             &ServerConfig::stdio("x", Vec::<String>::new()),
                         )

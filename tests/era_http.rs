@@ -25,7 +25,7 @@ fn a_stateless_server_gets_every_header_rule_and_no_session() {
     let server = ModernHttp::start(Mode::Modern);
     let client = connect(&server).unwrap();
     assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
-    assert_eq!(client.initialize_result().server_info.name, "modern-http");
+    assert_eq!(client.server_info().name, "modern-http");
     let tools = client.list_tools().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(

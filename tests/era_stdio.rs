@@ -54,11 +54,8 @@ fn a_stateless_server_is_spoken_to_without_a_handshake() {
     let log = log_path("modern");
     let client = connect(&["--mode", "modern", "--log", &log]);
     assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
-    assert_eq!(client.initialize_result().protocol_version, "2026-07-28");
-    assert_eq!(
-        client.initialize_result().server_info.name,
-        "modern-test-server"
-    );
+    assert_eq!(client.protocol_version().as_str(), "2026-07-28");
+    assert_eq!(client.server_info().name, "modern-test-server");
     assert_eq!(client.instructions().as_deref(), Some("Stateless."));
     let tools = client.list_tools().unwrap();
     assert_eq!(tools.len(), 7);

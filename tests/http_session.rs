@@ -365,7 +365,7 @@ fn after_a_restart_the_client_speaks_to_the_new_server_and_re_sends_the_listing(
     assert_eq!(server.count("initialize"), 2);
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_06_18);
     assert_eq!(client.instructions().as_deref(), Some("second life"));
-    assert_eq!(client.initialize_result().server_info.version, "2");
+    assert_eq!(client.server_info().version, "2");
     assert!(client.server_capabilities().prompts.is_some());
     assert_eq!(heard.reinitialized.load(Ordering::SeqCst), 1);
 

@@ -29,10 +29,7 @@ fn endpoint() -> Option<Endpoint> {
 fn lists_calls_and_follows_progress() {
     let Some(endpoint) = endpoint() else { return };
     let client = Client::connect("everything", &endpoint, common::options()).unwrap();
-    assert_eq!(
-        client.initialize_result().server_info.name,
-        "mcp-servers/everything"
-    );
+    assert_eq!(client.server_info().name, "mcp-servers/everything");
     let tools = client.list_tools().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     for expected in ["echo", "get-sum", "trigger-long-running-operation"] {

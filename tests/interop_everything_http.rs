@@ -9,10 +9,7 @@ use mcp_runtime::{CallOptions, Client, Endpoint};
 use serde_json::json;
 
 fn exercise(client: &Client) {
-    assert_eq!(
-        client.initialize_result().server_info.name,
-        "mcp-servers/everything"
-    );
+    assert_eq!(client.server_info().name, "mcp-servers/everything");
     let tools = client.list_tools().unwrap();
     assert!(tools.iter().any(|t| t.name == "get-sum"), "{tools:?}");
     let out = client

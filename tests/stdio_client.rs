@@ -14,10 +14,7 @@ use serde_json::json;
 fn handshake_lists_and_calls() {
     let client = connect("basic", &[]);
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(
-        client.initialize_result().server_info.name,
-        "mcp-test-server"
-    );
+    assert_eq!(client.server_info().name, "mcp-test-server");
     assert_eq!(client.instructions().as_deref(), Some("Use echo to test."));
     assert!(client.server_capabilities().tools_list_changed());
     assert_eq!(client.transport_kind(), "stdio");

@@ -41,7 +41,9 @@ use super::era::handshake;
 use super::{tasks, Client, ProgressFn, Wait};
 use crate::cancel::CancelToken;
 use crate::error::Error;
-use crate::protocol::{methods, InitializeResult, Progress, ProtocolVersion, ServerCapabilities};
+use crate::protocol::{
+    methods, Implementation, InitializeResult, Progress, ProtocolVersion, ServerCapabilities,
+};
 
 /// The requests re-sent on a new session: they read or list, so sending one twice does no
 /// harm. Any other request fails with [`Error::SessionExpired`] instead.
@@ -128,10 +130,16 @@ impl Client {
         self.inner.session.settled.read().version
     }
 
-    /// The server's `initialize` result (server info, capabilities, instructions): a snapshot
-    /// of the latest handshake's (a server that forgot the session may come back different).
-    pub fn initialize_result(&self) -> Arc<InitializeResult> {
+    /// The server's `initialize` result: a snapshot of the latest handshake's (a server that
+    /// forgot the session may come back different).
+    pub(crate) fn initialize_result(&self) -> Arc<InitializeResult> {
         Arc::clone(&self.inner.session.settled.read().init)
+    }
+
+    /// Who the server says it is (its `serverInfo`: name, version, title, ...), as of the
+    /// latest handshake (a server that forgot the session may come back different).
+    pub fn server_info(&self) -> Implementation {
+        self.initialize_result().server_info.clone()
     }
 
     /// The server's capabilities, as of the latest handshake.

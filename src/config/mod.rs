@@ -35,14 +35,11 @@ pub use resolve::{resolve_server_config, ResolvedConfig};
 pub use server::{
     config_hash, validate_server_config, validate_server_name, ServerConfig, TransportType,
 };
-pub use source::{
-    ConfigSource, DiscoveryContext, FoundServer, Level, ServerProblem, SourceMeta, SourceOutput,
-    ToolVerdict,
-};
+pub use source::{ConfigSource, DiscoveryContext, Level, ServerProblem, SourceMeta, SourceOutput};
 pub use sources::{
-    builtin_source, default_sources, ClaudeCode, HostConfig, McpJsonFile, DEFAULT_DIR_NAME,
+    builtin_source, default_sources, file_source, ClaudeCode, HostConfig, DEFAULT_DIR_NAME,
     GEMINI_DEFAULT_TIMEOUT_MS,
 };
 pub use trust::{ProjectTrust, TrustDecision, TrustState};
 pub use trust_facts::approval_lines;
-pub use writer::{ConfigWriter, Scope};
+pub use writer::ConfigWriter;

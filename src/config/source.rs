@@ -71,7 +71,7 @@ impl DiscoveryContext {
 /// What the tool that owns a file decided about one of its servers, where the tool keeps such
 /// state (Claude Code's approval lists and `disabledMcpServers`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ToolVerdict {
+pub(crate) enum ToolVerdict {
     /// Nothing: the usual rules apply.
     #[default]
     None,
@@ -85,9 +85,9 @@ pub enum ToolVerdict {
 
 /// One server a source found.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FoundServer {
+pub(crate) struct FoundServer {
     /// Its name (the key in the file).
-    pub name: String,
+    pub(crate) name: String,
     /// Its config, in the `.mcp.json` shape, with `${VAR}` expanded.
     pub config: ServerConfig,
     /// The file it came from.
@@ -114,8 +114,8 @@ pub struct ServerProblem {
 /// could not be read, and per-server problems.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceOutput {
-    /// The servers, highest priority first.
-    pub servers: Vec<FoundServer>,
+    /// The servers, highest priority first (added with [`SourceOutput::entry`]).
+    pub(crate) servers: Vec<FoundServer>,
     /// One line per file that could not be read or parsed, naming the file.
     pub warnings: Vec<String>,
     /// Servers that could not be turned into configs.

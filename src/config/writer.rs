@@ -11,18 +11,9 @@ use serde_json::{json, Map, Value};
 use super::discovery::DiscoveryOptions;
 use super::jsonc::{self, ReadError};
 use super::server::{validate_server_name, ServerConfig};
-use super::source::SourceMeta;
+use super::source::{Level, SourceMeta};
 use crate::error::Error;
 use crate::files::write_private;
-
-/// Which of the host's files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// `<cwd>/<dir>/mcp.json`.
-    Project,
-    /// `<user dir>/mcp.json`.
-    User,
-}
 
 /// Edits the host's own MCP config files.
 #[derive(Debug, Clone)]
@@ -41,11 +32,12 @@ impl ConfigWriter {
         }
     }
 
-    /// The file of a scope.
-    pub fn path(&self, scope: Scope) -> &Path {
-        match scope {
-            Scope::Project => &self.project_file,
-            Scope::User => &self.user_file,
+    /// The host's file of a level: `<cwd>/<dir>/mcp.json` for the project, `<user
+    /// dir>/mcp.json` for the user.
+    pub fn path(&self, level: Level) -> &Path {
+        match level {
+            Level::Project => &self.project_file,
+            Level::User => &self.user_file,
         }
     }
 
@@ -55,18 +47,18 @@ impl ConfigWriter {
     }
 
     /// Adds a server; fails if the name is invalid or already in that file.
-    pub fn add(&self, scope: Scope, name: &str, config: &ServerConfig) -> Result<(), Error> {
+    pub fn add(&self, level: Level, name: &str, config: &ServerConfig) -> Result<(), Error> {
         validate_server_name(name)?;
         let value = serde_json::to_value(config).map_err(|e| Error::Config {
             message: format!("the config of {name} cannot be written as JSON: {e}"),
         })?;
-        self.edit(self.path(scope), |root| {
+        self.edit(self.path(level), |root| {
             let servers = servers_mut(root);
             if servers.contains_key(name) {
                 return Err(Error::Config {
                     message: format!(
                         "a server named {name:?} already exists in {}",
-                        self.path(scope).display()
+                        self.path(level).display()
                     ),
                 });
             }
@@ -76,8 +68,8 @@ impl ConfigWriter {
     }
 
     /// Removes a server from a file; `Ok(false)` when it was not there.
-    pub fn remove(&self, scope: Scope, name: &str) -> Result<bool, Error> {
-        let path = self.path(scope);
+    pub fn remove(&self, level: Level, name: &str) -> Result<bool, Error> {
+        let path = self.path(level);
         if !path.exists() {
             return Ok(false);
         }

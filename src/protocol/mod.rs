@@ -16,7 +16,8 @@ mod version;
 
 pub use content::{ContentBlock, EmbeddedResource};
 pub(crate) use lifecycle::InitializeParams;
-pub use lifecycle::{ClientCapabilities, Implementation, InitializeResult, ServerCapabilities};
+pub(crate) use lifecycle::InitializeResult;
+pub use lifecycle::{ClientCapabilities, Implementation, ServerCapabilities};
 pub use notifications::{LoggingLevel, LoggingMessageParams, Progress};
 pub(crate) use requests::check_elicitation_mode;
 pub use requests::{Root, UrlElicitation};
@@ -27,10 +28,8 @@ pub use resources::{
 };
 pub(crate) use stateless::{DiscoverResult, ResultType};
 pub use tools::{json_kind, CallToolResult, Listing, Tool, ToolAnnotations};
-// The JSON-RPC messages: what a custom transport moves, and what a handler answers with.
-pub use crate::jsonrpc::{
-    Message, Notification, ParseError, Request, RequestId, Response, RpcError,
-};
+// The JSON-RPC messages: what the in-memory pipe carries, and what a handler answers with.
+pub use crate::jsonrpc::{Message, Notification, Request, RequestId, Response, RpcError};
 pub use version::{
     ProtocolVersion, LATEST_PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSIONS,
     SUPPORTED_PROTOCOL_VERSIONS,

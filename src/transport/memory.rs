@@ -56,7 +56,7 @@ impl std::fmt::Debug for MemoryConnector {
 ///     }
 /// });
 /// let client = Client::with_transport("mem", connector, ConnectOptions::default())?;
-/// assert_eq!(client.initialize_result().server_info.name, "mem");
+/// assert_eq!(client.server_info().name, "mem");
 /// client.close();
 /// answering.join().unwrap();
 /// # Ok::<(), mcp_runtime::Error>(())

@@ -240,7 +240,7 @@ fn probe(
     };
     let closer = client.clone();
     crate::signals::on_signal(move || closer.close());
-    let info = &client.initialize_result().server_info;
+    let info = client.server_info();
     let tools = match client.list_tools() {
         Ok(t) => t,
         Err(e) => {
@@ -270,7 +270,7 @@ fn probe(
             json!({"server": info.name, "protocolVersion": client.protocol_version().as_str(),
                    "transport": client.transport_kind(), "tools": names, "calls": calls,
                    "serverInfo": info, "capabilities": client.server_capabilities(),
-                   "instructions": client.initialize_result().instructions})
+                   "instructions": client.instructions()})
         );
     } else {
         for c in &calls {

@@ -15,8 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::config::McpJsonFile;
-use mcp_runtime::config::{ConfigSource, ProjectTrust};
+use mcp_runtime::config::{file_source, ProjectTrust};
 use mcp_runtime::host::McpCommands;
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::CallOptions;
@@ -29,8 +28,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     let mut config = crate::load_options(args);
     if let Some(file) = &args.config {
         // The given file, nothing else; the user named it, so it needs no approval.
-        let sources: Vec<Arc<dyn ConfigSource>> = vec![Arc::new(McpJsonFile::new(file))];
-        config.sources = Some(sources);
+        config.sources = Some(vec![file_source(file)]);
         config.project_trust = ProjectTrust::TrustAll;
     }
     let session = create_agent_session(SessionOptions {

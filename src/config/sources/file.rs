@@ -8,16 +8,16 @@ use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput}
 
 /// The servers of one `{"mcpServers": {...}}` file.
 #[derive(Debug, Clone)]
-pub struct McpJsonFile {
+pub(crate) struct McpJsonFile {
     /// The file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Its level (project by default: it is not the user's).
-    pub level: Level,
+    pub(crate) level: Level,
 }
 
 impl McpJsonFile {
     /// A project-level source reading `path`.
-    pub fn new(path: impl Into<PathBuf>) -> McpJsonFile {
+    pub(crate) fn new(path: impl Into<PathBuf>) -> McpJsonFile {
         McpJsonFile {
             path: path.into(),
             level: Level::Project,

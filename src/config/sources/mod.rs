@@ -44,7 +44,7 @@ pub use cline::{Cline, RooCode};
 pub use codex::Codex;
 pub use continue_dev::Continue;
 pub use cursor::Cursor;
-pub use file::McpJsonFile;
+pub(crate) use file::McpJsonFile;
 pub use gemini::{Gemini, GEMINI_DEFAULT_TIMEOUT_MS};
 pub use goose::Goose;
 pub use junie::Junie;
@@ -64,6 +64,13 @@ pub fn builtin_source(id: &str) -> Option<Arc<dyn ConfigSource>> {
         .into_iter()
         .skip(1)
         .find(|s| s.id() == id)
+}
+
+/// A source reading one `{"mcpServers": {...}}` file, its servers project-level (they come
+/// with neither the user's own files nor a tool's): for a `--config FILE` host, or an extra
+/// location of the host's own.
+pub fn file_source(path: impl Into<std::path::PathBuf>) -> Arc<dyn ConfigSource> {
+    Arc::new(McpJsonFile::new(path))
 }
 
 /// Every built-in source in priority order, with `host` as the first.
