@@ -16,6 +16,5 @@ pub use crate::session::{
 };
 pub use crate::subagent::{SubagentTools, DEFAULT_CALL_CAP};
 pub use crate::tool::{
-    build_tools, parameters_of, render_text, schema_mismatch, AgentTool, McpTool, ToolDetails,
-    ToolOutput,
+    build_tools, parameters_of, render_text, schema_mismatch, AgentTool, McpTool, ToolOutput,
 };

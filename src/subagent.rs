@@ -67,12 +67,10 @@ pub(crate) struct ProxyTool {
 
 impl ProxyTool {
     fn details(&self) -> ToolDetails {
-        let source = self.manager.source(&self.server);
         ToolDetails {
             server: self.server.clone(),
             tool: self.tool.clone(),
-            provider: source.as_ref().map(|s| s.provider.clone()),
-            provider_name: source.map(|s| s.provider_name),
+            source: self.manager.source(&self.server),
         }
     }
 }
@@ -101,13 +99,11 @@ impl AgentTool for ProxyTool {
         // The parent's current tool set decides: a tool it no longer has is not called.
         let current = self.manager.has_tool(&self.server, &self.tool);
         if !current {
-            return Ok(ToolOutput::error(
-                format!(
-                    "tool {} of server {} is no longer available",
-                    self.tool, self.server
-                ),
-                self.details(),
-            ));
+            return Ok(ToolOutput::error(format!(
+                "tool {} of server {} is no longer available",
+                self.tool, self.server
+            ))
+            .with_origin(self.details()));
         }
         let started = std::time::Instant::now();
         match self

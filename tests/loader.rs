@@ -61,7 +61,10 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
         .execute(json!({"message": "loaded"}), CallOptions::default())
         .unwrap();
     assert_eq!(out.model_text(), "loaded");
-    assert_eq!(out.details.provider_name.as_deref(), Some("MCP Config"));
+    assert_eq!(
+        out.source.as_ref().map(|s| s.provider_name.as_str()),
+        Some("MCP Config")
+    );
     let paths: Vec<&str> = loaded.errors.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(
         paths,

@@ -87,7 +87,7 @@ fn parallel_connect_returns_live_tools_and_calls_route_by_map() {
         .execute(json!({"message": "routed"}), CallOptions::default())
         .unwrap();
     assert_eq!(out.model_text(), "routed");
-    assert_eq!(out.details.server, "beta-2");
+    assert_eq!(out.server, "beta-2");
     assert_eq!(
         manager.connection_status("alpha").state,
         ConnectionState::Connected

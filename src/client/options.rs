@@ -162,6 +162,7 @@ pub struct CallOptions<'a> {
     pub cancel: Option<CancelToken>,
     /// Called on the calling thread for each progress notification. Setting it sends a
     /// progress token with the request.
+    #[allow(clippy::type_complexity)] // spelled out: one name less for a host to learn
     pub on_progress: Option<Box<dyn FnMut(&Progress) + Send + 'a>>,
 }
 

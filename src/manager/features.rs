@@ -37,6 +37,13 @@ pub(crate) struct Features {
     pub prompts: Vec<Arc<Prompt>>,
 }
 
+/// Every server's resources, templates and prompts.
+type Listed = (
+    Vec<Managed<Resource>>,
+    Vec<Managed<ResourceTemplate>>,
+    Vec<Managed<Prompt>>,
+);
+
 /// A resource, resource template or prompt, and the server that listed it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Managed<T> {
@@ -177,11 +184,7 @@ impl McpManager {
     /// prompts.
     pub(crate) fn features_at_once(
         &self,
-    ) -> (
-        Vec<Managed<Resource>>,
-        Vec<Managed<ResourceTemplate>>,
-        Vec<Managed<Prompt>>,
-    ) {
+    ) -> Listed {
         let (mut resources, mut templates, mut prompts) = (Vec::new(), Vec::new(), Vec::new());
         {
             let state = self.shared.state.lock();

@@ -72,17 +72,12 @@ pub trait AgentTool: Send + Sync {
     }
 }
 
-/// Where an MCP tool's output came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolDetails {
-    /// The server's configured name.
-    pub server: String,
-    /// The tool's name on its server.
-    pub tool: String,
-    /// The config source's id (`claude`, `mcp-json`, ...).
-    pub provider: Option<String>,
-    /// Its display name.
-    pub provider_name: Option<String>,
+/// Where an MCP tool's output came from (the fields of [`ToolOutput`] that say so).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct ToolDetails {
+    pub(crate) server: String,
+    pub(crate) tool: String,
+    pub(crate) source: Option<SourceMeta>,
 }
 
 /// A tool's output: the result exactly as the server sent it (or, when the call failed, one
@@ -93,8 +88,13 @@ pub struct ToolOutput {
     pub result: CallToolResult,
     /// True when the tool (or the server, or the transport) failed.
     pub is_error: bool,
-    /// Which server and tool produced it.
-    pub details: ToolDetails,
+    /// The server's configured name (empty for a host's own tool).
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    /// Where the server's config came from (`provider` `claude`, `mcp-json`, ..., its display
+    /// name, the file).
+    pub source: Option<SourceMeta>,
     /// Where the tool declared an `outputSchema` and its `structuredContent` is missing or does
     /// not match it: what is wrong (see [`schema::schema_mismatch`]). Reported, never enforced:
     /// the result stays as sent.
@@ -111,33 +111,44 @@ impl ToolOutput {
         ToolOutput {
             is_error: result.is_error(),
             result,
-            details,
+            server: details.server,
+            tool: details.tool,
+            source: details.source,
             schema_problem: None,
             failure: None,
         }
     }
 
-    /// An error output: one text block `MCP error: <message>`.
-    pub fn error(message: impl std::fmt::Display, details: ToolDetails) -> ToolOutput {
-        ToolOutput {
-            result: CallToolResult {
+    /// An error output: one text block `MCP error: <message>` (with no server: set `server`,
+    /// `tool` and `source` where there is one).
+    pub fn error(message: impl std::fmt::Display) -> ToolOutput {
+        ToolOutput::from_result(
+            CallToolResult {
                 content: vec![ContentBlock::text(format!("MCP error: {message}"))],
                 is_error: Some(true),
                 ..CallToolResult::default()
             },
-            is_error: true,
-            details,
-            schema_problem: None,
-            failure: None,
-        }
+            ToolDetails::default(),
+        )
     }
 
     /// An error output for a failure of the call (see [`ToolOutput::failure`]): the text
     /// [`ToolOutput::error`] gives, and the error kept.
-    pub fn failed(e: crate::error::Error, details: ToolDetails) -> ToolOutput {
-        let mut output = ToolOutput::error(&e, details);
-        output.failure = Some(e);
-        output
+    pub(crate) fn failed(e: crate::error::Error, details: ToolDetails) -> ToolOutput {
+        ToolOutput {
+            failure: Some(e.clone()),
+            ..ToolOutput::error(&e).with_origin(details)
+        }
+    }
+
+    /// The output, saying which server and tool produced it.
+    pub(crate) fn with_origin(self, details: ToolDetails) -> ToolOutput {
+        ToolOutput {
+            server: details.server,
+            tool: details.tool,
+            source: details.source,
+            ..self
+        }
     }
 
     /// The content blocks.
@@ -183,8 +194,7 @@ impl Spec {
         ToolDetails {
             server: self.server.clone(),
             tool: self.definition.name.clone(),
-            provider: self.source.as_ref().map(|s| s.provider.clone()),
-            provider_name: self.source.as_ref().map(|s| s.provider_name.clone()),
+            source: self.source.clone(),
         }
     }
 
