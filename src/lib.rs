@@ -131,7 +131,8 @@ mod tool;
 pub struct ReadmeDoctests;
 
 // What a host needs, at the root; the modules hold the rest of what a host can set or plug in
-// (config sources, the tool cache, transports for `Client::with_transport`, OAuth authorizers).
+// (config sources, the tool cache, the in-memory pipe for `Client::with_transport`, OAuth
+// authorizers and token storage).
 pub use cancel::CancelToken;
 pub use client::{
     CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, MAX_RESULT_VALUES,

@@ -182,9 +182,7 @@ impl McpManager {
     /// Every connected server's resources, templates and prompts, read under one lock: read
     /// one by one, a refresh in between could pair a server's old resources with its new
     /// prompts.
-    pub(crate) fn features_at_once(
-        &self,
-    ) -> Listed {
+    pub(crate) fn features_at_once(&self) -> Listed {
         let (mut resources, mut templates, mut prompts) = (Vec::new(), Vec::new(), Vec::new());
         {
             let state = self.shared.state.lock();
