@@ -48,31 +48,34 @@ pub const HELP: &str = "\
 /mcp untrust <name>               forget a project server's approval and disconnect it
 /mcp help                         this text";
 
-/// The controller for one session.
-#[derive(Debug, Clone)]
-pub struct McpCommands {
-    session: AgentSession,
+/// Whether `line` is a `/mcp` command that edits config files (`add`, `remove`/`rm`,
+/// `enable`, `disable`): a host may want to confirm it first.
+pub fn command_edits_config(line: &str) -> bool {
+    let words = split_words(line);
+    words.first().map(String::as_str) == Some("/mcp")
+        && matches!(
+            words.get(1).map(String::as_str),
+            Some("add" | "remove" | "rm" | "enable" | "disable")
+        )
 }
 
-impl McpCommands {
-    /// A controller for `session`.
-    pub fn new(session: AgentSession) -> McpCommands {
-        McpCommands { session }
+impl AgentSession {
+    /// Runs one `/mcp` command line (with or without the leading `/mcp`; see
+    /// [`COMMANDS_HELP`](crate::host::COMMANDS_HELP)) on this session; returns the text to
+    /// show.
+    pub fn run_command(&self, line: &str) -> String {
+        Commands { session: self }.run(line)
     }
+}
 
-    /// Whether `line` is a `/mcp` command that edits config files (`add`, `remove`/`rm`,
-    /// `enable`, `disable`): a host may want to confirm it first.
-    pub fn edits_config(line: &str) -> bool {
-        let words = split_words(line);
-        words.first().map(String::as_str) == Some("/mcp")
-            && matches!(
-                words.get(1).map(String::as_str),
-                Some("add" | "remove" | "rm" | "enable" | "disable")
-            )
-    }
+/// The commands, run on one session.
+struct Commands<'a> {
+    session: &'a AgentSession,
+}
 
+impl Commands<'_> {
     /// Runs one command line (with or without the leading `/mcp`); returns the text to show.
-    pub fn run(&self, line: &str) -> String {
+    fn run(&self, line: &str) -> String {
         let words = split_words(line);
         let mut words: Vec<&str> = words.iter().map(String::as_str).collect();
         if words.first() == Some(&"/mcp") {

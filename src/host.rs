@@ -5,7 +5,7 @@
 //! Defined in the crate's `loader`, `session`, `commands`, `subagent` and `tool` modules (one
 //! concern per file); this module is where a host finds them.
 
-pub use crate::commands::{McpCommands, HELP as COMMANDS_HELP};
+pub use crate::commands::{command_edits_config, HELP as COMMANDS_HELP};
 pub use crate::loader::{
     approval_errors, discover_and_load_mcp_tools, discover_mcp_servers, display_path,
     load_with_manager, loaded_tools, trust_servers, try_load_all_mcp_configs, untrust_server,
@@ -14,7 +14,7 @@ pub use crate::loader::{
 pub use crate::session::{
     create_agent_session, AgentSession, McpFeatures, SessionOptions, ToolRegistry,
 };
-pub use crate::subagent::{SubagentTools, DEFAULT_CALL_CAP};
+pub use crate::subagent::{subagent_tools, DEFAULT_CALL_CAP};
 pub use crate::tool::{
     build_tools, parameters_of, render_text, schema_mismatch, AgentTool, McpTool, ToolOutput,
 };

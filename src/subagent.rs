@@ -1,7 +1,7 @@
 //! Subagents: proxy tools that route calls through the parent's manager, so the parent and all
 //! its subagents share one process per server.
 //!
-//! [`SubagentTools::tools`] reflects the parent's tool set *at the time it is asked* (not a
+//! [`subagent_tools`] reflects the parent's tool set *at the time it is asked* (not a
 //! snapshot taken when the subagent was spawned), and every proxy resolves its server and tool
 //! again at call time. A call waits for the server's connection, is capped (60 s by default),
 //! and an abort stays an abort.
@@ -19,39 +19,24 @@ use crate::tool::{build_tools, call_through, AgentTool, ToolDetails, ToolOutput}
 /// The default cap on one proxied call.
 pub const DEFAULT_CALL_CAP: Duration = Duration::from_secs(60);
 
-/// The parent's MCP tools, for a subagent.
-#[derive(Clone, Debug)]
-pub struct SubagentTools {
-    manager: McpManager,
-    cap: Duration,
-}
-
-impl SubagentTools {
-    /// Proxies over `parent`'s manager, each call capped at `cap`.
-    pub fn new(parent: &McpManager, cap: Duration) -> SubagentTools {
-        SubagentTools {
-            manager: parent.clone(),
-            cap,
-        }
-    }
-
-    /// The proxies for the parent's current tools.
-    pub fn tools(&self) -> Vec<Arc<dyn AgentTool>> {
-        build_tools(&self.manager)
-            .into_iter()
-            .filter_map(|inner| {
-                let (server, tool) = inner.mcp_identity()?;
-                let proxy = ProxyTool {
-                    server: server.to_owned(),
-                    tool: tool.to_owned(),
-                    inner,
-                    manager: self.manager.clone(),
-                    cap: self.cap,
-                };
-                Some(Arc::new(proxy) as Arc<dyn AgentTool>)
-            })
-            .collect()
-    }
+/// The parent's current MCP tools, for a subagent: proxies over `parent`'s manager (its
+/// connections, one process per server for the parent and every subagent), each call capped
+/// at `cap` ([`DEFAULT_CALL_CAP`] is the usual). Ask again for the tool set of a later moment.
+pub fn subagent_tools(parent: &McpManager, cap: Duration) -> Vec<Arc<dyn AgentTool>> {
+    build_tools(parent)
+        .into_iter()
+        .filter_map(|inner| {
+            let (server, tool) = inner.mcp_identity()?;
+            let proxy = ProxyTool {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                inner,
+                manager: parent.clone(),
+                cap,
+            };
+            Some(Arc::new(proxy) as Arc<dyn AgentTool>)
+        })
+        .collect()
 }
 
 /// One parent tool, seen from a subagent.

@@ -114,7 +114,7 @@ fn prompts_list_changed_refreshes_and_tells_the_host() {
     common::eventually("prompts listed", WAIT, || manager.prompts().len() == 1);
     let (tx, changed) = crossbeam_channel::unbounded();
     manager.on_features_changed(move |c| {
-        let _ = tx.send(c.servers.clone());
+        let _ = tx.send(c.to_vec());
     });
     manager
         .call_tool("rich", "features_changed", json!({}))

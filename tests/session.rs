@@ -11,9 +11,8 @@ use mcp_runtime::config::default_sources;
 use mcp_runtime::config::{
     ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
 };
+use mcp_runtime::host::subagent_tools;
 use mcp_runtime::host::LoadedTool;
-use mcp_runtime::host::McpCommands;
-use mcp_runtime::host::SubagentTools;
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::manager::ConnectionState;
 use mcp_runtime::LoaderOptions;
@@ -160,9 +159,8 @@ fn enable_mcp_false_starts_nothing() {
     assert!(session.manager().is_none());
     assert_eq!(names(&session), ["bash"]);
     assert!(common::processes_tagged(&tag).is_empty());
-    let commands = McpCommands::new(session);
     assert_eq!(
-        commands.run("/mcp status"),
+        session.run_command("/mcp status"),
         "MCP is disabled for this session."
     );
 }
@@ -171,10 +169,9 @@ fn enable_mcp_false_starts_nothing() {
 fn reload_picks_up_a_config_edit() {
     let project = Project::new("reload", json!({"a": test_server(&[])}));
     let session = create_agent_session(project.options());
-    let commands = McpCommands::new(session.clone());
     assert!(!names(&session).contains(&"mcp_b_echo".to_owned()));
     project.write_servers(json!({"a": test_server(&[]), "b": test_server(&["--tools", "1"])}));
-    let out = commands.run("/mcp reload");
+    let out = session.run_command("/mcp reload");
     assert!(out.contains("Connected: a, b"), "{out}");
     let now = names(&session);
     assert!(now.contains(&"mcp_b_echo".to_owned()) && now.contains(&"mcp_b_tool_0".to_owned()));
@@ -193,8 +190,10 @@ fn disabling_one_server_leaves_the_other_running() {
         manager.client("a").unwrap().pid().unwrap(),
         manager.client("b").unwrap().pid().unwrap(),
     );
-    let commands = McpCommands::new(session.clone());
-    assert_eq!(commands.run("/mcp disable a"), "Disabled MCP server a.");
+    assert_eq!(
+        session.run_command("/mcp disable a"),
+        "Disabled MCP server a."
+    );
     assert!(wait_gone(pid_a, Duration::from_secs(5)));
     assert_eq!(
         manager.client("b").unwrap().pid(),
@@ -208,7 +207,7 @@ fn disabling_one_server_leaves_the_other_running() {
         read(&project.own_file(true))["disabledServers"],
         json!(["a"])
     );
-    let out = commands.run("/mcp enable a");
+    let out = session.run_command("/mcp enable a");
     assert!(
         out.starts_with("Enabled MCP server a.\nConnected: a"),
         "{out}"
@@ -222,8 +221,7 @@ fn disabling_one_server_leaves_the_other_running() {
 fn add_and_remove_edit_the_right_file() {
     let project = Project::new("add", json!({}));
     let session = create_agent_session(project.options());
-    let commands = McpCommands::new(session.clone());
-    let out = commands.run(&format!("/mcp add local -- {} --tools 1", server_path()));
+    let out = session.run_command(&format!("/mcp add local -- {} --tools 1", server_path()));
     assert!(
         out.contains(&format!(
             "Added MCP server local to {}",
@@ -238,7 +236,7 @@ fn add_and_remove_edit_the_right_file() {
     );
     assert!(names(&session).contains(&"mcp_local_tool_0".to_owned()));
 
-    let out = commands.run("/mcp add remote --scope user --url http://127.0.0.1:9/mcp --transport sse --header 'X-Key: k'");
+    let out = session.run_command("/mcp add remote --scope user --url http://127.0.0.1:9/mcp --transport sse --header 'X-Key: k'");
     assert!(
         out.contains(&project.own_file(true).display().to_string()),
         "{out}"
@@ -250,24 +248,24 @@ fn add_and_remove_edit_the_right_file() {
     );
     assert!(out.contains("Failed: remote"), "{out}");
 
-    assert!(commands
-        .run("/mcp add local -- x")
+    assert!(session
+        .run_command("/mcp add local -- x")
         .starts_with("Error: Invalid config: a server named \"local\" already exists"));
-    assert!(commands
-        .run("/mcp add bad!name -- x")
+    assert!(session
+        .run_command("/mcp add bad!name -- x")
         .starts_with("Error: Invalid config: invalid server name"));
-    assert!(commands
-        .run("/mcp add nothing")
+    assert!(session
+        .run_command("/mcp add nothing")
         .contains("add needs --url URL or -- command args"));
 
-    let out = commands.run("/mcp rm local");
+    let out = session.run_command("/mcp rm local");
     assert!(out.starts_with("Removed MCP server local from"), "{out}");
     assert!(read(&project.own_file(false))["mcpServers"]
         .get("local")
         .is_none());
     assert!(names(&session).iter().all(|n| !n.starts_with("mcp_local_")));
-    assert!(commands
-        .run("/mcp remove ghost")
+    assert!(session
+        .run_command("/mcp remove ghost")
         .contains("not in this host's config files"));
     session.close();
 }
@@ -279,8 +277,7 @@ fn list_status_test_help_and_bad_usage() {
         json!({"a": test_server(&[]), "off": {"command": "x", "enabled": false}}),
     );
     let session = create_agent_session(project.options());
-    let commands = McpCommands::new(session.clone());
-    let list = commands.run("/mcp list");
+    let list = session.run_command("/mcp list");
     assert!(
         list.starts_with(&format!(
             "Claude Code [project] {}",
@@ -292,8 +289,11 @@ fn list_status_test_help_and_bad_usage() {
         list.contains("  a (connected)") && list.contains("  off (off: enabled: false)"),
         "{list}"
     );
-    assert_eq!(commands.run("/mcp status"), "a: connected (17 tools)");
-    let test = commands.run("/mcp test a");
+    assert_eq!(
+        session.run_command("/mcp status"),
+        "a: connected (17 tools)"
+    );
+    let test = session.run_command("/mcp test a");
     assert!(
         test.starts_with(
             "Connected to a: mcp-test-server 1.0.0 (protocol 2025-11-25, stdio)\n17 tools:"
@@ -302,15 +302,17 @@ fn list_status_test_help_and_bad_usage() {
     );
     assert!(test.ends_with("  ... and 7 more"), "{test}");
     assert_eq!(
-        commands.run("/mcp frobnicate"),
+        session.run_command("/mcp frobnicate"),
         "Unknown subcommand: frobnicate. Type /mcp help for usage."
     );
-    assert!(commands.run("/mcp help").contains("/mcp reconnect <name>"));
-    assert!(commands
-        .run("/mcp enable")
+    assert!(session
+        .run_command("/mcp help")
+        .contains("/mcp reconnect <name>"));
+    assert!(session
+        .run_command("/mcp enable")
         .contains("Type /mcp help for usage."));
     let before = session.manager().unwrap().client("a").unwrap().pid();
-    assert_eq!(commands.run("/mcp reconnect a"), "Connected: a");
+    assert_eq!(session.run_command("/mcp reconnect a"), "Connected: a");
     assert_ne!(
         session.manager().unwrap().client("a").unwrap().pid(),
         before
@@ -373,7 +375,7 @@ fn subagents_share_the_parents_server_process() {
             let manager = &manager;
             s.spawn(move || {
                 // Each subagent asks for the parent's tools when it starts.
-                let tools = SubagentTools::new(manager, Duration::from_secs(60)).tools();
+                let tools = subagent_tools(manager, Duration::from_secs(60));
                 let echo = tools
                     .iter()
                     .find(|t| t.name() == "mcp_shared_echo")
@@ -395,8 +397,8 @@ fn subagents_share_the_parents_server_process() {
     );
 
     // The proxies follow the parent's current tools, not a snapshot.
-    let proxies = SubagentTools::new(&manager, Duration::from_secs(60));
-    let before = proxies.tools();
+    let proxies = || subagent_tools(&manager, Duration::from_secs(60));
+    let before = proxies();
     let echo = Arc::clone(
         before
             .iter()
@@ -407,7 +409,7 @@ fn subagents_share_the_parents_server_process() {
         .call_tool_with("shared", "list_changed", json!({}), Default::default())
         .unwrap();
     manager.refresh_server_tools("shared").unwrap();
-    assert_eq!(proxies.tools().len(), before.len() + 1);
+    assert_eq!(proxies().len(), before.len() + 1);
     manager.disconnect_server("shared");
     let out = echo
         .execute(json!({"message": "x"}), CallOptions::default())
@@ -417,7 +419,7 @@ fn subagents_share_the_parents_server_process() {
         "{}",
         out.model_text()
     );
-    assert!(proxies.tools().is_empty());
+    assert!(proxies().is_empty());
 }
 
 #[test]
@@ -425,7 +427,7 @@ fn a_proxied_call_is_capped_and_an_abort_stays_an_abort() {
     let project = Project::new("cap", json!({"s": test_server(&[])}));
     let session = create_agent_session(project.options());
     let manager = session.manager().unwrap().clone();
-    let tools = SubagentTools::new(&manager, Duration::from_millis(200)).tools();
+    let tools = subagent_tools(&manager, Duration::from_millis(200));
     let hang = tools.iter().find(|t| t.name() == "mcp_s_hang").unwrap();
     let out = hang.execute(json!({}), CallOptions::default()).unwrap();
     assert!(out.is_error);
@@ -474,7 +476,6 @@ fn a_source_that_panics_later_fails_each_command_and_changes_nothing() {
     let session = create_agent_session(options);
     assert_eq!(session.registry().mcp_tool_names().len(), 17);
     let pid = session.manager().unwrap().client("a").unwrap().pid();
-    let commands = McpCommands::new(session.clone());
     boom.store(true, Ordering::SeqCst);
     for line in [
         "/mcp reload",
@@ -484,7 +485,7 @@ fn a_source_that_panics_later_fails_each_command_and_changes_nothing() {
         "/mcp test a",
         "/mcp reconnect a",
     ] {
-        let out = commands.run(line);
+        let out = session.run_command(line);
         assert!(
             out.starts_with("Error: .mcp.json: the flaky source blew up"),
             "{line}: {out}"
@@ -507,7 +508,7 @@ fn a_source_that_panics_later_fails_each_command_and_changes_nothing() {
     let failed = session.discover_and_connect().unwrap().unwrap_err();
     assert_eq!(failed.path, ".mcp.json");
     boom.store(false, Ordering::SeqCst);
-    let out = commands.run("/mcp reload");
+    let out = session.run_command("/mcp reload");
     assert!(
         out.starts_with("Reloaded MCP servers.\nConnected: a"),
         "{out}"

@@ -12,7 +12,6 @@ use common::http_server::{Behaviour, TestHttp};
 use mcp_runtime::config::{
     load_all_mcp_configs, DiscoveryOptions, ProjectTrust, TrustDecision, TrustState,
 };
-use mcp_runtime::host::McpCommands;
 use mcp_runtime::host::{create_agent_session, SessionOptions};
 use mcp_runtime::host::{
     discover_and_load_mcp_tools, trust_servers, untrust_server, LoaderOptions,
@@ -444,8 +443,7 @@ fn the_session_and_the_mcp_commands_report_and_approve() {
         ..SessionOptions::default()
     });
     assert_eq!(session.needs_approval().len(), 1);
-    let commands = McpCommands::new(session.clone());
-    let status = commands.run("/mcp status");
+    let status = session.run_command("/mcp status");
     assert!(
         status.contains(&format!(
             "local: needs approval (declared in {})",
@@ -453,13 +451,13 @@ fn the_session_and_the_mcp_commands_report_and_approve() {
         )),
         "{status}"
     );
-    let tested = commands.run("/mcp test local");
+    let tested = session.run_command("/mcp test local");
     assert!(tested.contains("needs approval"), "{tested}");
-    let list = commands.run("/mcp list");
+    let list = session.run_command("/mcp list");
     assert!(list.contains("local (off: needs approval)"), "{list}");
     assert_eq!(repo.ran("local"), (false, false));
 
-    let trusted = commands.run("/mcp trust local");
+    let trusted = session.run_command("/mcp trust local");
     assert!(trusted.contains("Trusted MCP server local"), "{trusted}");
     assert!(trusted.contains("Connected: local"), "{trusted}");
     assert_eq!(repo.ran("local"), (true, true));
@@ -469,11 +467,11 @@ fn the_session_and_the_mcp_commands_report_and_approve() {
         .iter()
         .any(|t| t.tool.name() == "mcp_local_echo"));
 
-    let untrusted = commands.run("/mcp untrust local");
+    let untrusted = session.run_command("/mcp untrust local");
     assert!(untrusted.contains("needs approval again"), "{untrusted}");
     assert!(session.active_tools().is_empty());
-    assert!(commands
-        .run("/mcp status")
+    assert!(session
+        .run_command("/mcp status")
         .contains("local: needs approval"));
     session.close();
 }

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::naming::exposed_names;
-use super::options::ServersChanged;
 use super::state::Phase;
 use super::{McpManager, Shared};
 use crate::cache::CachedFeatures;
@@ -156,9 +155,8 @@ impl Shared {
 
     pub(crate) fn features_changed(&self, servers: Vec<String>) {
         let listeners = self.features_listeners.lock().clone();
-        let event = ServersChanged { servers };
         for listener in listeners {
-            listener(&event);
+            listener(&servers);
         }
     }
 }
@@ -286,8 +284,9 @@ impl McpManager {
     }
 
     /// Registers a listener for changes of resources, templates and prompts after a server
-    /// connected (its first listing, `list_changed` refreshes, a disconnect).
-    pub fn on_features_changed(&self, listener: impl Fn(&ServersChanged) + Send + Sync + 'static) {
+    /// connected (its first listing, `list_changed` refreshes, a disconnect), given the
+    /// servers whose features changed.
+    pub fn on_features_changed(&self, listener: impl Fn(&[String]) + Send + Sync + 'static) {
         self.shared
             .features_listeners
             .lock()

@@ -48,8 +48,7 @@ mod task;
 pub use crate::cache::{CachedFeatures, FileToolCache, ToolCache, CACHE_VERSION, DEFAULT_TTL};
 pub use naming::{exposed_name, exposed_names, exposed_prefix};
 pub use options::{
-    ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, ServersChanged,
-    STARTUP_TIMEOUT,
+    ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, STARTUP_TIMEOUT,
 };
 
 pub use features::{Managed, ServerInfo, MAX_INSTRUCTIONS_BYTES};
@@ -71,8 +70,9 @@ pub struct ServerTool {
     pub source: Option<SourceMeta>,
 }
 
-type Listener = Arc<dyn Fn(&ServersChanged) + Send + Sync>;
-type FeaturesListener = Arc<dyn Fn(&ServersChanged) + Send + Sync>;
+/// A listener of changes: given the servers whose tools (or features) changed.
+type Listener = Arc<dyn Fn(&[String]) + Send + Sync>;
+type FeaturesListener = Listener;
 
 /// Many MCP servers. Cheap to clone; every clone is the same manager.
 #[derive(Clone)]
@@ -281,8 +281,8 @@ impl McpManager {
     }
 
     /// Registers a listener for tool-set changes after startup (late servers, refreshes,
-    /// disconnects).
-    pub fn on_tools_changed(&self, listener: impl Fn(&ServersChanged) + Send + Sync + 'static) {
+    /// disconnects), given the servers whose tools changed.
+    pub fn on_tools_changed(&self, listener: impl Fn(&[String]) + Send + Sync + 'static) {
         self.shared.listeners.lock().push(Arc::new(listener));
     }
 
@@ -415,9 +415,8 @@ impl Shared {
 
     fn tools_changed(&self, servers: Vec<String>) {
         let listeners: Vec<Listener> = self.listeners.lock().clone();
-        let event = ServersChanged { servers };
         for listener in listeners {
-            listener(&event);
+            listener(&servers);
         }
     }
 }

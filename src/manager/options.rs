@@ -174,14 +174,6 @@ impl ConnectionState {
     }
 }
 
-/// Which servers changed what a listener follows: their tools (given to `on_tools_changed`
-/// listeners), or their resources, templates and prompts (`on_features_changed`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServersChanged {
-    /// The servers whose tools (or resources, templates and prompts) changed.
-    pub servers: Vec<String>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::config::{file_source, ProjectTrust};
-use mcp_runtime::host::McpCommands;
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::CallOptions;
 use mcp_runtime::LoaderOptions;
@@ -45,7 +44,6 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     for e in session.startup_errors() {
         eprintln!("{}", crate::servers::error_line(e));
     }
-    let commands = McpCommands::new(session.clone());
     let stdin = std::io::stdin();
     let mut code = 0;
     for line in stdin.lock().lines() {
@@ -63,9 +61,9 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
                 if let Some(manager) = session.manager() {
                     crate::servers::wait_for_outcomes(manager);
                 }
-                (commands.run("status"), false)
+                (session.run_command("status"), false)
             }
-            l if args.config.is_some() && mcp_runtime::host::McpCommands::edits_config(l) => {
+            l if args.config.is_some() && mcp_runtime::host::command_edits_config(l) => {
                 (
                     format!(
                     "Refused: this session uses --config {}, and {l:?} would edit config files. \
@@ -75,7 +73,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
                     true,
                 )
             }
-            l if l.starts_with("/mcp") => (commands.run(l), false),
+            l if l.starts_with("/mcp") => (session.run_command(l), false),
             l if l.starts_with("call ") || l == "call" => call(&session, l, args),
             other => (
                 format!(
