@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mcp_runtime::config::{builtin_source, ClaudeCode, GEMINI_DEFAULT_TIMEOUT_MS};
+use mcp_runtime::config::{builtin_source, GEMINI_DEFAULT_TIMEOUT_MS};
 use mcp_runtime::config::{
     load_all_mcp_configs, resolve_server_config, ConfigSource, DiscoveryContext, DiscoveryOptions,
     Level, LoadedConfigs, ProjectTrust, ServerConfig,
@@ -48,10 +48,6 @@ impl Fixture {
             ..DiscoveryOptions::default()
         }
     }
-    fn load(&self, source: impl ConfigSource + 'static) -> LoadedConfigs {
-        self.load_source(Arc::new(source))
-    }
-
     /// Loads the built-in source with this id.
     fn builtin(&self, id: &str) -> LoadedConfigs {
         self.load_source(builtin_source(id).unwrap_or_else(|| panic!("no built-in source {id}")))
@@ -86,59 +82,6 @@ fn skipped<'a>(loaded: &'a LoadedConfigs, name: &str) -> Option<&'a str> {
         .unwrap_or_else(|| panic!("{name} not discovered"))
         .skipped
         .as_deref()
-}
-
-#[test]
-fn claude_code_project_mcp_json_expands_its_own_syntax() {
-    let f = Fixture::new("claude");
-    f.place("claude-code/.mcp.json", &f.project().join(".mcp.json"));
-    // The docs' variable name; every test that sets it sets the same value.
-    std::env::set_var("API_KEY", "k-docs");
-    std::env::remove_var("API_BASE_URL");
-    let loaded = f.load(ClaudeCode {
-        managed_file: Some(f.root.join("no-managed-file")),
-    });
-    let c = &loaded.configs;
-    assert_eq!(
-        c["shared-server"].command.as_deref(),
-        Some("/path/to/server")
-    );
-    assert_eq!(loaded.sources["shared-server"].level, Level::Project);
-    let api = &c["api-server"];
-    assert_eq!(api.transport.as_deref(), Some("http"));
-    assert_eq!(api.url.as_deref(), Some("https://api.example.com/mcp"));
-    assert_eq!(header(api, "Authorization"), Some("Bearer k-docs"));
-}
-
-#[test]
-fn claude_code_managed_mcp_json_takes_exclusive_control() {
-    let f = Fixture::new("managed");
-    f.place("claude-code/.mcp.json", &f.project().join(".mcp.json"));
-    let managed = f.root.join("etc/claude-code/managed-mcp.json");
-    f.place("claude-code/managed-mcp.json", &managed);
-    let loaded = f.load(ClaudeCode {
-        managed_file: Some(managed.clone()),
-    });
-    let names: Vec<&str> = loaded.configs.keys().map(String::as_str).collect();
-    assert_eq!(names, ["company-internal", "github", "sentry"]);
-    let internal = &loaded.configs["company-internal"];
-    assert_eq!(internal.args, ["--config", "/etc/company/mcp-config.json"]);
-    assert_eq!(
-        env(internal, "COMPANY_API_URL"),
-        Some("https://internal.company.com")
-    );
-    assert_eq!(loaded.sources["github"].level, Level::User);
-    assert_eq!(loaded.sources["github"].path, managed);
-    assert_eq!(
-        ClaudeCode::default_managed_file(),
-        if cfg!(target_os = "macos") {
-            PathBuf::from("/Library/Application Support/ClaudeCode/managed-mcp.json")
-        } else if cfg!(windows) {
-            PathBuf::from(r"C:\Program Files\ClaudeCode\managed-mcp.json")
-        } else {
-            PathBuf::from("/etc/claude-code/managed-mcp.json")
-        }
-    );
 }
 
 #[test]

@@ -37,7 +37,7 @@ pub use server::{
 };
 pub use source::{ConfigSource, DiscoveryContext, Level, ServerProblem, SourceMeta, SourceOutput};
 pub use sources::{
-    builtin_source, default_sources, file_source, ClaudeCode, HostConfig, DEFAULT_DIR_NAME,
+    builtin_source, default_sources, file_source, HostConfig, DEFAULT_DIR_NAME,
     GEMINI_DEFAULT_TIMEOUT_MS,
 };
 pub use trust::{ProjectTrust, TrustDecision, TrustState};

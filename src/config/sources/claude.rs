@@ -31,14 +31,14 @@ use crate::config::source::{ConfigSource, DiscoveryContext, Level, SourceOutput,
 
 /// Claude Code's config files.
 #[derive(Debug, Clone, Default)]
-pub struct ClaudeCode {
-    /// The managed `managed-mcp.json` (default: the system path of this OS).
-    pub managed_file: Option<PathBuf>,
+pub(crate) struct ClaudeCode {
+    /// The managed `managed-mcp.json` (default: the system path of this OS; tests set it).
+    pub(crate) managed_file: Option<PathBuf>,
 }
 
 impl ClaudeCode {
     /// The system path of `managed-mcp.json` on this OS.
-    pub fn default_managed_file() -> PathBuf {
+    pub(crate) fn default_managed_file() -> PathBuf {
         if cfg!(target_os = "macos") {
             PathBuf::from("/Library/Application Support/ClaudeCode/managed-mcp.json")
         } else if cfg!(windows) {
@@ -199,5 +199,113 @@ impl ConfigSource for ClaudeCode {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::{load_all_mcp_configs, DiscoveryOptions, LoadedConfigs, ProjectTrust};
+
+    /// A project and a home under a fresh directory, with fixture files placed in them.
+    struct Fixture(PathBuf);
+
+    impl Fixture {
+        fn new(name: &str) -> Fixture {
+            let root =
+                std::env::temp_dir().join(format!("mcp-claude-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&root);
+            std::fs::create_dir_all(root.join("home")).unwrap();
+            std::fs::create_dir_all(root.join("project")).unwrap();
+            Fixture(root)
+        }
+        /// Copies `tests/fixtures/claude-code/<fixture>` to `to`.
+        fn place(&self, fixture: &str, to: &Path) {
+            let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/claude-code")
+                .join(fixture);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&from, to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+        }
+        fn load(&self, source: ClaudeCode) -> LoadedConfigs {
+            let options = DiscoveryOptions {
+                home: Some(self.0.join("home")),
+                project_trust: ProjectTrust::TrustAll,
+                sources: Some(vec![Arc::new(source)]),
+                ..DiscoveryOptions::default()
+            };
+            let loaded = load_all_mcp_configs(&self.0.join("project"), &options);
+            assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+            loaded
+        }
+    }
+
+    impl Drop for Fixture {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_project_mcp_json_expands_its_own_syntax() {
+        let f = Fixture::new("project");
+        f.place(".mcp.json", &f.0.join("project/.mcp.json"));
+        // The docs' variable names, set only by this test.
+        std::env::set_var("CLAUDE_UNIT_API_KEY", "k-docs");
+        let text = std::fs::read_to_string(f.0.join("project/.mcp.json"))
+            .unwrap()
+            .replace("${API_KEY}", "${CLAUDE_UNIT_API_KEY}")
+            .replace("${API_BASE_URL", "${CLAUDE_UNIT_API_BASE_URL");
+        std::fs::write(f.0.join("project/.mcp.json"), text).unwrap();
+        let loaded = f.load(ClaudeCode {
+            managed_file: Some(f.0.join("no-managed-file")),
+        });
+        let c = &loaded.configs;
+        assert_eq!(
+            c["shared-server"].command.as_deref(),
+            Some("/path/to/server")
+        );
+        assert_eq!(loaded.sources["shared-server"].level, Level::Project);
+        let api = &c["api-server"];
+        assert_eq!(api.transport.as_deref(), Some("http"));
+        assert_eq!(api.url.as_deref(), Some("https://api.example.com/mcp"));
+        assert_eq!(
+            api.headers.get("Authorization").map(String::as_str),
+            Some("Bearer k-docs")
+        );
+    }
+
+    #[test]
+    fn a_managed_mcp_json_takes_exclusive_control() {
+        let f = Fixture::new("managed");
+        f.place(".mcp.json", &f.0.join("project/.mcp.json"));
+        let managed = f.0.join("etc/claude-code/managed-mcp.json");
+        f.place("managed-mcp.json", &managed);
+        let loaded = f.load(ClaudeCode {
+            managed_file: Some(managed.clone()),
+        });
+        let names: Vec<&str> = loaded.configs.keys().map(String::as_str).collect();
+        assert_eq!(names, ["company-internal", "github", "sentry"]);
+        let internal = &loaded.configs["company-internal"];
+        assert_eq!(internal.args, ["--config", "/etc/company/mcp-config.json"]);
+        assert_eq!(
+            internal.env.get("COMPANY_API_URL").map(String::as_str),
+            Some("https://internal.company.com")
+        );
+        assert_eq!(loaded.sources["github"].level, Level::User);
+        assert_eq!(loaded.sources["github"].path, managed);
+        assert_eq!(
+            ClaudeCode::default_managed_file(),
+            if cfg!(target_os = "macos") {
+                PathBuf::from("/Library/Application Support/ClaudeCode/managed-mcp.json")
+            } else if cfg!(windows) {
+                PathBuf::from(r"C:\Program Files\ClaudeCode\managed-mcp.json")
+            } else {
+                PathBuf::from("/etc/claude-code/managed-mcp.json")
+            }
+        );
     }
 }

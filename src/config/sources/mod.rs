@@ -38,7 +38,7 @@ mod yaml;
 mod zed;
 
 pub use amazonq::AmazonQ;
-pub use claude::ClaudeCode;
+pub(crate) use claude::ClaudeCode;
 pub use claude_desktop::ClaudeDesktop;
 pub use cline::{Cline, RooCode};
 pub use codex::Codex;
