@@ -10,9 +10,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// A convenient alias for `Result<T, mcp_runtime::Error>`.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
 /// Everything that can go wrong talking to an MCP server.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -147,17 +147,6 @@ pub struct Response {
     pub outcome: Result<Box<RawValue>, RpcError>,
 }
 
-impl Response {
-    /// The result parsed as a [`Value`] (a result whose text is not JSON cannot be built, so
-    /// this fails only on what `serde_json` refuses to build, such as nesting beyond its limit).
-    pub fn result_value(&self) -> Option<Result<Value, serde_json::Error>> {
-        self.outcome
-            .as_ref()
-            .ok()
-            .map(|raw| serde_json::from_str(raw.get()))
-    }
-}
-
 /// Two responses are equal when their ids are and their results are the same JSON (however
 /// it was spaced) or their errors are equal.
 impl PartialEq for Response {
@@ -289,15 +278,6 @@ impl Message {
     pub fn write_json(&self, out: &mut Vec<u8>) {
         // Serializing a tree of `Value`s and strings into a Vec cannot fail.
         serde_json::to_writer(&mut *out, self).expect("serializing a JSON-RPC message");
-    }
-
-    /// The method name, for requests and notifications.
-    pub fn method(&self) -> Option<&str> {
-        match self {
-            Message::Request(r) => Some(&r.method),
-            Message::Notification(n) => Some(&n.method),
-            Message::Response(_) => None,
-        }
     }
 }
 

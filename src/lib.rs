@@ -69,7 +69,7 @@
 //!
 //! | layer | public module | job |
 //! |---|---|---|
-//! | wire | [`protocol`] | MCP types by topic, protocol versions, the JSON-RPC messages |
+//! | wire | [`protocol`] | MCP types by topic, protocol versions (the JSON-RPC messages are internal) |
 //! | transport | [`transport`] | moves messages: stdio, Streamable HTTP, legacy SSE, and an in-memory pair ([`transport::memory_pair`]) |
 //! | auth | [`auth`] | OAuth 2.1 for remote servers: discovery, registration, the sans-IO flow and its driver, authorizers, the provider a transport asks for a token, token storage |
 //! | client | [`client`] | one connection: correlation, the era (handshake or stateless), calls, server requests |
@@ -103,8 +103,7 @@
 
 // The public modules: what a host author reads. Everything else is private; what a host needs of
 // it is re-exported by the public module of its layer (`host` gathers the loader, the session,
-// the `/mcp` commands, subagent tools and the tool objects; `manager` the tool cache;
-// `protocol` the JSON-RPC messages).
+// the `/mcp` commands, subagent tools and the tool objects; `manager` the tool cache).
 pub mod auth;
 pub mod client;
 pub mod config;
@@ -138,7 +137,7 @@ pub use client::{
     CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, MAX_RESULT_VALUES,
 };
 pub use config::{DiscoveryOptions, ProjectTrust, ServerConfig};
-pub use error::{Error, IoSource, OAuthErrorKind, Result};
+pub use error::{Error, IoSource, OAuthErrorKind};
 pub use loader::{
     discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,
 };

@@ -1,15 +1,18 @@
 //! Resources, templates, prompts, completions and the log level, over the in-memory pair.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::rpc::Call;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{CompletionRef, LoggingLevel};
-use mcp_runtime::protocol::{Message, Request, RpcError};
 use mcp_runtime::transport::memory_pair;
 use mcp_runtime::{Client, ConnectOptions, Error};
 use serde_json::{json, Value};
 
-type Seen = Arc<Mutex<Vec<Request>>>;
+type Seen = Arc<Mutex<Vec<Call>>>;
 
 /// A server declaring `capabilities`, answering each request with `answer(method, params)`.
 fn server(
@@ -21,22 +24,18 @@ fn server(
     let log = Arc::clone(&seen);
     std::thread::spawn(move || {
         while let Ok(message) = end.receiver.recv() {
-            let Message::Request(request) = message else {
+            let Some(request) = Call::of(&message) else {
                 continue;
             };
             let params = request.params.clone().unwrap_or(Value::Null);
             let reply = if request.method == "initialize" {
-                Message::result(
-                    request.id.clone(),
+                request.result(
                     json!({"protocolVersion": "2025-06-18", "capabilities": capabilities,
                            "serverInfo": {"name": "features", "version": "1"}}),
                 )
             } else {
                 log.lock().unwrap().push(request.clone());
-                match answer(&request.method, &params) {
-                    Ok(result) => Message::result(request.id.clone(), result),
-                    Err(error) => Message::error(request.id.clone(), error),
-                }
+                request.answer(answer(&request.method, &params))
             };
             let _ = end.sender.send(reply);
         }

@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
+use common::rpc::{self, Call};
 use crossbeam_channel::Receiver;
-use mcp_runtime::protocol::{Message, Request, RequestId, RpcError};
 use mcp_runtime::transport::{memory_pair, MemoryServer};
 use mcp_runtime::{CallOptions, Client, Error};
 use serde_json::{json, Value};
@@ -21,19 +21,17 @@ fn init_result(version: &str) -> Value {
 fn serve(
     server: MemoryServer,
     version: &'static str,
-    mut rest: impl FnMut(&Message, &crossbeam_channel::Sender<Message>) + Send + 'static,
-) -> Receiver<Vec<Message>> {
+    mut rest: impl FnMut(&Value, &crossbeam_channel::Sender<Value>) + Send + 'static,
+) -> Receiver<Vec<Value>> {
     let (done, seen) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
         let mut all = Vec::new();
         while let Ok(message) = server.receiver.recv() {
-            match &message {
-                Message::Request(Request { id, method, .. }) if method == "initialize" => {
-                    let _ = server
-                        .sender
-                        .send(Message::result(id.clone(), init_result(version)));
+            match Call::of(&message) {
+                Some(call) if call.method == "initialize" => {
+                    let _ = server.sender.send(call.result(init_result(version)));
                 }
-                other => rest(other, &server.sender),
+                _ => rest(&message, &server.sender),
             }
             all.push(message);
         }
@@ -42,24 +40,23 @@ fn serve(
     seen
 }
 
-fn request_of(message: &Message) -> Option<(&RequestId, &str)> {
-    match message {
-        Message::Request(Request { id, method, .. }) => Some((id, method.as_str())),
-        _ => None,
-    }
+/// The request in `message`, with its method.
+fn request_of(message: &Value) -> Option<(Call, String)> {
+    let call = Call::of(message)?;
+    let method = call.method.clone();
+    Some((call, method))
 }
 
 #[test]
 fn a_call_is_answered_and_a_stray_reply_changes_nothing() {
     let (connector, server) = memory_pair();
     let seen = serve(server, "2025-06-18", |message, out| {
-        if let Some((id, "tools/call")) = request_of(message) {
-            // A reply to nobody first, then the real one.
-            let _ = out.send(Message::result(RequestId::Number(999), json!({})));
-            let _ = out.send(Message::result(
-                id.clone(),
-                json!({"content": [{"type": "text", "text": "hi"}]}),
-            ));
+        if let Some((call, m)) = request_of(message) {
+            if m == "tools/call" {
+                // A reply to nobody first, then the real one.
+                let _ = out.send(rpc::result_to(999, json!({})));
+                let _ = out.send(call.result(json!({"content": [{"type": "text", "text": "hi"}]})));
+            }
         }
     });
     let client = Client::with_transport("mem", connector, common::options()).unwrap();
@@ -68,7 +65,7 @@ fn a_call_is_answered_and_a_stray_reply_changes_nothing() {
     assert_eq!(out.text(), "hi");
     client.close();
     let seen = seen.recv_timeout(Duration::from_secs(10)).unwrap();
-    let methods: Vec<&str> = seen.iter().filter_map(Message::method).collect();
+    let methods: Vec<&str> = seen.iter().filter_map(rpc::method).collect();
     assert_eq!(
         methods,
         ["initialize", "notifications/initialized", "tools/call"]
@@ -85,10 +82,10 @@ fn a_server_that_goes_away_mid_call_fails_it_at_once() {
     std::thread::spawn(move || {
         while let Ok(message) = receiver.recv() {
             match request_of(&message) {
-                Some((id, "initialize")) => {
-                    let _ = sender.send(Message::result(id.clone(), init_result("2025-06-18")));
+                Some((call, m)) if m == "initialize" => {
+                    let _ = sender.send(call.result(init_result("2025-06-18")));
                 }
-                Some((_, "tools/call")) => {
+                Some((_, m)) if m == "tools/call" => {
                     // Exit without answering: every sender of the server end goes.
                     holder.take();
                     let _ = gone_tx.send(());
@@ -146,48 +143,67 @@ fn a_timed_out_call_is_cancelled_on_the_wire() {
     let call_id = seen
         .iter()
         .find_map(|m| match request_of(m) {
-            Some((id, "tools/call")) => Some(id.clone()),
+            Some((call, m)) if m == "tools/call" => Some(call.id),
             _ => None,
         })
         .unwrap();
     let cancelled = seen
         .iter()
-        .find_map(|m| match m {
-            Message::Notification(n) if n.method == "notifications/cancelled" => n.params.clone(),
-            _ => None,
-        })
+        .find(|m| rpc::method(m) == Some("notifications/cancelled") && m.get("id").is_none())
+        .map(|m| m["params"].clone())
         .expect("notifications/cancelled was sent");
-    assert_eq!(cancelled["requestId"], json!(call_id.as_i64().unwrap()));
+    assert_eq!(cancelled["requestId"], call_id);
 }
 
 #[test]
 fn a_server_ping_is_answered_and_an_unknown_request_gets_method_not_found() {
     let (connector, server) = memory_pair();
     let (answers_tx, answers) = crossbeam_channel::unbounded();
-    let seen = serve(server, "2025-06-18", move |message, out| match message {
-        Message::Notification(n) if n.method == "notifications/initialized" => {
-            let _ = out.send(Message::request(7001, "ping", None));
-            let _ = out.send(Message::request(7002, "no/such", None));
+    let seen = serve(server, "2025-06-18", move |message, out| {
+        if rpc::method(message) == Some("notifications/initialized") {
+            let _ = out.send(rpc::request(7001, "ping"));
+            let _ = out.send(rpc::request(7002, "no/such"));
+        } else if rpc::method(message).is_none() {
+            // A response: the client's answer to one of those.
+            let _ = answers_tx.send(message.clone());
         }
-        Message::Response(r) => {
-            let _ = answers_tx.send(r.clone());
-        }
-        _ => {}
     });
     let client = Client::with_transport("mem", connector, common::options()).unwrap();
-    let mut got: Vec<_> = (0..2)
+    let mut got: Vec<Value> = (0..2)
         .map(|_| answers.recv_timeout(Duration::from_secs(10)).unwrap())
         .collect();
-    got.sort_by_key(|r| r.id.as_ref().and_then(RequestId::as_i64));
-    assert_eq!(got[0].result_value().unwrap().unwrap(), json!({}));
-    assert_eq!(
-        got[1]
-            .outcome
-            .as_ref()
-            .map(|_| ())
-            .map_err(|e: &RpcError| e.code),
-        Err(-32601)
-    );
+    got.sort_by_key(|r| r["id"].as_i64());
+    assert_eq!(got[0]["result"], json!({}));
+    assert_eq!(got[1]["error"]["code"], json!(-32601));
     client.close();
     seen.recv_timeout(Duration::from_secs(10)).unwrap();
+}
+
+#[test]
+fn a_value_that_is_not_json_rpc_is_dropped_and_a_batch_is_taken_apart() {
+    let (connector, server) = memory_pair();
+    let _seen = serve(server, "2025-06-18", |message, out| {
+        if let Some((call, m)) = request_of(message) {
+            if m == "tools/call" {
+                let _ = out.send(json!({"not": "JSON-RPC"}));
+                let _ = out.send(json!(17));
+                let answer = call.result(json!({"content": [{"type": "text", "text": "batched"}]}));
+                let _ = out.send(json!([
+                    rpc::notification(
+                        "notifications/message",
+                        Some(json!({"level": "info", "data": "x"}))
+                    ),
+                    answer
+                ]));
+            }
+        }
+    });
+    let client = Client::with_transport("mem", connector, common::options()).unwrap();
+    let out = client.call_tool("echo", json!({})).unwrap();
+    assert_eq!(out.text(), "batched");
+    assert!(
+        client.closed_reason().is_none(),
+        "the connection carries on"
+    );
+    client.close();
 }

@@ -1,15 +1,18 @@
 //! Tools that must run as tasks (2025-11-25), over the in-memory pair.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_runtime::protocol::{Message, Request, RpcError};
+use common::rpc::Call;
+use mcp_runtime::protocol::RpcError;
 use mcp_runtime::transport::memory_pair;
 use mcp_runtime::{CallOptions, CancelToken, Client, ConnectOptions, Error};
 use serde_json::{json, Value};
 
-type Seen = Arc<Mutex<Vec<Request>>>;
+type Seen = Arc<Mutex<Vec<Call>>>;
 
 /// A server whose `research` tool must run as a task that needs `polls` polls to complete.
 fn task_server(polls: usize) -> (Client, Seen) {
@@ -19,7 +22,7 @@ fn task_server(polls: usize) -> (Client, Seen) {
     let polled = AtomicUsize::new(0);
     std::thread::spawn(move || {
         while let Ok(message) = end.receiver.recv() {
-            let Message::Request(request) = message else {
+            let Some(request) = Call::of(&message) else {
                 continue;
             };
             log.lock().unwrap().push(request.clone());
@@ -50,11 +53,7 @@ fn task_server(polls: usize) -> (Client, Seen) {
                 "tasks/cancel" => Ok(json!({"taskId": "t1", "status": "cancelled"})),
                 other => Err(RpcError::method_not_found(other)),
             };
-            let message = match reply {
-                Ok(result) => Message::result(request.id.clone(), result),
-                Err(error) => Message::error(request.id.clone(), error),
-            };
-            let _ = end.sender.send(message);
+            let _ = end.sender.send(request.answer(reply));
         }
     });
     let options = ConnectOptions {

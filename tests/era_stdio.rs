@@ -349,8 +349,8 @@ impl ClientHandler for Recording {
         self.0 .1.notify_all();
     }
 
-    fn on_notification(&self, _server: &str, n: &mcp_runtime::protocol::Notification) {
-        self.0 .0.lock().unwrap().push(n.method.clone());
+    fn on_notification(&self, _server: &str, method: &str, _: Option<&Value>) {
+        self.0 .0.lock().unwrap().push(method.to_owned());
         self.0 .1.notify_all();
     }
 }

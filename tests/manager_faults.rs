@@ -17,7 +17,6 @@ use mcp_runtime::config::ServerConfig;
 use mcp_runtime::host::build_tools;
 use mcp_runtime::manager::ToolCache;
 use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
-use mcp_runtime::protocol::Notification;
 use mcp_runtime::protocol::Tool as ToolDef;
 use mcp_runtime::{CallOptions, ClientHandler, Error};
 use serde_json::{json, Value};
@@ -405,8 +404,8 @@ struct Marker {
 }
 
 impl ClientHandler for Marker {
-    fn on_notification(&self, _server: &str, notification: &Notification) {
-        if notification.method == "notifications/test/marker" {
+    fn on_notification(&self, _server: &str, method: &str, _: Option<&Value>) {
+        if method == "notifications/test/marker" {
             let _ = self.seen.send(self.cache.writes.load(Ordering::SeqCst));
         }
     }

@@ -13,20 +13,22 @@ use std::time::Duration;
 use common::server_path;
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{ManagerOptions, McpManager};
-use mcp_runtime::protocol::Notification;
 use mcp_runtime::protocol::{CompletionRef, LoggingLevel};
 use mcp_runtime::ClientHandler;
-use serde_json::json;
+use serde_json::{json, Value};
 
-struct Updates(crossbeam_channel::Sender<Notification>);
+/// A notification: its method and params.
+type Seen = (String, Option<Value>);
+
+struct Updates(crossbeam_channel::Sender<Seen>);
 
 impl ClientHandler for Updates {
-    fn on_notification(&self, _server: &str, notification: &Notification) {
-        let _ = self.0.send(notification.clone());
+    fn on_notification(&self, _server: &str, method: &str, params: Option<&Value>) {
+        let _ = self.0.send((method.to_owned(), params.cloned()));
     }
 }
 
-fn connect(entries: &[(&str, &[&str])]) -> (McpManager, crossbeam_channel::Receiver<Notification>) {
+fn connect(entries: &[(&str, &[&str])]) -> (McpManager, crossbeam_channel::Receiver<Seen>) {
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut options = ManagerOptions {
         project_dir: std::env::temp_dir(),
@@ -82,9 +84,9 @@ fn resources_templates_and_prompts_are_kept_per_server() {
     manager.subscribe_resource("rich", "test://a").unwrap();
     let update = updates
         .iter()
-        .find(|n| n.method == "notifications/resources/updated")
+        .find(|(method, _)| method == "notifications/resources/updated")
         .unwrap();
-    assert_eq!(update.params.unwrap()["uri"], "test://a");
+    assert_eq!(update.1.unwrap()["uri"], "test://a");
     manager.unsubscribe_resource("rich", "test://a").unwrap();
     // Prompts, completions, the log level.
     let prompt = manager

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::jsonrpc::{Notification, RpcError};
+use crate::jsonrpc::RpcError;
 use crate::protocol::{ClientCapabilities, LoggingMessageParams, Root};
 
 /// The host's side of server → client traffic.
@@ -67,10 +67,10 @@ pub trait ClientHandler: Send + Sync + 'static {
         let _ = (server, message);
     }
 
-    /// Any other notification (progress, log messages and cancellations are handled by the
-    /// client and not passed here).
-    fn on_notification(&self, server: &str, notification: &Notification) {
-        let _ = (server, notification);
+    /// Any other notification, by its method and params (progress, log messages and
+    /// cancellations are handled by the client and not passed here).
+    fn on_notification(&self, server: &str, method: &str, params: Option<&Value>) {
+        let _ = (server, method, params);
     }
 
     /// The W3C trace context of the request about to be sent to `server`, for its `_meta`

@@ -133,7 +133,9 @@ impl Router {
                                 {
                                     h.on_tools_list_changed(&name)
                                 }
-                                Event::Notification(n) => h.on_notification(&name, &n),
+                                Event::Notification(n) => {
+                                    h.on_notification(&name, &n.method, n.params.as_ref())
+                                }
                             }
                         }
                     })

@@ -11,7 +11,7 @@ use super::runtime::Refresh;
 use super::Shared;
 use crate::client::ClientHandler;
 use crate::error::Error;
-use crate::jsonrpc::{Notification, RpcError};
+use crate::jsonrpc::RpcError;
 use crate::protocol::{methods, ClientCapabilities, LoggingMessageParams, Root};
 
 pub(crate) struct ManagedHandler {
@@ -76,16 +76,16 @@ impl ClientHandler for ManagedHandler {
         self.host.on_session_reinitialized(server);
     }
 
-    fn on_notification(&self, server: &str, notification: &Notification) {
+    fn on_notification(&self, server: &str, method: &str, params: Option<&Value>) {
         if matches!(
-            notification.method.as_str(),
+            method,
             methods::RESOURCES_LIST_CHANGED | methods::PROMPTS_LIST_CHANGED
         ) {
             if let Some(manager) = self.manager.upgrade() {
                 manager.request_refresh(&self.server, Refresh::Features);
             }
         }
-        self.host.on_notification(server, notification);
+        self.host.on_notification(server, method, params);
     }
 
     fn on_log_message(&self, server: &str, message: &LoggingMessageParams) {

@@ -28,8 +28,9 @@ pub use resources::{
 };
 pub(crate) use stateless::{DiscoverResult, ResultType};
 pub use tools::{json_kind, CallToolResult, Listing, Tool, ToolAnnotations};
-// The JSON-RPC messages: what the in-memory pipe carries, and what a handler answers with.
-pub use crate::jsonrpc::{Message, Notification, Request, RequestId, Response, RpcError};
+// What a handler answers a server's request with when it refuses it. The messages themselves
+// are internal: the in-memory pipe carries them as JSON values.
+pub use crate::jsonrpc::RpcError;
 pub use version::{
     ProtocolVersion, LATEST_PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSIONS,
     SUPPORTED_PROTOCOL_VERSIONS,

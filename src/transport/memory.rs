@@ -1,31 +1,35 @@
 //! An in-memory transport pair, as rust-analyzer's `lsp-server` has `Connection::memory()`:
-//! a [`Client`](crate::client::Client) on one end, plain channels of [`Message`]s on the other, so the
-//! protocol (handshake, correlation, timeouts, server requests, a server that goes away) is
-//! tested without a process or a socket.
+//! a [`Client`](crate::client::Client) on one end, plain channels of JSON-RPC messages (JSON
+//! values) on the other, so the protocol (handshake, correlation, timeouts, server requests, a
+//! server that goes away) is tested without a process or a socket, and a transport of the
+//! host's own is a loop that moves those values between the channels and its server.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
+use serde_json::Value;
 
 use super::{Inbound, Transport};
 use crate::error::Error;
 use crate::jsonrpc::Message;
 
-/// The server's end of an in-memory connection.
+/// The server's end of an in-memory connection: JSON-RPC messages as JSON values.
 #[derive(Debug)]
 pub struct MemoryServer {
-    /// What the client sends, in order. Disconnected once the client closes.
-    pub receiver: Receiver<Message>,
-    /// What the server sends. Dropping it ends the connection, as a server exiting does.
-    pub sender: Sender<Message>,
+    /// What the client sends, one message each, in order. Disconnected once the client closes.
+    pub receiver: Receiver<Value>,
+    /// What the server sends: a message, or a batch (an array of them). Dropping it ends the
+    /// connection, as a server exiting does. A value that is not JSON-RPC is dropped (logged
+    /// at warn), as a stdio server's stray output is.
+    pub sender: Sender<Value>,
 }
 
 /// Builds the client's end: pass it to [`Client::with_transport`](crate::client::Client::with_transport).
 pub struct MemoryConnector {
     /// The client's ends, taken by the one connection made through it.
-    ends: Mutex<Option<(Sender<Message>, Receiver<Message>)>>,
+    ends: Mutex<Option<(Sender<Value>, Receiver<Value>)>>,
 }
 
 impl std::fmt::Debug for MemoryConnector {
@@ -37,7 +41,6 @@ impl std::fmt::Debug for MemoryConnector {
 /// A connected pair: the client's connector and the server's channels.
 ///
 /// ```
-/// use mcp_runtime::protocol::Message;
 /// use mcp_runtime::transport::memory_pair;
 /// use mcp_runtime::{Client, ConnectOptions};
 /// use serde_json::json;
@@ -45,14 +48,17 @@ impl std::fmt::Debug for MemoryConnector {
 /// let (connector, server) = memory_pair();
 /// let answering = std::thread::spawn(move || {
 ///     while let Ok(message) = server.receiver.recv() {
-///         if let Message::Request(request) = message {
-///             let result = match request.method.as_str() {
-///                 "initialize" => json!({"protocolVersion": "2025-06-18", "capabilities": {},
-///                                         "serverInfo": {"name": "mem", "version": "1"}}),
-///                 _ => json!({}),
-///             };
-///             server.sender.send(Message::result(request.id, result)).unwrap();
-///         }
+///         // A request has an id and a method; notifications have no id.
+///         let (Some(id), Some(method)) = (message.get("id"), message["method"].as_str()) else {
+///             continue;
+///         };
+///         let result = match method {
+///             "initialize" => json!({"protocolVersion": "2025-06-18", "capabilities": {},
+///                                     "serverInfo": {"name": "mem", "version": "1"}}),
+///             _ => json!({}),
+///         };
+///         let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+///         server.sender.send(reply).unwrap();
 ///     }
 /// });
 /// let client = Client::with_transport("mem", connector, ConnectOptions::default())?;
@@ -96,7 +102,7 @@ impl MemoryConnector {
             .spawn(move || loop {
                 select! {
                     recv(from_server) -> message => match message {
-                        Ok(message) => reader.inbound.on_message(message),
+                        Ok(value) => reader.deliver(&value),
                         Err(_) => {
                             reader.end(Error::closed("the server end was dropped"));
                             return;
@@ -120,6 +126,20 @@ struct Shared {
 }
 
 impl Shared {
+    /// Hands what the server sent to the client: each message of it, or nothing (and a warning)
+    /// when it is not JSON-RPC.
+    fn deliver(&self, value: &Value) {
+        let text = serde_json::to_vec(value).unwrap_or_default();
+        match Message::parse(&text) {
+            Ok(messages) => {
+                for message in messages {
+                    self.inbound.on_message(message);
+                }
+            }
+            Err(e) => log::warn!("memory transport: dropped what the server sent: {e}"),
+        }
+    }
+
     /// Ends the connection once, whoever notices first.
     fn end(&self, error: Error) {
         if !self.closed.swap(true, Ordering::SeqCst) {
@@ -130,7 +150,7 @@ impl Shared {
 
 /// The client's end of an in-memory connection.
 pub(crate) struct MemoryTransport {
-    to_server: Mutex<Option<Sender<Message>>>,
+    to_server: Mutex<Option<Sender<Value>>>,
     stop: Mutex<Option<Sender<()>>>,
     shared: Arc<Shared>,
 }
@@ -145,9 +165,10 @@ impl std::fmt::Debug for MemoryTransport {
 
 impl Transport for MemoryTransport {
     fn send(&self, message: &Message, _: &super::Envelope) -> Result<(), Error> {
+        let value: Value = serde_json::from_slice(&message.to_line()).expect("a message is JSON");
         let to_server = self.to_server.lock();
         match to_server.as_ref() {
-            Some(tx) if tx.send(message.clone()).is_ok() => Ok(()),
+            Some(tx) if tx.send(value).is_ok() => Ok(()),
             _ => Err(Error::closed("the server end is gone")),
         }
     }

@@ -6,7 +6,7 @@
 //! through an in-memory pipe, [`memory_pair`]: the client takes one end
 //! ([`Client::with_transport`](crate::client::Client::with_transport), or a manager's
 //! [`connector`](crate::manager::ManagerOptions::connector)), and whoever holds the other, a
-//! [`MemoryServer`], answers or forwards plain [`Message`]s.
+//! [`MemoryServer`], answers or forwards JSON-RPC messages as JSON values.
 //!
 //! Inside, each transport is built with a sink it delivers to: whoever reads (its reader
 //! thread, or for stdio a caller reading its own answer) hands on every message the server

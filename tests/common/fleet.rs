@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender};
-use mcp_runtime::protocol::Message;
 use mcp_runtime::transport::{memory_pair, MemoryConnector};
 use mcp_runtime::ServerConfig;
 use serde_json::{json, Value};
@@ -51,7 +50,7 @@ struct Known {
     /// Held before answering `tools/list` (after the first), while set.
     list_gate: Option<Arc<Gate>>,
     /// The live connection: what the server sends through, and its kill switch.
-    live: Option<(Sender<Message>, Sender<()>)>,
+    live: Option<(Sender<Value>, Sender<()>)>,
     connects: usize,
     lists: Arc<AtomicUsize>,
 }
@@ -101,7 +100,7 @@ impl Fleet {
     pub fn notify(&self, name: &str, method: &str) {
         let sender = self.known(name, |k| k.live.as_ref().map(|l| l.0.clone()));
         if let Some(s) = sender {
-            let _ = s.send(Message::notification(method, None));
+            let _ = s.send(super::rpc::notification(method, None));
         }
     }
 
@@ -163,11 +162,12 @@ impl Fleet {
         std::thread::spawn(move || loop {
             select! {
                 recv(end.receiver) -> message => match message {
-                    Ok(Message::Request(request)) => {
-                        let result = fleet.answer(&name, &request.method, request.params.as_ref(), &lists);
-                        let _ = end.sender.send(Message::result(request.id, result));
+                    Ok(message) => {
+                        if let Some(call) = super::rpc::Call::of(&message) {
+                            let result = fleet.answer(&name, &call.method, call.params.as_ref(), &lists);
+                            let _ = end.sender.send(call.result(result));
+                        }
                     }
-                    Ok(_) => {}
                     Err(_) => return,
                 },
                 // Dropping `end` closes the client's transport.

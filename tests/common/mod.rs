@@ -8,6 +8,7 @@ pub mod http_request;
 pub mod http_server;
 pub mod modern_http;
 pub mod npm;
+pub mod rpc;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
