@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::loader::{
     load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
 };
-use crate::manager::{ConnectReport, ConnectionState, Managed, McpManager, ServerInfo};
+use crate::manager::{ConnectReport, ConnectionState, Managed, McpManager};
 use crate::protocol::{Completion, CompletionRef, GetPromptResult, ReadResourceResult};
 use crate::protocol::{Prompt, Resource, ResourceTemplate};
 use crate::tool::AgentTool;
@@ -392,11 +392,6 @@ impl AgentSession {
     /// The prompt offered under `command` (`mcp_<server>_<prompt>`).
     pub fn prompt(&self, command: &str) -> Option<Managed<Prompt>> {
         self.inner.features.lock().prompt(command).cloned()
-    }
-
-    /// Who a connected server is, what it declared, and its (capped) instructions.
-    pub fn server_info(&self, name: &str) -> Option<ServerInfo> {
-        self.inner.manager.as_ref()?.server_info(name)
     }
 
     /// Reads a resource of `server`.

@@ -537,9 +537,9 @@ fn the_manager_lists_the_new_servers_tools_and_prompts_after_a_restart() {
         "still tools: {tools:?}, prompts: {:?}",
         prompt_names()
     );
-    let info = manager.server_info("restarting").unwrap();
-    assert_eq!(info.protocol_version, ProtocolVersion::V2025_06_18);
-    assert_eq!(info.instructions.as_deref(), Some("second life"));
+    let client = manager.client("restarting").unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_06_18);
+    assert_eq!(client.instructions().as_deref(), Some("second life"));
     manager.disconnect_all();
 }
 

@@ -138,12 +138,12 @@ fn prompts_list_changed_refreshes_and_tells_the_host() {
 #[test]
 fn server_info_has_identity_capabilities_and_instructions() {
     let (manager, _) = connect(&[("rich", &["--features"])]);
-    let info = manager.server_info("rich").unwrap();
-    assert_eq!(info.implementation.name, "mcp-test-server");
-    assert_eq!(info.instructions.as_deref(), Some("Use echo to test."));
-    assert!(info.capabilities.prompts.is_some());
-    assert_eq!(info.transport, "stdio");
-    assert!(manager.server_info("nobody").is_none());
+    let client = manager.client("rich").unwrap();
+    assert_eq!(client.server_info().name, "mcp-test-server");
+    assert_eq!(client.instructions().as_deref(), Some("Use echo to test."));
+    assert!(client.server_capabilities().prompts.is_some());
+    assert_eq!(client.transport_kind(), "stdio");
+    assert!(manager.client("nobody").is_none());
     manager.disconnect_all();
 }
 

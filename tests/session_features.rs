@@ -59,9 +59,9 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
     assert_eq!(uris, ["test://a", "test://b"]);
     assert_eq!(features.templates[0].item.uri_template, "test://item/{id}");
     assert_eq!(features.prompts[0].name, "mcp_docs_greet");
-    let info = session.server_info("docs").unwrap();
-    assert_eq!(info.implementation.name, "mcp-test-server");
-    assert_eq!(info.instructions.as_deref(), Some("Use echo to test."));
+    let docs = session.manager().unwrap().client("docs").unwrap();
+    assert_eq!(docs.server_info().name, "mcp-test-server");
+    assert_eq!(docs.instructions().as_deref(), Some("Use echo to test."));
 
     let mirrored: Arc<Mutex<Vec<String>>> = Arc::default();
     let m = Arc::clone(&mirrored);

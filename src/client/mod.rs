@@ -45,6 +45,7 @@ pub use era::MAX_INPUT_ROUNDS;
 pub use handler::{ClientHandler, TraceContext};
 pub(crate) use options::ProgressFn;
 pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice};
+pub use renewal::MAX_INSTRUCTIONS_BYTES;
 
 use connect::ConnectFailure;
 pub(crate) use connect::Leftover;

@@ -124,6 +124,22 @@ impl Drop for Round<'_> {
     }
 }
 
+/// The most bytes of a server's `instructions` the client hands on (a server's text for the
+/// model should be a few paragraphs; a megabyte of it is an attack on the context window).
+pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
+
+/// `text` cut at [`MAX_INSTRUCTIONS_BYTES`], on a character boundary.
+fn capped(text: &str) -> String {
+    if text.len() <= MAX_INSTRUCTIONS_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_INSTRUCTIONS_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
 impl Client {
     /// The negotiated protocol revision (the latest handshake's, after a re-initialization).
     pub fn protocol_version(&self) -> ProtocolVersion {
@@ -147,9 +163,10 @@ impl Client {
         self.initialize_result().capabilities.clone()
     }
 
-    /// The server's instructions for the model, if it gave any (as of the latest handshake).
+    /// The server's instructions for the model, if it gave any (as of the latest handshake),
+    /// cut at [`MAX_INSTRUCTIONS_BYTES`] on a character boundary.
     pub fn instructions(&self) -> Option<String> {
-        self.initialize_result().instructions.clone()
+        self.initialize_result().instructions.as_deref().map(capped)
     }
 
     /// A request of the handshake era: when the server forgot the session, a new one is
@@ -314,4 +331,18 @@ fn reborrow<'b>(on_progress: &'b mut Option<ProgressFn<'_>>) -> Option<ProgressF
     on_progress
         .as_mut()
         .map(|cb| Box::new(move |p: &Progress| cb(p)) as ProgressFn<'b>)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions_are_cut_on_a_character_boundary() {
+        assert_eq!(capped("short"), "short");
+        let long = "é".repeat(MAX_INSTRUCTIONS_BYTES);
+        let cut = capped(&long);
+        assert!(cut.len() <= MAX_INSTRUCTIONS_BYTES && cut.len() > MAX_INSTRUCTIONS_BYTES - 2);
+        assert!(cut.chars().all(|c| c == 'é'));
+    }
 }

@@ -20,13 +20,9 @@ use crate::client::Client;
 use crate::config::config_hash;
 use crate::error::Error;
 use crate::protocol::{
-    Completion, CompletionRef, ContentBlock, GetPromptResult, Implementation, LoggingLevel, Prompt,
-    ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+    Completion, CompletionRef, ContentBlock, GetPromptResult, LoggingLevel, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate,
 };
-
-/// The most bytes of a server's `instructions` the manager hands on (a server's text for the
-/// model should be a few paragraphs; a megabyte of it is an attack on the context window).
-pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
 
 /// One server's resources, templates and prompts.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,23 +49,6 @@ pub struct Managed<T> {
     /// `mcp_<server>_<name>`: the name a host offers it under (a prompt's command), unique
     /// among every server's items of its kind.
     pub name: String,
-}
-
-/// Who a connected server is, what it can do, and what it tells the model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerInfo {
-    /// The server's configured name.
-    pub name: String,
-    /// Its `serverInfo` (name, version, title, ...).
-    pub implementation: Implementation,
-    /// The negotiated protocol revision.
-    pub protocol_version: ProtocolVersion,
-    /// Its capabilities.
-    pub capabilities: ServerCapabilities,
-    /// Its instructions, cut at [`MAX_INSTRUCTIONS_BYTES`] (on a character boundary).
-    pub instructions: Option<String>,
-    /// The transport used: `stdio`, `http` or `sse` (a URL that fell back says `sse`).
-    pub transport: &'static str,
 }
 
 impl Features {
@@ -198,20 +177,6 @@ impl McpManager {
         )
     }
 
-    /// Who a connected server is, what it declared, and its (capped) instructions.
-    pub fn server_info(&self, name: &str) -> Option<ServerInfo> {
-        let (client, _) = self.shared.connected(name).ok()?;
-        let init = client.initialize_result();
-        Some(ServerInfo {
-            name: name.to_owned(),
-            implementation: init.server_info.clone(),
-            protocol_version: client.protocol_version(),
-            capabilities: init.capabilities.clone(),
-            instructions: init.instructions.as_deref().map(capped),
-            transport: client.transport_kind(),
-        })
-    }
-
     /// Reads a resource of `server`.
     pub fn read_resource(&self, server: &str, uri: &str) -> Result<ReadResourceResult, Error> {
         self.shared.connected(server)?.0.read_resource(uri)
@@ -305,18 +270,6 @@ fn listed<T>(client: &Client, what: &str, listing: Result<Vec<T>, Error>) -> Vec
     }
 }
 
-/// `text` cut at [`MAX_INSTRUCTIONS_BYTES`], on a character boundary.
-fn capped(text: &str) -> String {
-    if text.len() <= MAX_INSTRUCTIONS_BYTES {
-        return text.to_owned();
-    }
-    let mut end = MAX_INSTRUCTIONS_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_owned()
-}
-
 /// Items with the names a host offers them under (`mcp_<server>_<name>`, made unique).
 fn with_names<T>(listed: Vec<(String, Arc<T>)>, name_of: fn(&T) -> &str) -> Vec<Managed<T>> {
     let identities: Vec<(&str, &str)> = listed
@@ -329,18 +282,4 @@ fn with_names<T>(listed: Vec<(String, Arc<T>)>, name_of: fn(&T) -> &str) -> Vec<
         .zip(names)
         .map(|((server, item), name)| Managed { server, item, name })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn instructions_are_cut_on_a_character_boundary() {
-        assert_eq!(capped("short"), "short");
-        let long = "é".repeat(MAX_INSTRUCTIONS_BYTES);
-        let cut = capped(&long);
-        assert!(cut.len() <= MAX_INSTRUCTIONS_BYTES && cut.len() > MAX_INSTRUCTIONS_BYTES - 2);
-        assert!(cut.chars().all(|c| c == 'é'));
-    }
 }

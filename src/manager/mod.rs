@@ -51,7 +51,7 @@ pub use options::{
     ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, STARTUP_TIMEOUT,
 };
 
-pub use features::{Managed, ServerInfo, MAX_INSTRUCTIONS_BYTES};
+pub use features::Managed;
 
 use close::Work;
 use state::{Phase, Server, State};

@@ -294,7 +294,7 @@ fn complete(
 }
 
 fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
-    let Some(info) = session.manager.server_info(name) else {
+    let Some(client) = session.manager.client(name) else {
         let status = session.manager.connection_status(name);
         eprintln!(
             "mcp: {name} is {}{}",
@@ -305,17 +305,17 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
     };
     if as_json {
         print_json(json!({
-            "name": info.name,
-            "serverInfo": info.implementation,
-            "protocolVersion": info.protocol_version.as_str(),
-            "transport": info.transport,
-            "capabilities": info.capabilities,
-            "instructions": info.instructions,
+            "name": name,
+            "serverInfo": client.server_info(),
+            "protocolVersion": client.protocol_version().as_str(),
+            "transport": client.transport_kind(),
+            "capabilities": client.server_capabilities(),
+            "instructions": client.instructions(),
         }));
         return Ok(0);
     }
-    let i = &info.implementation;
-    outln!("name:         {}", info.name);
+    let i = client.server_info();
+    outln!("name:         {name}");
     outln!(
         "server:       {} {}{}",
         i.name,
@@ -325,10 +325,10 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
             .map(|t| format!(" ({t})"))
             .unwrap_or_default()
     );
-    outln!("protocol:     {}", info.protocol_version.as_str());
-    outln!("transport:    {}", info.transport);
-    outln!("capabilities: {}", json!(info.capabilities));
-    match &info.instructions {
+    outln!("protocol:     {}", client.protocol_version().as_str());
+    outln!("transport:    {}", client.transport_kind());
+    outln!("capabilities: {}", json!(client.server_capabilities()));
+    match &client.instructions() {
         Some(text) => {
             outln!("instructions:");
             for line in text.lines() {
