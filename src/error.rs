@@ -104,13 +104,12 @@ pub enum Error {
         /// transport). Renders as `MCP server not connected: <name> (<reason>)`.
         reason: Option<String>,
     },
-    /// A local I/O failure outside the transport (writing a file, ...). The operating
-    /// system's error, when there is one, is the [`std::error::Error::source`].
+    /// A local I/O failure outside the transport (writing a file, ...).
     Io {
         /// What failed, and what the operating system said.
         message: String,
-        /// The operating system's error.
-        source: Option<IoSource>,
+        /// The kind of the operating system's error, when there was one.
+        kind: Option<std::io::ErrorKind>,
     },
     /// The OAuth authorization of an HTTP server failed (discovery, registration, the
     /// authorization step, the token endpoint). The message never holds a token, code,
@@ -291,35 +290,15 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io {
-                source: Some(source),
-                ..
-            } => Some(&*source.0),
-            _ => None,
-        }
-    }
-}
-
-/// The [`std::io::Error`] behind an [`Error::Io`], shared so that [`Error`] stays `Clone`.
-/// Two are equal when their kinds and messages are.
-#[derive(Debug, Clone)]
-pub struct IoSource(pub std::sync::Arc<std::io::Error>);
-
-impl PartialEq for IoSource {
-    fn eq(&self, other: &IoSource) -> bool {
-        self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string()
-    }
-}
+impl std::error::Error for Error {}
 
 impl Error {
-    /// An [`Error::Io`]: `what` failed because of `error` (which stays the `source`).
+    /// An [`Error::Io`]: `what` failed because of `error` (its text goes into the message, its
+    /// kind into `kind`).
     pub fn io(what: impl fmt::Display, error: std::io::Error) -> Error {
         Error::Io {
             message: format!("{what}: {error}"),
-            source: Some(IoSource(std::sync::Arc::new(error))),
+            kind: Some(error.kind()),
         }
     }
 }

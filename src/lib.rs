@@ -137,7 +137,7 @@ pub use client::{
     CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, MAX_RESULT_VALUES,
 };
 pub use config::{DiscoveryOptions, ProjectTrust, ServerConfig};
-pub use error::{Error, IoSource, OAuthErrorKind};
+pub use error::{Error, OAuthErrorKind};
 pub use loader::{
     discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,
 };

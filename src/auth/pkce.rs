@@ -56,7 +56,7 @@ pub(crate) fn random_string(bytes: usize) -> Result<String, Error> {
     let mut buf = vec![0u8; bytes];
     SystemRandom::new().fill(&mut buf).map_err(|_| Error::Io {
         message: "the system random number generator failed".into(),
-        source: None,
+        kind: None,
     })?;
     Ok(URL_SAFE_NO_PAD.encode(&buf))
 }
