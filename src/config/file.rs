@@ -24,16 +24,6 @@ use super::expand::{expand_value, process_env};
 use super::server::ServerConfig;
 use crate::error::Error;
 
-/// The servers of one `.mcp.json`-shaped file. A server entry that does not parse is reported
-/// in `errors` and does not stop the others.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct McpJson {
-    /// The servers that parsed, by name.
-    pub servers: BTreeMap<String, ServerConfig>,
-    /// `(server name, error)` for each entry that did not.
-    pub errors: Vec<(String, Error)>,
-}
-
 /// The size cap of a config file.
 pub(crate) const CONFIG_FILE_CAP: u64 = 4 << 20;
 /// The size cap of `~/.claude.json` (Claude Code's state file as well as its config).
@@ -115,8 +105,9 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Reads a `.mcp.json`-shaped file (a regular file of at most 4 MiB, see the module docs).
-pub fn read_mcp_json(path: &Path) -> Result<McpJson, Error> {
+/// Reads a `.mcp.json`-shaped file (a regular file of at most 4 MiB, see the module docs): its
+/// servers by name, as [`parse_mcp_json`] gives them.
+pub fn read_mcp_json(path: &Path) -> Result<BTreeMap<String, Result<ServerConfig, Error>>, Error> {
     let text = read_text(path, CONFIG_FILE_CAP).map_err(|e| Error::Config {
         message: match e {
             ReadError::Missing => format!("{}: no such file", path.display()),
@@ -132,13 +123,14 @@ pub fn read_mcp_json(path: &Path) -> Result<McpJson, Error> {
 }
 
 /// Parses the text of a `.mcp.json`-shaped file, expanding `${VAR}` and `${VAR:-default}` in
-/// its entries as discovery does for a project's `.mcp.json`.
-pub fn parse_mcp_json(text: &str) -> Result<McpJson, Error> {
+/// its entries as discovery does for a project's `.mcp.json`: its servers by name, each one's
+/// config or why its entry does not parse (a bad entry does not hide the others).
+pub fn parse_mcp_json(text: &str) -> Result<BTreeMap<String, Result<ServerConfig, Error>>, Error> {
     let value: Value = serde_json::from_str(text).map_err(|e| Error::Config {
         message: format!("malformed JSON: {e}"),
     })?;
     let servers = match value.get("mcpServers") {
-        None | Some(Value::Null) => return Ok(McpJson::default()),
+        None | Some(Value::Null) => return Ok(BTreeMap::new()),
         Some(Value::Object(servers)) => servers,
         Some(_) => {
             return Err(Error::Config {
@@ -146,21 +138,14 @@ pub fn parse_mcp_json(text: &str) -> Result<McpJson, Error> {
             })
         }
     };
-    let mut out = McpJson::default();
+    let mut out = BTreeMap::new();
     for (name, entry) in servers {
         let mut entry = entry.clone();
         expand_value(&mut entry, &process_env);
-        match serde_json::from_value::<ServerConfig>(entry) {
-            Ok(config) => {
-                out.servers.insert(name.clone(), config);
-            }
-            Err(e) => out.errors.push((
-                name.clone(),
-                Error::Config {
-                    message: format!("server \"{name}\": {e}"),
-                },
-            )),
-        }
+        let parsed = serde_json::from_value::<ServerConfig>(entry).map_err(|e| Error::Config {
+            message: format!("server \"{name}\": {e}"),
+        });
+        out.insert(name.clone(), parsed);
     }
     Ok(out)
 }
@@ -175,9 +160,9 @@ mod tests {
             r#"{"mcpServers": {"good": {"command": "a"}, "bad": {"args": "not a list"}}}"#,
         )
         .unwrap();
-        assert_eq!(f.servers.len(), 1);
-        assert_eq!(f.errors.len(), 1);
-        assert_eq!(f.errors[0].0, "bad");
+        assert_eq!(f.len(), 2);
+        assert!(f["good"].is_ok());
+        assert!(f["bad"].is_err());
     }
 
     #[test]
@@ -190,7 +175,7 @@ mod tests {
             parse_mcp_json(r#"{"mcpServers": []}"#),
             Err(Error::Config { .. })
         ));
-        assert_eq!(parse_mcp_json("{}").unwrap(), McpJson::default());
+        assert!(parse_mcp_json("{}").unwrap().is_empty());
         let missing = read_mcp_json(Path::new("/nonexistent/.mcp.json")).unwrap_err();
         assert!(missing.to_string().contains("/nonexistent/.mcp.json"));
     }

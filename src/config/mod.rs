@@ -27,7 +27,7 @@ mod writer;
 pub use auth::FileAuthStorage;
 pub use discovery::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
 pub use exa::{exa_api_key, is_exa};
-pub use file::{parse_mcp_json, read_mcp_json, McpJson};
+pub use file::{parse_mcp_json, read_mcp_json};
 pub(crate) use file::{read_text, ReadError, CACHE_FILE_CAP};
 pub use oauth::{provider_for, uses_oauth};
 pub(crate) use resolve::resolve_cancellable;

@@ -69,9 +69,15 @@ pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
         _ => return Err(format!("--config {shown}: not a JSON object: {EXPECTED}")),
     };
     let file = parse_mcp_json(&text).map_err(|e| format!("--config {shown}: {e}"))?;
-    if file.servers.is_empty() {
-        let why: Vec<String> = file
-            .errors
+    let (mut servers, mut errors) = (Vec::new(), Vec::new());
+    for (name, parsed) in file {
+        match parsed {
+            Ok(config) => servers.push((name, config)),
+            Err(e) => errors.push((name, e)),
+        }
+    }
+    if servers.is_empty() {
+        let why: Vec<String> = errors
             .iter()
             .map(|(name, e)| format!("{name}: {e}"))
             .collect();
@@ -80,7 +86,7 @@ pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
             false => format!("--config {shown}: no usable server ({})", why.join("; ")),
         });
     }
-    for (name, e) in &file.errors {
+    for (name, e) in &errors {
         log::warn!("skipping server {name}: {e}");
     }
     let source = SourceMeta {
@@ -89,8 +95,7 @@ pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
         path: path.to_path_buf(),
         level: Level::Project,
     };
-    Ok(file
-        .servers
+    Ok(servers
         .into_iter()
         .map(|(name, config)| DiscoveredServer {
             enabled: config.is_enabled(),
