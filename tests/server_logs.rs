@@ -9,19 +9,41 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::McpManager;
-use mcp_runtime::protocol::{LoggingLevel, LoggingMessageParams};
+use mcp_runtime::protocol::LoggingLevel;
 use mcp_runtime::{Client, ClientHandler, ManagerOptions};
-use serde_json::json;
+use serde_json::{json, Value};
 
-struct Logs(Sender<(String, LoggingMessageParams)>);
+/// A log message as the handler got it.
+#[derive(Debug)]
+struct Logged {
+    level: LoggingLevel,
+    logger: Option<String>,
+    data: Value,
+}
+
+struct Logs(Sender<(String, Logged)>);
 
 impl ClientHandler for Logs {
-    fn on_log_message(&self, server: &str, message: &LoggingMessageParams) {
-        let _ = self.0.send((server.to_owned(), message.clone()));
+    fn on_log_message(
+        &self,
+        server: &str,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: &Value,
+    ) {
+        let logger = logger.map(str::to_owned);
+        let _ = self.0.send((
+            server.to_owned(),
+            Logged {
+                level,
+                logger,
+                data: data.clone(),
+            },
+        ));
     }
 }
 
-fn handler() -> (Arc<Logs>, Receiver<(String, LoggingMessageParams)>) {
+fn handler() -> (Arc<Logs>, Receiver<(String, Logged)>) {
     let (tx, rx) = crossbeam_channel::unbounded();
     (Arc::new(Logs(tx)), rx)
 }

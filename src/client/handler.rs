@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::jsonrpc::RpcError;
-use crate::protocol::{ClientCapabilities, LoggingMessageParams, Root};
+use crate::protocol::{ClientCapabilities, LoggingLevel, Root};
 
 /// The host's side of server → client traffic.
 ///
@@ -60,11 +60,18 @@ pub trait ClientHandler: Send + Sync + 'static {
         let _ = server;
     }
 
-    /// `notifications/message`: a log message of the server (also logged through the `log`
-    /// crate, target `mcp::<server>`), so a host can show it. Called in order with the other
+    /// `notifications/message`: a log message of the server, its severity, the server-side
+    /// logger's name and its payload (any JSON), so a host can show it (it is also logged
+    /// through the `log` crate, target `mcp::<server>`). Called in order with the other
     /// notifications, on the connection's event thread.
-    fn on_log_message(&self, server: &str, message: &LoggingMessageParams) {
-        let _ = (server, message);
+    fn on_log_message(
+        &self,
+        server: &str,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: &Value,
+    ) {
+        let _ = (server, level, logger, data);
     }
 
     /// Any other notification, by its method and params (progress, log messages and

@@ -127,7 +127,9 @@ impl Router {
                     .spawn(move || {
                         for event in rx.iter() {
                             match event {
-                                Event::Log(m) => h.on_log_message(&name, &m),
+                                Event::Log(m) => {
+                                    h.on_log_message(&name, m.level, m.logger.as_deref(), &m.data)
+                                }
                                 Event::Notification(n)
                                     if n.method == methods::TOOLS_LIST_CHANGED =>
                                 {

@@ -12,7 +12,7 @@ use super::Shared;
 use crate::client::ClientHandler;
 use crate::error::Error;
 use crate::jsonrpc::RpcError;
-use crate::protocol::{methods, ClientCapabilities, LoggingMessageParams, Root};
+use crate::protocol::{methods, ClientCapabilities, LoggingLevel, Root};
 
 pub(crate) struct ManagedHandler {
     manager: Weak<Shared>,
@@ -88,8 +88,14 @@ impl ClientHandler for ManagedHandler {
         self.host.on_notification(server, method, params);
     }
 
-    fn on_log_message(&self, server: &str, message: &LoggingMessageParams) {
-        self.host.on_log_message(server, message);
+    fn on_log_message(
+        &self,
+        server: &str,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: &Value,
+    ) {
+        self.host.on_log_message(server, level, logger, data);
     }
 
     fn on_connection_closed(&self, server: &str, reason: &Error) {

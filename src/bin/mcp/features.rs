@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::manager::{ConnectionState, McpManager};
-use mcp_runtime::protocol::{CompletionRef, LoggingLevel, LoggingMessageParams};
+use mcp_runtime::protocol::{CompletionRef, LoggingLevel};
 use serde_json::{json, Value};
 
 use crate::args::{Args, Command};
@@ -375,7 +375,7 @@ fn follow(
     session: &Session,
     level: Option<LoggingLevel>,
     as_json: bool,
-    messages: &crossbeam_channel::Receiver<(String, LoggingMessageParams)>,
+    messages: &crossbeam_channel::Receiver<crate::host::LogLine>,
 ) -> Result<u8, String> {
     let m = &session.manager;
     let names = m.server_names();
@@ -403,7 +403,8 @@ fn follow(
     let mut out = std::io::stdout();
     loop {
         match messages.recv_timeout(Duration::from_millis(500)) {
-            Ok((server, message)) => {
+            Ok(message) => {
+                let server = &message.server;
                 if level.is_some_and(|l| rank(message.level) < rank(l)) {
                     continue;
                 }

@@ -10,16 +10,25 @@ use std::path::PathBuf;
 
 use crossbeam_channel::Sender;
 use mcp_runtime::protocol::RpcError;
-use mcp_runtime::protocol::{ClientCapabilities, LoggingMessageParams, Root};
+use mcp_runtime::protocol::{ClientCapabilities, LoggingLevel, Root};
 use mcp_runtime::ClientHandler;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
+
+/// One log message of a server, for `mcp logs`.
+#[derive(Debug, Clone)]
+pub struct LogLine {
+    pub server: String,
+    pub level: LoggingLevel,
+    pub logger: Option<String>,
+    pub data: Value,
+}
 
 /// The CLI's handler, shared by every server of a run.
 pub struct CliHandler {
     project: PathBuf,
     /// Where `mcp logs` wants log messages (none: they go to the `log` crate only).
-    logs: Mutex<Option<Sender<(String, LoggingMessageParams)>>>,
+    logs: Mutex<Option<Sender<LogLine>>>,
     /// One terminal prompt at a time (servers may ask at once).
     asking: Mutex<()>,
 }
@@ -34,7 +43,7 @@ impl CliHandler {
     }
 
     /// Sends every log message from now on to `sink`.
-    pub fn follow_logs(&self, sink: Sender<(String, LoggingMessageParams)>) {
+    pub fn follow_logs(&self, sink: Sender<LogLine>) {
         *self.logs.lock() = Some(sink);
     }
 }
@@ -73,11 +82,22 @@ impl ClientHandler for CliHandler {
         Ok(ask(server, message, &schema))
     }
 
-    fn on_log_message(&self, server: &str, message: &LoggingMessageParams) {
+    fn on_log_message(
+        &self,
+        server: &str,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: &Value,
+    ) {
         // Cloned out of the lock: the send never happens under it.
         let sink = self.logs.lock().clone();
         if let Some(sink) = sink {
-            let _ = sink.send((server.to_owned(), message.clone()));
+            let _ = sink.send(LogLine {
+                server: server.to_owned(),
+                level,
+                logger: logger.map(str::to_owned),
+                data: data.clone(),
+            });
         }
     }
 }
