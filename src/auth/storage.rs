@@ -1,5 +1,5 @@
 //! Where OAuth credentials live: the [`AuthStorage`] trait a provider reads and writes through,
-//! the [`Credential`] it stores, and the [`StoreHold`] a refresh keeps. The file-backed store
+//! the [`Credential`] it stores, and the exclusive hold a refresh keeps. The file-backed store
 //! (mode 0600, shared safely between processes) is the config layer's
 //! `config::FileAuthStorage`.
 //!

@@ -12,7 +12,7 @@
 //!   leader's cancel is seen once its handshake ends: an `initialize` abandoned midway could
 //!   leave the server a session the client never finished;
 //! - takes the new server as it describes itself: [`Client::protocol_version`],
-//!   [`Client::initialize_result`], [`Client::server_capabilities`] and
+//!   [`Client::server_info`], [`Client::server_capabilities`] and
 //!   [`Client::instructions`] return the new values from then on;
 //! - tells the handler ([`ClientHandler::on_session_reinitialized`]; the manager lists that
 //!   server's tools, resources and prompts again);

@@ -7,7 +7,7 @@
 //!
 //! - An approval is remembered by the hash of the server's unresolved config
 //!   ([`config_hash`](super::config_hash)), per project directory and server name, in the user's own
-//!   [`TrustStore`] (`<user dir>/trusted.json`, by default `~/.mcp-runtime/trusted.json`, mode
+//!   trust store (`<user dir>/trusted.json`, by default `~/.mcp-runtime/trusted.json`, mode
 //!   0600, written atomically). A changed config has another hash, so it asks again.
 //! - A server from a user-level file needs no approval.
 //! - What happens to a project server nobody approved yet is the host's [`ProjectTrust`]
