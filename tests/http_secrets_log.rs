@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::http_server::{Behaviour, TestHttp};
+use common::tinyproxy::Tinyproxy;
 use mcp_runtime::transport::{AuthProvider, HttpTarget};
 use mcp_runtime::{Client, ConnectOptions, Endpoint};
 use serde_json::json;
@@ -16,6 +17,8 @@ const HEADER: &str = "hdr-SECRET-value-1";
 const TOKEN: &str = "tok-SECRET-value-2";
 const QUERY: &str = "qry-SECRET-value-3";
 const PASSWORD: &str = "pwd-SECRET-value-4";
+/// The password of the proxy the last two connections go through.
+const PROXY_PASSWORD: &str = "prx-SECRET-value-5";
 
 struct Token;
 
@@ -31,7 +34,28 @@ fn target(base: &str) -> HttpTarget {
         url: format!("http://someone:{PASSWORD}@{rest}?apiKey={QUERY}"),
         headers: vec![("X-Api-Key".into(), HEADER.into())],
         auth: Some(Arc::new(Token)),
+        proxy: None,
     }
+}
+
+/// Standard base64, as `Proxy-Authorization: Basic` has it.
+fn basic64(text: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in text.as_bytes().chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 fn hex(text: &str) -> String {
@@ -82,10 +106,41 @@ fn no_secret_reaches_any_log_record_at_trace() {
     assert_eq!(out.text(), "hi");
     client.close();
     let legacy = TestHttp::start(Behaviour::default());
-    let client =
-        Client::connect("legacy", &Endpoint::Sse(target(&legacy.sse_url())), options).unwrap();
+    let client = Client::connect(
+        "legacy",
+        &Endpoint::Sse(target(&legacy.sse_url())),
+        options.clone(),
+    )
+    .unwrap();
     assert_eq!(client.list_tools().unwrap()[0].name, "echo");
     client.close();
+
+    // Through a proxy that asks for credentials, both transports.
+    let proxy = Tinyproxy::start("secrets", Some(("mcp", PROXY_PASSWORD)));
+    if let Some(proxy) = &proxy {
+        let via = |mut t: HttpTarget| {
+            t.proxy = Some(proxy.url(Some(("mcp", PROXY_PASSWORD))));
+            t
+        };
+        let client = Client::connect(
+            "proxied",
+            &Endpoint::Http(via(target(&server.url()))),
+            options.clone(),
+        )
+        .unwrap();
+        client.call_tool("echo", json!({"message": "hi"})).unwrap();
+        client.close();
+        // A legacy server of its own: the first one still holds the direct client's stream.
+        let legacy = TestHttp::start(Behaviour::default());
+        let client = Client::connect(
+            "proxied-legacy",
+            &Endpoint::Sse(via(target(&legacy.sse_url()))),
+            options,
+        )
+        .unwrap();
+        client.list_tools().unwrap();
+        client.close();
+    }
 
     // The secrets did go where they belong.
     let seen = server.seen();
@@ -113,7 +168,16 @@ fn no_secret_reaches_any_log_record_at_trace() {
     );
     let (hex_rows, text_rows) = joined_rows(&messages);
     let all = messages.join("\n");
-    for secret in [HEADER, TOKEN, QUERY, PASSWORD] {
+    // `Proxy-Authorization: Basic <base64(mcp:password)>`, as it goes on the wire.
+    let basic = basic64(&format!("mcp:{PROXY_PASSWORD}"));
+    for secret in [
+        HEADER,
+        TOKEN,
+        QUERY,
+        PASSWORD,
+        PROXY_PASSWORD,
+        basic.as_str(),
+    ] {
         assert!(!all.contains(secret), "{secret} is in a log record");
         assert!(
             !all.contains(&hex(secret)),

@@ -264,6 +264,7 @@ fn step_up_to_a_scope_the_server_asks_for() {
         url: server.mcp.clone(),
         headers: Vec::new(),
         auth: Some(Arc::new(provider.clone())),
+        proxy: None,
     });
     let client = Client::connect("prot", &endpoint, common::options()).expect("connect");
     assert_eq!(provider.status().scopes, vec!["mcp:read"]);

@@ -448,6 +448,12 @@ impl Client {
         self.inner.conn.transport.kind()
     }
 
+    /// The proxy the connection goes through, without its credentials (see the README's
+    /// "Networks").
+    pub fn proxy(&self) -> Option<String> {
+        self.inner.conn.transport.proxy()
+    }
+
     /// The server's process id, for a local server.
     pub fn pid(&self) -> Option<u32> {
         self.inner.conn.transport.pid()

@@ -117,6 +117,12 @@ pub struct ServerConfig {
     /// values (`!command`, an environment variable's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<Value>,
+    /// http/sse: this server's proxy, `http://[user:password@]host:port` (or `https://`), or
+    /// `direct`; without it, the environment's (see
+    /// [`HttpTarget::proxy`](crate::transport::HttpTarget::proxy)). `Debug` never shows its
+    /// credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     /// Only these tools are exposed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled_tools: Option<Vec<String>>,
@@ -147,6 +153,10 @@ impl std::fmt::Debug for ServerConfig {
             .field("timeout_ms", &self.timeout_ms)
             .field("tool_timeout_ms", &self.tool_timeout_ms)
             .field("oauth", &self.oauth.is_some())
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(crate::transport::url::redact),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -323,6 +333,7 @@ impl ServerConfig {
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
                     auth: None,
+                    proxy: self.proxy.clone(),
                 };
                 Ok(match (kind, self.transport.is_some()) {
                     (TransportType::Sse, _) => Endpoint::Sse(target),
@@ -505,6 +516,15 @@ mod tests {
             missing.to_string(),
             "Invalid config: http server requires \"url\" field"
         );
+        // A server's own proxy goes with it, and `Debug` hides its credentials.
+        let proxy = "http://me:pr0xy-pw@proxy.corp:3128";
+        let proxied: ServerConfig =
+            serde_json::from_value(json!({"url": url, "proxy": proxy})).unwrap();
+        assert!(!format!("{proxied:?}").contains("pr0xy-pw"), "{proxied:?}");
+        assert!(matches!(
+            proxied.endpoint(Path::new("/")).unwrap(),
+            Endpoint::Url(t) if t.proxy.as_deref() == Some(proxy)
+        ));
     }
 
     #[test]

@@ -266,6 +266,7 @@ mod tests {
             url: "http://u:p@127.0.0.1:9/mcp?apiKey=SECRET".into(),
             headers: vec![("X-Api-Key".into(), "k3y".into())],
             auth: Some(Arc::new(Token)),
+            proxy: None,
         };
         let split = super::super::url::split(&target.url).unwrap();
         let secrets = Secrets::new(&split, &target).unwrap();

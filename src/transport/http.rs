@@ -130,7 +130,7 @@ impl HttpTransport {
         options: &HttpOptions,
         inbound: Arc<dyn Inbound>,
     ) -> Result<HttpTransport, Error> {
-        let wire = web::Wire::new(target)?;
+        let wire = web::Wire::new(target, options)?;
         Ok(HttpTransport {
             shared: Arc::new(Shared {
                 uri: wire.split.public.clone(),
@@ -283,6 +283,11 @@ impl Transport for HttpTransport {
 
     fn kind(&self) -> &'static str {
         "http"
+    }
+
+    fn proxy(&self) -> Option<String> {
+        let proxy = self.shared.wire.proxy.as_ref()?;
+        Some(proxy.url.redacted().to_owned())
     }
 
     /// Opens the GET stream: after the first handshake, and again after each re-initialization

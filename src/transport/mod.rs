@@ -24,6 +24,7 @@ pub(crate) mod lines;
 mod memory;
 mod pool;
 mod process;
+pub(crate) mod proxy;
 pub(crate) mod sse;
 pub(crate) mod sse_parser;
 mod stdin;
@@ -138,6 +139,10 @@ pub(crate) trait Transport: Send + Sync {
     }
     /// A short name of the transport kind: `stdio`, `http` or `sse`.
     fn kind(&self) -> &'static str;
+    /// The proxy the connection goes through, without its credentials.
+    fn proxy(&self) -> Option<String> {
+        None
+    }
     /// The server's process id, for a local process.
     fn pid(&self) -> Option<u32> {
         None

@@ -40,6 +40,8 @@ struct Shared {
     options: HttpOptions,
     /// Shared with the reader, so it can tell our close from the server's.
     closed: Arc<AtomicBool>,
+    /// The proxy the connection goes through, without its credentials.
+    proxy: Option<String>,
 }
 
 /// How far the connection got, as the reader thread and `connect` see it.
@@ -64,10 +66,15 @@ impl SseTransport {
         inbound: Arc<dyn Inbound>,
         deadline: Instant,
     ) -> Result<SseTransport, Error> {
-        let wire = web::Wire::new(target)?;
+        let wire = web::Wire::new(target, options)?;
         let base = wire.split.public.clone();
         let shown = wire.split.shown.clone();
-        let agent = web::agent(options, Some(Arc::clone(&wire.secrets)));
+        let agent = web::agent(
+            options,
+            Some(Arc::clone(&wire.secrets)),
+            wire.proxy.as_ref(),
+        );
+        let proxy = (wire.proxy.as_ref()).map(|p| p.url.redacted().to_owned());
         let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<Result<String, Error>>(1);
         let closed = Arc::new(AtomicBool::new(false));
         let phase = Arc::new(Mutex::new(Phase::Connecting));
@@ -183,6 +190,7 @@ impl SseTransport {
                 agent,
                 options: options.clone(),
                 closed,
+                proxy,
             }),
         })
     }
@@ -265,6 +273,10 @@ impl Transport for SseTransport {
 
     fn kind(&self) -> &'static str {
         "sse"
+    }
+
+    fn proxy(&self) -> Option<String> {
+        self.shared.proxy.clone()
     }
 }
 

@@ -70,6 +70,11 @@ pub struct HttpTarget {
     pub headers: Vec<(String, String)>,
     /// Provides `Authorization` per request, when set.
     pub auth: Option<Arc<dyn AuthProvider>>,
+    /// This server's proxy: a proxy URL (`http://[user:password@]host:port`, or `https://`),
+    /// used whatever the host (loopback included); `direct` to reach it without one whatever
+    /// the environment says. `None`: [`HttpOptions::proxy`], else the environment's
+    /// (`https_proxy`, `no_proxy`, ...: see the README's "Networks").
+    pub proxy: Option<String>,
 }
 
 impl HttpTarget {
@@ -79,6 +84,7 @@ impl HttpTarget {
             url: url.into(),
             headers: Vec::new(),
             auth: None,
+            proxy: None,
         }
     }
 
@@ -97,6 +103,7 @@ impl fmt::Debug for HttpTarget {
             .field("url", &super::url::redact(&self.url))
             .field("headers", &names)
             .field("auth", &self.auth.is_some())
+            .field("proxy", &super::proxy::shown(&self.proxy))
             .finish()
     }
 }
@@ -108,12 +115,16 @@ impl PartialEq for HttpTarget {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             _ => false,
         };
-        self.url == other.url && self.headers == other.headers && same_auth
+        self.url == other.url
+            && self.headers == other.headers
+            && same_auth
+            && self.proxy == other.proxy
     }
 }
 
-/// Limits and timings of the HTTP transports.
-#[derive(Debug, Clone)]
+/// Limits and timings of the HTTP transports, and the proxy of those that name none.
+/// `Debug` shows the proxy without its credentials.
+#[derive(Clone)]
 pub struct HttpOptions {
     /// The largest JSON body or SSE event accepted.
     pub max_message_bytes: usize,
@@ -135,6 +146,26 @@ pub struct HttpOptions {
     pub default_retry: Duration,
     /// The longest delay between reconnections of the GET stream.
     pub max_backoff: Duration,
+    /// The proxy of every server that sets none of its own ([`HttpTarget::proxy`]): a proxy
+    /// URL, or `direct`. It follows the environment's rules: `no_proxy` hosts, and loopback
+    /// ones, are reached directly. `None`: the environment's (`https_proxy`, ...).
+    pub proxy: Option<String>,
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("exchange_timeout", &self.exchange_timeout)
+            .field("post_timeout", &self.post_timeout)
+            .field("close_timeout", &self.close_timeout)
+            .field("resume_attempts", &self.resume_attempts)
+            .field("default_retry", &self.default_retry)
+            .field("max_backoff", &self.max_backoff)
+            .field("proxy", &super::proxy::shown(&self.proxy))
+            .finish()
+    }
 }
 
 impl Default for HttpOptions {
@@ -148,6 +179,7 @@ impl Default for HttpOptions {
             resume_attempts: 3,
             default_retry: Duration::from_secs(1),
             max_backoff: Duration::from_secs(30),
+            proxy: None,
         }
     }
 }
@@ -175,6 +207,7 @@ pub(crate) struct Agents {
     agents: [std::sync::OnceLock<ureq::Agent>; AGENT_SHARDS],
     options: HttpOptions,
     secrets: Arc<super::cork::Secrets>,
+    proxy: Option<super::proxy::Proxy>,
     /// Set by `shutdown`: an agent built after it is shut down at once.
     down: std::sync::atomic::AtomicBool,
 }
@@ -184,14 +217,26 @@ pub(crate) struct Wire {
     /// The URL as `ureq` sees it and as we show it.
     pub(crate) split: super::url::Split,
     pub(crate) secrets: Arc<super::cork::Secrets>,
+    /// The proxy the connection goes through, if any.
+    pub(crate) proxy: Option<super::proxy::Proxy>,
 }
 
 impl Wire {
-    /// The wire form of `target`.
-    pub(crate) fn new(target: &HttpTarget) -> Result<Wire, Error> {
-        let split = super::url::split(&target.url)?;
+    /// The wire form of `target`, and the proxy it is reached through (see `proxy::choose`).
+    pub(crate) fn new(target: &HttpTarget, options: &HttpOptions) -> Result<Wire, Error> {
+        let mut split = super::url::split(&target.url)?;
         let secrets = Arc::new(super::cork::Secrets::new(&split, target)?);
-        Ok(Wire { split, secrets })
+        let env = super::proxy::ProxyEnv::from_process();
+        let proxy = super::proxy::choose(target, options, &env)?;
+        if let Some(p) = &proxy {
+            // Every message about the connection says which proxy it went through.
+            split.shown = format!("{} (through the proxy {})", split.shown, p.url.redacted());
+        }
+        Ok(Wire {
+            split,
+            secrets,
+            proxy,
+        })
     }
 }
 
@@ -215,6 +260,7 @@ impl Agents {
             agents: Default::default(),
             options: options.clone(),
             secrets: Arc::clone(&wire.secrets),
+            proxy: wire.proxy.clone(),
             down: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -223,7 +269,13 @@ impl Agents {
     pub(crate) fn get(&self) -> &ureq::Agent {
         let slot = &self.agents[Agents::slot() % AGENT_SHARDS];
         let built = slot.get().is_none();
-        let agent = slot.get_or_init(|| agent(&self.options, Some(Arc::clone(&self.secrets))));
+        let agent = slot.get_or_init(|| {
+            agent(
+                &self.options,
+                Some(Arc::clone(&self.secrets)),
+                self.proxy.as_ref(),
+            )
+        });
         // One built while `shutdown` ran may have been missed by it: shut it down here.
         if built && self.down.load(std::sync::atomic::Ordering::SeqCst) {
             agent.clone().shutdown();
@@ -269,6 +321,7 @@ impl Agents {
 pub(crate) fn agent(
     options: &HttpOptions,
     secrets: Option<Arc<super::cork::Secrets>>,
+    proxy: Option<&super::proxy::Proxy>,
 ) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -289,9 +342,9 @@ pub(crate) fn agent(
         .input_buffer_size(16 * 1024)
         .output_buffer_size(8 * 1024)
         .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
-        // Servers are reached directly: a proxy named in the environment (`HTTP_PROXY`, ...)
-        // is not used, rather than half used (the connector chain has no proxy connector).
-        .proxy(None)
+        // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
+        // to read the environment itself.
+        .proxy(proxy.map(|p| p.ureq.clone()))
         .build();
     use ureq::unversioned::transport::Connector;
     // The connection stack, and each request in one write with its secrets (see `cork`).
@@ -300,18 +353,30 @@ pub(crate) fn agent(
 }
 
 /// The connections every HTTP exchange of the crate runs on, the MCP transports' and OAuth's:
-/// our TCP (fewer system calls per request, the host resolved when a connection opens, aborts:
-/// see `tcp`), then TLS for https. Whatever a network asks of a connection is added here, once.
+/// a tunnel through the proxy when the agent's config names one (`CONNECT`, its own
+/// connection to the proxy made by this same stack), our TCP (fewer system calls per request,
+/// the host resolved when a connection opens, aborts: see `tcp`), then TLS for https.
+/// Whatever a network asks of a connection is added here, once.
 pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
     (),
-    ureq::unversioned::transport::ChainedConnector<(), (), super::tcp::Tcp>,
+    ureq::unversioned::transport::ChainedConnector<
+        (),
+        ureq::unversioned::transport::ChainedConnector<
+            (),
+            (),
+            ureq::unversioned::transport::ConnectProxyConnector,
+        >,
+        super::tcp::Tcp,
+    >,
     ureq::unversioned::transport::RustlsConnector,
 >;
 
 /// The connection stack (see [`Connections`]); its resolver is [`ResolveOnConnect`](super::tcp::ResolveOnConnect).
 pub(crate) fn connections() -> Connections {
-    use ureq::unversioned::transport::{Connector, RustlsConnector};
-    ().chain(super::tcp::Tcp).chain(RustlsConnector::default())
+    use ureq::unversioned::transport::{ConnectProxyConnector, Connector, RustlsConnector};
+    ().chain(ConnectProxyConnector::default())
+        .chain(super::tcp::Tcp)
+        .chain(RustlsConnector::default())
 }
 
 /// The remaining time until `deadline` (at least a millisecond: zero means "no timeout" to
@@ -434,6 +499,19 @@ pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
             reason: format!("{what} to {url} timed out ({which})"),
             stderr_tail: Vec::new(),
         },
+        ureq::Error::ConnectProxyFailed(why) => {
+            // 407 is the status for it; some proxies (tinyproxy) answer 401.
+            let hint = if why.contains("407") || why.contains("401") {
+                ": it needs credentials, or others (give them in the proxy URL: \
+                 http://user:password@host:port)"
+            } else {
+                ""
+            };
+            Error::closed(format!(
+                "{what} to {url} failed: the proxy refused the tunnel ({}){hint}",
+                scrub(&why)
+            ))
+        }
         other => Error::closed(format!(
             "{what} to {url} failed: {}",
             scrub(&other.to_string())

@@ -9,6 +9,7 @@ pub mod http_server;
 pub mod modern_http;
 pub mod npm;
 pub mod rpc;
+pub mod tinyproxy;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};

@@ -309,6 +309,7 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
             "serverInfo": client.server_info(),
             "protocolVersion": client.protocol_version().as_str(),
             "transport": client.transport_kind(),
+            "proxy": client.proxy(),
             "capabilities": client.server_capabilities(),
             "instructions": client.instructions(),
         }));
@@ -327,6 +328,9 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
     );
     outln!("protocol:     {}", client.protocol_version().as_str());
     outln!("transport:    {}", client.transport_kind());
+    if let Some(proxy) = client.proxy() {
+        outln!("proxy:        {proxy}");
+    }
     outln!("capabilities: {}", json!(client.server_capabilities()));
     match &client.instructions() {
         Some(text) => {

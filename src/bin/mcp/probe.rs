@@ -207,6 +207,7 @@ fn probe(
         } => Endpoint::Url(HttpTarget {
             url: url.clone(),
             headers: headers.clone(),
+            proxy: None,
             auth: match headless_oauth(url, headers, oauth.as_ref()) {
                 Ok(auth) => auth,
                 Err(e) => {

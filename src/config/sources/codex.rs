@@ -121,6 +121,7 @@ fn convert(entry: &Value) -> Result<ServerConfig, String> {
         bearer_token_env_var: text("bearer_token_env_var"),
         auth: None,
         oauth: None,
+        proxy: None,
         enabled_tools: strings(obj.get("enabled_tools")),
         disabled_tools: strings(obj.get("disabled_tools")),
         extra: Map::new(),
