@@ -176,3 +176,42 @@ fn a_legacy_sse_server_is_reached_through_the_proxy_too() {
         proxy.log()
     );
 }
+
+#[test]
+fn status_and_info_show_the_proxy_without_its_credentials() {
+    let Some(proxy) = Tinyproxy::start("cli", Some((USER, PASSWORD))) else {
+        return;
+    };
+    let server = TestHttp::start(Behaviour::default());
+    let dir = common::temp_dir("proxy-cli");
+    let config = dir.join(".mcp.json");
+    let entry =
+        json!({"type": "http", "url": server.url(), "proxy": proxy.url(Some((USER, PASSWORD)))});
+    std::fs::write(&config, json!({"mcpServers": {"far": entry}}).to_string()).unwrap();
+    let shown = proxy.url(None);
+    let run = |args: &[&str]| {
+        let out = common::cli(&dir.join("home"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{args:?}: {text}");
+        assert!(!text.contains(PASSWORD), "{args:?}: {text}");
+        text
+    };
+    let status = run(&["status"]);
+    assert!(
+        status.contains(&format!("through the proxy {shown}")),
+        "{status}"
+    );
+    let rows: serde_json::Value = serde_json::from_str(&run(&["--json", "status"])).unwrap();
+    assert_eq!(rows[0]["proxy"], json!(shown));
+    let info: serde_json::Value = serde_json::from_str(&run(&["--json", "info", "far"])).unwrap();
+    assert_eq!(info["proxy"], json!(shown));
+}

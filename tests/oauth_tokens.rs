@@ -414,3 +414,35 @@ fn a_refresh_answered_without_a_new_refresh_token_keeps_the_old_one() {
     assert_eq!(grants(&server, "refresh_token"), 2);
     call(&p, &server.url()).unwrap();
 }
+
+#[test]
+fn a_servers_oauth_requests_go_through_its_proxy() {
+    let Some(proxy) = common::tinyproxy::Tinyproxy::start("oauth", None) else {
+        return;
+    };
+    let server = OAuthServer::start(Script::default());
+    let options = OAuthOptions {
+        proxy: Some(proxy.url(None)),
+        ..options()
+    };
+    let p = OAuthProvider::new(
+        &server.url(),
+        OAuthConfig::from_value(&pre()).unwrap(),
+        storage("proxied"),
+        headless(options.clone()),
+        options,
+    )
+    .unwrap();
+    p.login(None).unwrap();
+    assert!(p.status().logged_in);
+    // Discovery, the authorization (followed headlessly) and the token request each came
+    // through the proxy, on a tunnel of its own (OAuth's connections are not kept).
+    let tunnels = proxy
+        .requests()
+        .iter()
+        .filter(|r| r.starts_with("CONNECT "))
+        .count();
+    let seen = server.seen();
+    assert!(seen.iter().any(|s| s.path == "/token"), "no token request");
+    assert_eq!(tunnels, seen.len(), "{:?}", proxy.requests());
+}

@@ -17,8 +17,9 @@ use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
 use crate::transport::url::redact;
 
-/// Limits and timings of the OAuth client.
-#[derive(Debug, Clone)]
+/// Limits and timings of the OAuth client, and the proxies it goes through. `Debug` shows the
+/// proxies without their credentials.
+#[derive(Clone)]
 pub struct OAuthOptions {
     /// Bound on one whole HTTP exchange with an authorization server (connect, send, the
     /// answer and its body).
@@ -33,6 +34,31 @@ pub struct OAuthOptions {
     pub client_name: String,
     /// The largest metadata or token response read.
     pub max_body_bytes: usize,
+    /// The server's own proxy (its config's `proxy`: a proxy URL or `direct`), which its
+    /// OAuth requests (discovery, registration, tokens) go through whatever their host.
+    /// `None`: `default_proxy`, else the environment's.
+    pub proxy: Option<String>,
+    /// The host's proxy ([`HttpOptions::proxy`](crate::transport::HttpOptions::proxy)), with
+    /// the environment's `no_proxy` and loopback rules.
+    pub default_proxy: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthOptions")
+            .field("request_timeout", &self.request_timeout)
+            .field("login_timeout", &self.login_timeout)
+            .field("refresh_margin", &self.refresh_margin)
+            .field("max_step_ups", &self.max_step_ups)
+            .field("client_name", &self.client_name)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("proxy", &crate::transport::proxy::shown(&self.proxy))
+            .field(
+                "default_proxy",
+                &crate::transport::proxy::shown(&self.default_proxy),
+            )
+            .finish()
+    }
 }
 
 impl Default for OAuthOptions {
@@ -44,6 +70,8 @@ impl Default for OAuthOptions {
             max_step_ups: 2,
             client_name: "mcp-runtime".to_owned(),
             max_body_bytes: 1024 * 1024,
+            proxy: None,
+            default_proxy: None,
         }
     }
 }
@@ -66,8 +94,13 @@ impl Http {
     }
 
     fn wire(&self) -> &Wire {
-        self.wire
-            .get_or_init(|| Wire::new(self.options.max_body_bytes))
+        self.wire.get_or_init(|| {
+            Wire::new(
+                self.options.max_body_bytes,
+                self.options.proxy.clone(),
+                self.options.default_proxy.clone(),
+            )
+        })
     }
 
     fn fail(&self, e: Failure, url: &str) -> Error {

@@ -14,7 +14,8 @@ use ureq::unversioned::resolver::{DefaultResolver, Resolver};
 use ureq::unversioned::transport::time::Instant as UInstant;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Transport};
 
-use crate::transport::web::{connections, Connections};
+use crate::transport::proxy;
+use crate::transport::web::{connections, Connections, HttpOptions, HttpTarget};
 
 /// A response.
 pub(crate) struct Response {
@@ -60,6 +61,9 @@ pub(crate) struct Wire {
     /// to the connector, which looks up without a bound).
     resolver: DefaultResolver,
     max_body: usize,
+    /// The server's own proxy setting and the host's (see [`OAuthOptions`](super::OAuthOptions)).
+    proxy: Option<String>,
+    default_proxy: Option<String>,
 }
 
 fn other(e: impl std::fmt::Display) -> Failure {
@@ -74,14 +78,35 @@ fn from_ureq(e: ureq::Error) -> Failure {
 }
 
 impl Wire {
-    pub(crate) fn new(max_body: usize) -> Wire {
+    pub(crate) fn new(
+        max_body: usize,
+        proxy: Option<String>,
+        default_proxy: Option<String>,
+    ) -> Wire {
         let config = ureq::Agent::config_builder().proxy(None).build();
         Wire {
             config,
             connector: connections(),
             resolver: DefaultResolver::default(),
             max_body,
+            proxy,
+            default_proxy,
         }
+    }
+
+    /// The proxy of a request to `url`, chosen as an MCP connection's is (the server's own
+    /// setting for any host, else the host's or the environment's, with their `no_proxy` and
+    /// loopback rules).
+    fn proxy_for(&self, url: &str) -> Result<Option<proxy::Proxy>, Failure> {
+        let target = HttpTarget {
+            proxy: self.proxy.clone(),
+            ..HttpTarget::new(url)
+        };
+        let options = HttpOptions {
+            proxy: self.default_proxy.clone(),
+            ..HttpOptions::default()
+        };
+        proxy::choose(&target, &options, &proxy::ProxyEnv::from_process()).map_err(other)
     }
 
     /// One request, all of it (resolution, connection, TLS, sending, the answer) before
@@ -119,28 +144,52 @@ impl Wire {
                 per_write: None,
             })
         };
-        let addrs = self
-            .resolver
-            .resolve(&uri, &self.config, left()?)
-            .map_err(from_ureq)?;
+        let proxy = self.proxy_for(url)?;
+        let proxied;
+        let (config, addrs) = match &proxy {
+            // The proxy looks the server up (the network it is in may be the only one that
+            // can), and the tunnel connector looks the proxy up.
+            Some(p) => {
+                proxied = ureq::Agent::config_builder()
+                    .proxy(Some(p.ureq.clone()))
+                    .build();
+                (&proxied, self.resolver.empty())
+            }
+            None => {
+                let addrs = (self.resolver)
+                    .resolve(&uri, &self.config, left()?)
+                    .map_err(from_ureq)?;
+                (&self.config, addrs)
+            }
+        };
+        let through = |f: Failure| match (&proxy, f) {
+            (Some(p), Failure::Other(why)) => {
+                Failure::Other(format!("{why} (through the proxy {})", p.url.redacted()))
+            }
+            (_, f) => f,
+        };
         let details = ConnectionDetails {
             uri: &uri,
             addrs,
-            config: &self.config,
+            config,
             request_level: false,
             resolver: &self.resolver,
             now: UInstant::now(),
             timeout: left()?,
             current_time: Arc::new(UInstant::now),
-            run_connector: Arc::new(|_: &ConnectionDetails| {
-                Err(ureq::Error::ConnectProxyFailed("no proxy is used".into()))
+            // The tunnel's own connection to the proxy: the same stack, without a proxy.
+            run_connector: Arc::new(|d: &ConnectionDetails| {
+                let transport = connections()
+                    .connect(d, None)?
+                    .ok_or(ureq::Error::ConnectionFailed)?;
+                Ok(transport.boxed())
             }),
             register_shutdown: Arc::new(|_| Ok(())),
         };
         let mut transport = self
             .connector
             .connect(&details, None)
-            .map_err(from_ureq)?
+            .map_err(|e| through(from_ureq(e)))?
             .ok_or_else(|| other("no connector for this URL"))?;
         let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let host = uri.authority().map(|a| a.as_str()).unwrap_or("");

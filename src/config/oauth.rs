@@ -61,6 +61,11 @@ pub fn provider_for(
         resolve_keys(enterprise, &ENTERPRISE_SECRET_KEYS);
     }
     let oauth = OAuthConfig::from_value(&oauth)?;
+    // The server's OAuth requests go through its own proxy, as its MCP requests do.
+    let options = OAuthOptions {
+        proxy: options.proxy.or_else(|| config.proxy.clone()),
+        ..options
+    };
     OAuthProvider::new(url, oauth, storage, authorizer, options).map(Some)
 }
 

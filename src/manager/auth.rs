@@ -31,12 +31,11 @@ impl Shared {
         config: &ServerConfig,
         authorizer: Arc<dyn Authorizer>,
     ) -> Result<Option<OAuthProvider>, Error> {
-        provider_for(
-            config,
-            self.auth_storage(),
-            authorizer,
-            OAuthOptions::default(),
-        )
+        let options = OAuthOptions {
+            default_proxy: self.options.connect.http.proxy.clone(),
+            ..OAuthOptions::default()
+        };
+        provider_for(config, self.auth_storage(), authorizer, options)
     }
 
     /// Gives `endpoint` its server's OAuth provider (one that never asks the user), where

@@ -308,6 +308,8 @@ fn print_status(session: &Session, as_json: bool) {
                 "path": source.as_ref().map(|s| s.path.display().to_string()),
                 "level": source.as_ref().map(|s| s.level.as_str()),
                 "transport": transport,
+                // The proxy a connected server is reached through, without its credentials.
+                "proxy": m.client(name).and_then(|c| c.proxy()),
             })
         })
         .chain(session.needs_approval.iter().map(|d| {
@@ -339,6 +341,9 @@ fn print_status(session: &Session, as_json: bool) {
             r["providerName"].as_str().unwrap_or(""),
             r["path"].as_str().unwrap_or("")
         );
+        if let Some(p) = r["proxy"].as_str() {
+            out!("\n    through the proxy {p}");
+        }
         if let Some(e) = r["error"].as_str() {
             out!("\n    error: {}", e.replace('\n', "\n    "));
         }
