@@ -569,3 +569,68 @@ fn resolved_secrets_never_reach_logs_or_error_texts() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn an_administrators_policy_turns_servers_off_whatever_user_and_project_files_say() {
+    let f = Fixture::new("policy");
+    // The user's own file declares a server the policy denies, and lists it as enabled.
+    f.write(
+        "home/.mcp-runtime/mcp.json",
+        r#"{"mcpServers": {"mine": {"command": "ok-tool"}, "banned": {"command": "anything"}},
+            "enabledServers": ["banned"]}"#,
+    );
+    f.write(
+        "project/.mcp.json",
+        r#"{"mcpServers": {"remote": {"url": "https://mcp.corp.example/v1"},
+                           "elsewhere": {"url": "https://mcp.other.example/v1"}}}"#,
+    );
+    let policy = f.write(
+        "etc/policy.json",
+        &json!({
+            "allowedMcpServers": [{"serverName": "mine"}, {"serverName": "banned"},
+                                  {"serverUrl": "https://*.corp.example/*"}],
+            "deniedMcpServers": [{"serverName": "banned"}]
+        })
+        .to_string(),
+    );
+    let options = DiscoveryOptions {
+        policy_file: Some(policy.clone()),
+        ..f.options()
+    };
+    let loaded = load_all_mcp_configs(&f.project(), &options);
+    let on: Vec<&str> = loaded.configs.keys().map(String::as_str).collect();
+    assert_eq!(on, ["mine", "remote"]);
+    let skipped = |name: &str| {
+        loaded
+            .discovered
+            .iter()
+            .find(|d| d.name == name)
+            .and_then(|d| d.skipped.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        skipped("banned").starts_with("denied by the administrator's policy")
+            && skipped("banned").contains("serverName \"banned\""),
+        "{}",
+        skipped("banned")
+    );
+    assert!(
+        skipped("elsewhere").starts_with("not allowed by the administrator's policy"),
+        "{}",
+        skipped("elsewhere")
+    );
+    // A policy file that cannot be understood refuses every server, and says why.
+    std::fs::write(&policy, "{\"allowedMcpServers\": 3}").unwrap();
+    let loaded = load_all_mcp_configs(&f.project(), &options);
+    assert!(loaded.configs.is_empty(), "{:?}", loaded.configs.keys());
+    assert!(loaded.discovered.iter().all(|d| d
+        .skipped
+        .as_deref()
+        .is_some_and(|s| s.contains("cannot be used"))));
+    // No file: no policy.
+    std::fs::remove_file(&policy).unwrap();
+    assert_eq!(
+        load_all_mcp_configs(&f.project(), &options).configs.len(),
+        4
+    );
+}

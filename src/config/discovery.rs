@@ -44,6 +44,10 @@ pub struct DiscoveryOptions {
     /// waits for approval ([`LoadedConfigs::approval_message`]); `{name}` stands for the
     /// server's name. Default: none (host-neutral words).
     pub approval_hint: Option<String>,
+    /// The administrator's policy file, which allows or denies servers whatever user and
+    /// project configs say (see the README's "Networks"). Default: the system-wide one
+    /// (`/etc/mcp-runtime/policy.json` on Linux).
+    pub policy_file: Option<PathBuf>,
 }
 
 impl Default for DiscoveryOptions {
@@ -57,6 +61,7 @@ impl Default for DiscoveryOptions {
             project_trust: ProjectTrust::default(),
             trust_store: None,
             approval_hint: None,
+            policy_file: None,
         }
     }
 }
@@ -77,6 +82,7 @@ impl std::fmt::Debug for DiscoveryOptions {
             )
             .field("project_trust", &self.project_trust)
             .field("trust_store", &self.trust_store)
+            .field("policy_file", &self.policy_file)
             .finish()
     }
 }
@@ -259,8 +265,13 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedCon
     let store = options.trust_store(cwd);
     let approvals = store.approvals(cwd);
     let mut discovered = Vec::with_capacity(winners.len());
+    let policy_file =
+        (options.policy_file.clone()).unwrap_or_else(super::policy::system_policy_file);
+    let policy = super::policy::Policy::load(&policy_file);
     for (mut server, verdict) in winners {
-        server.skipped = skip_reason(&server, &lists, &verdict);
+        // The administrator's policy first: no list of the user's or the project's widens it.
+        let refused = (policy.as_ref()).and_then(|p| p.refusal(&server.name, &server.config));
+        server.skipped = refused.or_else(|| skip_reason(&server, &lists, &verdict));
         if server.source.level == Level::Project {
             let tool = match verdict {
                 ToolVerdict::Approved(why) => Some(TrustState::ApprovedByTool(why)),

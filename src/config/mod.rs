@@ -16,6 +16,8 @@ mod expand;
 mod file;
 mod jsonc;
 pub(crate) mod oauth;
+mod policy;
+pub use policy::policy_refusal;
 mod resolve;
 mod server;
 mod source;

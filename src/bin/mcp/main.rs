@@ -233,7 +233,7 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
 pub fn discovered(args: &Args, project: &Path) -> Result<LoadedConfigs, String> {
     match &args.config {
         Some(path) => Ok(LoadedConfigs {
-            discovered: from_config_file(path)?,
+            discovered: from_config_file(path, &load_options(args))?,
             ..LoadedConfigs::default()
         }),
         None => {

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use mcp_runtime::config::config_hash;
 use mcp_runtime::config::{
-    parse_mcp_json, DiscoveredServer, Level, ServerConfig, SourceMeta, TrustState,
+    parse_mcp_json, policy_refusal, DiscoveredServer, DiscoveryOptions, Level, ServerConfig,
+    SourceMeta, TrustState,
 };
 use mcp_runtime::host::{
     approval_errors, display_path, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool,
@@ -42,7 +43,10 @@ pub struct Session {
 /// The file is `.mcp.json`-shaped (`{"mcpServers": {...}}`) or VS Code's (`{"servers":
 /// {...}}`); anything else, or a file whose every entry is invalid, is an error that says what
 /// was expected: a command given a file it can do nothing with fails instead of doing nothing.
-pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
+pub fn from_config_file(
+    path: &Path,
+    options: &DiscoveryOptions,
+) -> Result<Vec<DiscoveredServer>, String> {
     let shown = path.display();
     // A regular file of a sane size only (a FIFO or /dev/zero would never end).
     const CAP: u64 = 16 << 20;
@@ -97,15 +101,20 @@ pub fn from_config_file(path: &Path) -> Result<Vec<DiscoveredServer>, String> {
     };
     Ok(servers
         .into_iter()
-        .map(|(name, config)| DiscoveredServer {
-            enabled: config.is_enabled(),
-            skipped: (!config.is_enabled()).then(|| "enabled: false".to_owned()),
-            name,
-            config,
-            source: source.clone(),
-            shadowed: false,
-            trust: TrustState::User,
-            changes: Vec::new(),
+        .map(|(name, config)| {
+            // The administrator's policy holds for a file named on the command line too.
+            let skipped = policy_refusal(options, &name, &config)
+                .or_else(|| (!config.is_enabled()).then(|| "enabled: false".to_owned()));
+            DiscoveredServer {
+                enabled: skipped.is_none(),
+                skipped,
+                name,
+                config,
+                source: source.clone(),
+                shadowed: false,
+                trust: TrustState::User,
+                changes: Vec::new(),
+            }
         })
         .collect())
 }
@@ -173,6 +182,9 @@ pub fn start_with_handler(
     match &args.config {
         _ if args.target.is_some() => {
             let (name, config) = args.target.clone().expect("a target");
+            if let Some(why) = policy_refusal(&loader.config, &name, &config) {
+                return Err(format!("{name}: {why}"));
+            }
             let source = SourceMeta {
                 provider: "command-line".into(),
                 provider_name: "the command line".into(),
@@ -183,7 +195,7 @@ pub fn start_with_handler(
             session.configs.insert(name, config);
         }
         Some(path) => {
-            for d in from_config_file(path)? {
+            for d in from_config_file(path, &loader.config)? {
                 session.sources.insert(d.name.clone(), d.source.clone());
                 if d.enabled {
                     session.configs.insert(d.name, d.config);
@@ -344,4 +356,40 @@ pub fn wait_for_outcomes(manager: &McpManager) {
             });
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_file_on_the_command_line_is_held_to_the_administrators_policy() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-policy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(".mcp.json");
+        std::fs::write(
+            &file,
+            r#"{"mcpServers": {"ok": {"command": "a"}, "no": {"command": "b"}}}"#,
+        )
+        .unwrap();
+        let policy = dir.join("policy.json");
+        std::fs::write(&policy, r#"{"deniedMcpServers": [{"serverName": "no"}]}"#).unwrap();
+        let options = DiscoveryOptions {
+            policy_file: Some(policy),
+            ..DiscoveryOptions::default()
+        };
+        let found = from_config_file(&file, &options).unwrap();
+        let no = found.iter().find(|d| d.name == "no").unwrap();
+        assert!(!no.enabled);
+        assert!(
+            no.skipped
+                .as_deref()
+                .unwrap()
+                .starts_with("denied by the administrator's policy"),
+            "{:?}",
+            no.skipped
+        );
+        assert!(found.iter().find(|d| d.name == "ok").unwrap().enabled);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
