@@ -35,6 +35,9 @@ fn target(base: &str) -> HttpTarget {
         headers: vec![("X-Api-Key".into(), HEADER.into())],
         auth: Some(Arc::new(Token)),
         proxy: None,
+        ca_file: None,
+        client_cert: None,
+        client_key: None,
     }
 }
 

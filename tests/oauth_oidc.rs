@@ -265,6 +265,9 @@ fn step_up_to_a_scope_the_server_asks_for() {
         headers: Vec::new(),
         auth: Some(Arc::new(provider.clone())),
         proxy: None,
+        ca_file: None,
+        client_cert: None,
+        client_key: None,
     });
     let client = Client::connect("prot", &endpoint, common::options()).expect("connect");
     assert_eq!(provider.status().scopes, vec!["mcp:read"]);

@@ -1,6 +1,7 @@
 //! Runs a [`Flow`] over HTTP (`ureq`): every request bounded as a whole, no redirect followed,
 //! bodies capped; the interactive step goes to an [`AuthorizationSession`].
 
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,15 @@ pub struct OAuthOptions {
     /// The host's proxy ([`HttpOptions::proxy`](crate::transport::HttpOptions::proxy)), with
     /// the environment's `no_proxy` and loopback rules.
     pub default_proxy: Option<String>,
+    /// The server's `caFile`, trusted by its OAuth requests as by its MCP requests (see
+    /// [`HttpTarget::ca_file`](crate::transport::HttpTarget::ca_file)).
+    pub ca_file: Option<PathBuf>,
+    /// The host's CA file ([`HttpOptions::ca_file`](crate::transport::HttpOptions::ca_file)).
+    pub default_ca_file: Option<PathBuf>,
+    /// The server's client certificate and key, shown to its authorization server too.
+    pub client_cert: Option<PathBuf>,
+    /// The key of `client_cert` (never logged).
+    pub client_key: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for OAuthOptions {
@@ -57,6 +67,10 @@ impl std::fmt::Debug for OAuthOptions {
                 "default_proxy",
                 &crate::transport::proxy::shown(&self.default_proxy),
             )
+            .field("ca_file", &self.ca_file)
+            .field("default_ca_file", &self.default_ca_file)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
             .finish()
     }
 }
@@ -72,6 +86,10 @@ impl Default for OAuthOptions {
             max_body_bytes: 1024 * 1024,
             proxy: None,
             default_proxy: None,
+            ca_file: None,
+            default_ca_file: None,
+            client_cert: None,
+            client_key: None,
         }
     }
 }
@@ -99,6 +117,12 @@ impl Http {
                 self.options.max_body_bytes,
                 self.options.proxy.clone(),
                 self.options.default_proxy.clone(),
+                crate::transport::tls::TlsSettings {
+                    ca_file: self.options.ca_file.clone(),
+                    default_ca_file: self.options.default_ca_file.clone(),
+                    client_cert: self.options.client_cert.clone(),
+                    client_key: self.options.client_key.clone(),
+                },
             )
         })
     }
@@ -119,7 +143,11 @@ impl Http {
             ),
             Failure::Other(why) => error(
                 OAuthErrorKind::Unreachable,
-                format!("cannot reach {at}: {}", super::token::tidy(&why)),
+                format!(
+                    "cannot reach {at}: {}{}",
+                    super::token::tidy(&why),
+                    crate::transport::tls::hint(&why)
+                ),
             ),
         }
     }

@@ -8,14 +8,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ureq::config::Config;
 use ureq::http::Uri;
 use ureq::unversioned::resolver::{DefaultResolver, Resolver};
 use ureq::unversioned::transport::time::Instant as UInstant;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Transport};
 
 use crate::transport::proxy;
-use crate::transport::web::{connections, Connections, HttpOptions, HttpTarget};
+use crate::transport::tls::{self, TlsSettings};
+use crate::transport::web::{connections, HttpOptions, HttpTarget};
 
 /// A response.
 pub(crate) struct Response {
@@ -55,8 +55,6 @@ pub(crate) enum Failure {
 
 /// The client.
 pub(crate) struct Wire {
-    config: Config,
-    connector: Connections,
     /// `ureq`'s: the lookup runs within the exchange's deadline (the agents' resolver leaves it
     /// to the connector, which looks up without a bound).
     resolver: DefaultResolver,
@@ -64,6 +62,8 @@ pub(crate) struct Wire {
     /// The server's own proxy setting and the host's (see [`OAuthOptions`](super::OAuthOptions)).
     proxy: Option<String>,
     default_proxy: Option<String>,
+    /// What the server's connections trust and present (its CA, its client certificate).
+    tls: TlsSettings,
 }
 
 fn other(e: impl std::fmt::Display) -> Failure {
@@ -82,15 +82,14 @@ impl Wire {
         max_body: usize,
         proxy: Option<String>,
         default_proxy: Option<String>,
+        tls: TlsSettings,
     ) -> Wire {
-        let config = ureq::Agent::config_builder().proxy(None).build();
         Wire {
-            config,
-            connector: connections(),
             resolver: DefaultResolver::default(),
             max_body,
             proxy,
             default_proxy,
+            tls,
         }
     }
 
@@ -145,29 +144,29 @@ impl Wire {
             })
         };
         let proxy = self.proxy_for(url)?;
-        let proxied;
-        let (config, addrs) = match &proxy {
+        let needs_tls =
+            uri.scheme_str() == Some("https") || proxy.as_ref().is_some_and(|p| p.url.is_https());
+        let tls = tls::settle(&self.tls, needs_tls).map_err(other)?;
+        let config = ureq::Agent::config_builder()
+            .proxy(proxy.as_ref().map(|p| p.ureq.clone()))
+            .tls_config(tls.config.clone())
+            .build();
+        let addrs = match &proxy {
             // The proxy looks the server up (the network it is in may be the only one that
             // can), and the tunnel connector looks the proxy up.
-            Some(p) => {
-                proxied = ureq::Agent::config_builder()
-                    .proxy(Some(p.ureq.clone()))
-                    .build();
-                (&proxied, self.resolver.empty())
-            }
-            None => {
-                let addrs = (self.resolver)
-                    .resolve(&uri, &self.config, left()?)
-                    .map_err(from_ureq)?;
-                (&self.config, addrs)
-            }
+            Some(_) => self.resolver.empty(),
+            None => (self.resolver)
+                .resolve(&uri, &config, left()?)
+                .map_err(from_ureq)?,
         };
+        let config = &config;
         let through = |f: Failure| match (&proxy, f) {
             (Some(p), Failure::Other(why)) => {
                 Failure::Other(format!("{why} (through the proxy {})", p.url.redacted()))
             }
             (_, f) => f,
         };
+        let proxy_tls = Arc::clone(&tls);
         let details = ConnectionDetails {
             uri: &uri,
             addrs,
@@ -178,16 +177,15 @@ impl Wire {
             timeout: left()?,
             current_time: Arc::new(UInstant::now),
             // The tunnel's own connection to the proxy: the same stack, without a proxy.
-            run_connector: Arc::new(|d: &ConnectionDetails| {
-                let transport = connections()
+            run_connector: Arc::new(move |d: &ConnectionDetails| {
+                let transport = connections(&proxy_tls)
                     .connect(d, None)?
                     .ok_or(ureq::Error::ConnectionFailed)?;
                 Ok(transport.boxed())
             }),
             register_shutdown: Arc::new(|_| Ok(())),
         };
-        let mut transport = self
-            .connector
+        let mut transport = connections(&tls)
             .connect(&details, None)
             .map_err(|e| through(from_ureq(e)))?
             .ok_or_else(|| other("no connector for this URL"))?;

@@ -8,6 +8,7 @@
 //! it. Nothing happens on the network until the server answers `401`; then the provider
 //! refreshes a stored token, or (with an interactive [`Authorizer`]) logs in.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -61,9 +62,17 @@ pub fn provider_for(
         resolve_keys(enterprise, &ENTERPRISE_SECRET_KEYS);
     }
     let oauth = OAuthConfig::from_value(&oauth)?;
-    // The server's OAuth requests go through its own proxy, as its MCP requests do.
+    // The server's OAuth requests go through its own proxy, trust its CA and show its client
+    // certificate, as its MCP requests do (a relative path is the project's: the working
+    // directory's, unless the options name the files already).
+    let here = std::path::Path::new("");
+    let file =
+        |own: Option<PathBuf>, value: &Option<String>| own.or_else(|| config.file(value, here));
     let options = OAuthOptions {
         proxy: options.proxy.or_else(|| config.proxy.clone()),
+        ca_file: file(options.ca_file, &config.ca_file),
+        client_cert: file(options.client_cert, &config.client_cert),
+        client_key: file(options.client_key, &config.client_key),
         ..options
     };
     OAuthProvider::new(url, oauth, storage, authorizer, options).map(Some)

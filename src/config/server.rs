@@ -123,6 +123,17 @@ pub struct ServerConfig {
     /// credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,
+    /// http/sse: a PEM file of CAs this server's certificate (and its OAuth endpoints') may
+    /// chain to, trusted beside the system's store; relative to the project, `~/` is home.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// http/sse: the client certificate (PEM: the certificate, then its chain) for servers
+    /// that ask for one (mutual TLS), OAuth endpoints included; with `clientKey`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<String>,
+    /// http/sse: the unencrypted PEM private key of `clientCert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<String>,
     /// Only these tools are exposed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled_tools: Option<Vec<String>>,
@@ -157,6 +168,9 @@ impl std::fmt::Debug for ServerConfig {
                 "proxy",
                 &self.proxy.as_deref().map(crate::transport::url::redact),
             )
+            .field("ca_file", &self.ca_file)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
             .finish_non_exhaustive()
     }
 }
@@ -186,6 +200,15 @@ pub fn validate_server_config(name: &str, config: &ServerConfig) -> Vec<String> 
         other => errors.push(format!(
             "Server \"{name}\": unknown server type \"{other}\""
         )),
+    }
+    match (has(&config.client_cert), has(&config.client_key)) {
+        (true, false) => errors.push(format!(
+            "Server \"{name}\": \"clientCert\" needs \"clientKey\" (the certificate's private key)"
+        )),
+        (false, true) => errors.push(format!(
+            "Server \"{name}\": \"clientKey\" needs \"clientCert\" (the certificate it is the key of)"
+        )),
+        _ => {}
     }
     errors
 }
@@ -290,8 +313,23 @@ impl ServerConfig {
             && !listed(&self.disabled_tools).unwrap_or(false)
     }
 
-    /// Where to connect. A relative `cwd` is resolved against `project_dir`, which is also the
-    /// default working directory.
+    /// A file setting as a path: `~/` stays for the TLS layer to expand, a relative path is
+    /// the project's, an empty one is none.
+    pub(crate) fn file(
+        &self,
+        value: &Option<String>,
+        project_dir: &Path,
+    ) -> Option<std::path::PathBuf> {
+        let value = value.as_deref().map(str::trim).filter(|v| !v.is_empty())?;
+        Some(if value.starts_with("~/") {
+            value.into()
+        } else {
+            project_dir.join(value)
+        })
+    }
+
+    /// Where to connect. A relative `cwd`, `caFile`, `clientCert` or `clientKey` is resolved
+    /// against `project_dir`, which is also the default working directory.
     pub fn endpoint(&self, project_dir: &Path) -> Result<Endpoint, Error> {
         match self.transport_type()? {
             TransportType::Stdio => {
@@ -334,6 +372,9 @@ impl ServerConfig {
                         .collect(),
                     auth: None,
                     proxy: self.proxy.clone(),
+                    ca_file: self.file(&self.ca_file, project_dir),
+                    client_cert: self.file(&self.client_cert, project_dir),
+                    client_key: self.file(&self.client_key, project_dir),
                 };
                 Ok(match (kind, self.transport.is_some()) {
                     (TransportType::Sse, _) => Endpoint::Sse(target),

@@ -31,8 +31,14 @@ impl Shared {
         config: &ServerConfig,
         authorizer: Arc<dyn Authorizer>,
     ) -> Result<Option<OAuthProvider>, Error> {
+        let http = &self.options.connect.http;
         let options = OAuthOptions {
-            default_proxy: self.options.connect.http.proxy.clone(),
+            default_proxy: http.proxy.clone(),
+            default_ca_file: http.ca_file.clone(),
+            // The files a relative path names are the project's, as for the MCP connection.
+            ca_file: config.file(&config.ca_file, &self.options.project_dir),
+            client_cert: config.file(&config.client_cert, &self.options.project_dir),
+            client_key: config.file(&config.client_key, &self.options.project_dir),
             ..OAuthOptions::default()
         };
         provider_for(config, self.auth_storage(), authorizer, options)

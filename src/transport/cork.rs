@@ -267,6 +267,9 @@ mod tests {
             headers: vec![("X-Api-Key".into(), "k3y".into())],
             auth: Some(Arc::new(Token)),
             proxy: None,
+            ca_file: None,
+            client_cert: None,
+            client_key: None,
         };
         let split = super::super::url::split(&target.url).unwrap();
         let secrets = Secrets::new(&split, &target).unwrap();

@@ -30,6 +30,7 @@ pub(crate) mod sse_parser;
 mod stdin;
 pub(crate) mod stdio;
 pub(crate) mod tcp;
+pub(crate) mod tls;
 pub(crate) mod url;
 pub(crate) mod web;
 

@@ -82,6 +82,11 @@ impl ProxyUrl {
     pub(crate) fn redacted(&self) -> &str {
         &self.shown
     }
+
+    /// Whether the connection to the proxy itself is TLS.
+    pub(crate) fn is_https(&self) -> bool {
+        self.url.starts_with("https://")
+    }
 }
 
 impl std::fmt::Debug for ProxyUrl {

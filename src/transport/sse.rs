@@ -73,6 +73,7 @@ impl SseTransport {
             options,
             Some(Arc::clone(&wire.secrets)),
             wire.proxy.as_ref(),
+            &wire.tls,
         );
         let proxy = (wire.proxy.as_ref()).map(|p| p.url.redacted().to_owned());
         let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<Result<String, Error>>(1);

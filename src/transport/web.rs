@@ -13,6 +13,7 @@
 use std::fmt;
 use std::io::Read;
 use std::ops::ControlFlow;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +76,14 @@ pub struct HttpTarget {
     /// the environment says. `None`: [`HttpOptions::proxy`], else the environment's
     /// (`https_proxy`, `no_proxy`, ...: see the README's "Networks").
     pub proxy: Option<String>,
+    /// A PEM file of CAs this server's certificate may chain to, trusted beside the system's
+    /// (see the README's "Networks").
+    pub ca_file: Option<PathBuf>,
+    /// The client certificate (PEM: the certificate, then its chain) this server, and its
+    /// OAuth endpoints, are shown; with [`HttpTarget::client_key`].
+    pub client_cert: Option<PathBuf>,
+    /// The unencrypted PEM private key of [`HttpTarget::client_cert`] (never logged).
+    pub client_key: Option<PathBuf>,
 }
 
 impl HttpTarget {
@@ -85,6 +94,9 @@ impl HttpTarget {
             headers: Vec::new(),
             auth: None,
             proxy: None,
+            ca_file: None,
+            client_cert: None,
+            client_key: None,
         }
     }
 
@@ -104,7 +116,22 @@ impl fmt::Debug for HttpTarget {
             .field("headers", &names)
             .field("auth", &self.auth.is_some())
             .field("proxy", &super::proxy::shown(&self.proxy))
+            .field("ca_file", &self.ca_file)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
             .finish()
+    }
+}
+
+impl HttpTarget {
+    /// What a connection to this target trusts and presents (`options` gives the host's CA).
+    pub(crate) fn tls_settings(&self, options: &HttpOptions) -> super::tls::TlsSettings {
+        super::tls::TlsSettings {
+            ca_file: self.ca_file.clone(),
+            default_ca_file: options.ca_file.clone(),
+            client_cert: self.client_cert.clone(),
+            client_key: self.client_key.clone(),
+        }
     }
 }
 
@@ -119,6 +146,9 @@ impl PartialEq for HttpTarget {
             && self.headers == other.headers
             && same_auth
             && self.proxy == other.proxy
+            && self.ca_file == other.ca_file
+            && self.client_cert == other.client_cert
+            && self.client_key == other.client_key
     }
 }
 
@@ -150,6 +180,9 @@ pub struct HttpOptions {
     /// URL, or `direct`. It follows the environment's rules: `no_proxy` hosts, and loopback
     /// ones, are reached directly. `None`: the environment's (`https_proxy`, ...).
     pub proxy: Option<String>,
+    /// A PEM file of CAs every server's certificate may chain to, beside the system's trust
+    /// store and each server's own [`HttpTarget::ca_file`].
+    pub ca_file: Option<PathBuf>,
 }
 
 impl fmt::Debug for HttpOptions {
@@ -164,6 +197,7 @@ impl fmt::Debug for HttpOptions {
             .field("default_retry", &self.default_retry)
             .field("max_backoff", &self.max_backoff)
             .field("proxy", &super::proxy::shown(&self.proxy))
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
@@ -180,6 +214,7 @@ impl Default for HttpOptions {
             default_retry: Duration::from_secs(1),
             max_backoff: Duration::from_secs(30),
             proxy: None,
+            ca_file: None,
         }
     }
 }
@@ -208,6 +243,7 @@ pub(crate) struct Agents {
     options: HttpOptions,
     secrets: Arc<super::cork::Secrets>,
     proxy: Option<super::proxy::Proxy>,
+    tls: Arc<super::tls::Tls>,
     /// Set by `shutdown`: an agent built after it is shut down at once.
     down: std::sync::atomic::AtomicBool,
 }
@@ -219,15 +255,24 @@ pub(crate) struct Wire {
     pub(crate) secrets: Arc<super::cork::Secrets>,
     /// The proxy the connection goes through, if any.
     pub(crate) proxy: Option<super::proxy::Proxy>,
+    /// What the connection trusts and presents.
+    pub(crate) tls: Arc<super::tls::Tls>,
 }
 
 impl Wire {
-    /// The wire form of `target`, and the proxy it is reached through (see `proxy::choose`).
+    /// The wire form of `target`, the proxy it is reached through (see `proxy::choose`) and
+    /// its TLS (see `tls`).
     pub(crate) fn new(target: &HttpTarget, options: &HttpOptions) -> Result<Wire, Error> {
         let mut split = super::url::split(&target.url)?;
         let secrets = Arc::new(super::cork::Secrets::new(&split, target)?);
         let env = super::proxy::ProxyEnv::from_process();
         let proxy = super::proxy::choose(target, options, &env)?;
+        let needs_tls = target
+            .url
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+            || proxy.as_ref().is_some_and(|p| p.url.is_https());
+        let tls = super::tls::settle(&target.tls_settings(options), needs_tls)?;
         if let Some(p) = &proxy {
             // Every message about the connection says which proxy it went through.
             split.shown = format!("{} (through the proxy {})", split.shown, p.url.redacted());
@@ -236,6 +281,7 @@ impl Wire {
             split,
             secrets,
             proxy,
+            tls,
         })
     }
 }
@@ -261,6 +307,7 @@ impl Agents {
             options: options.clone(),
             secrets: Arc::clone(&wire.secrets),
             proxy: wire.proxy.clone(),
+            tls: Arc::clone(&wire.tls),
             down: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -274,6 +321,7 @@ impl Agents {
                 &self.options,
                 Some(Arc::clone(&self.secrets)),
                 self.proxy.as_ref(),
+                &self.tls,
             )
         });
         // One built while `shutdown` ran may have been missed by it: shut it down here.
@@ -322,6 +370,7 @@ pub(crate) fn agent(
     options: &HttpOptions,
     secrets: Option<Arc<super::cork::Secrets>>,
     proxy: Option<&super::proxy::Proxy>,
+    tls: &super::tls::Tls,
 ) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -345,17 +394,20 @@ pub(crate) fn agent(
         // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
         // to read the environment itself.
         .proxy(proxy.map(|p| p.ureq.clone()))
+        .tls_config(tls.config.clone())
         .build();
     use ureq::unversioned::transport::Connector;
     // The connection stack, and each request in one write with its secrets (see `cork`).
-    let connector = connections().chain(super::cork::Cork::with_secrets(secrets));
+    let connector = connections(tls).chain(super::cork::Cork::with_secrets(secrets));
     ureq::Agent::with_parts(config, connector, super::tcp::ResolveOnConnect)
 }
 
 /// The connections every HTTP exchange of the crate runs on, the MCP transports' and OAuth's:
 /// a tunnel through the proxy when the agent's config names one (`CONNECT`, its own
 /// connection to the proxy made by this same stack), our TCP (fewer system calls per request,
-/// the host resolved when a connection opens, aborts: see `tcp`), then TLS for https.
+/// the host resolved when a connection opens, aborts: see `tcp`), then TLS for https with the
+/// connection's roots and client certificate (see `tls`; the agent's config must carry the
+/// same [`Tls`](super::tls::Tls)'s `config`).
 /// Whatever a network asks of a connection is added here, once.
 pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
     (),
@@ -368,15 +420,15 @@ pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
         >,
         super::tcp::Tcp,
     >,
-    ureq::unversioned::transport::RustlsConnector,
+    super::tls::SharedTls,
 >;
 
 /// The connection stack (see [`Connections`]); its resolver is [`ResolveOnConnect`](super::tcp::ResolveOnConnect).
-pub(crate) fn connections() -> Connections {
-    use ureq::unversioned::transport::{ConnectProxyConnector, Connector, RustlsConnector};
+pub(crate) fn connections(tls: &super::tls::Tls) -> Connections {
+    use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
     ().chain(ConnectProxyConnector::default())
         .chain(super::tcp::Tcp)
-        .chain(RustlsConnector::default())
+        .chain(tls.connector())
 }
 
 /// The remaining time until `deadline` (at least a millisecond: zero means "no timeout" to
@@ -512,10 +564,12 @@ pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
                 scrub(&why)
             ))
         }
-        other => Error::closed(format!(
-            "{what} to {url} failed: {}",
-            scrub(&other.to_string())
-        )),
+        other => {
+            // TLS failures come as `io: ...` or `rustls: ...`; say what to set where we can.
+            let why = scrub(&other.to_string());
+            let hint = super::tls::hint(&why);
+            Error::closed(format!("{what} to {url} failed: {why}{hint}"))
+        }
     }
 }
 

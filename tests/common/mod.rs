@@ -10,6 +10,7 @@ pub mod modern_http;
 pub mod npm;
 pub mod rpc;
 pub mod tinyproxy;
+pub mod tls_front;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};

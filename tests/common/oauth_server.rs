@@ -198,6 +198,15 @@ struct State {
     stop: AtomicBool,
     /// Every token, code and secret handed out (for the log test).
     handed_out: Mutex<Vec<String>>,
+    /// The origin it says it is at, when something (a TLS front) stands before it.
+    public: Mutex<Option<String>>,
+}
+
+impl State {
+    fn origin(&self) -> String {
+        let public = self.public.lock().unwrap().clone();
+        public.unwrap_or_else(|| format!("http://127.0.0.1:{}", self.port))
+    }
 }
 
 /// The running server; dropping it stops it.
@@ -264,6 +273,7 @@ impl OAuthServer {
             next: AtomicUsize::new(1),
             stop: AtomicBool::new(false),
             handed_out: Mutex::new(Vec::new()),
+            public: Mutex::new(None),
         });
         http_request::accept_each(
             listener,
@@ -275,7 +285,17 @@ impl OAuthServer {
     }
 
     pub fn origin(&self) -> String {
-        format!("http://127.0.0.1:{}", self.state.port)
+        self.state.origin()
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.state.port
+    }
+
+    /// From now on, its metadata and challenges name `origin` (a front it is reached through).
+    pub fn serve_as(&self, origin: &str) {
+        *self.state.public.lock().unwrap() = Some(origin.to_owned());
     }
 
     /// The MCP endpoint.
@@ -394,7 +414,7 @@ fn serve(state: &State, conn: TcpStream) {
 
 fn route(state: &State, req: &Seen) -> Answer {
     let script = state.script.lock().unwrap().clone();
-    let origin = format!("http://127.0.0.1:{}", state.port);
+    let origin = state.origin();
     let issuer = format!("{origin}{}", script.issuer_path);
     let ip = &script.issuer_path;
     let metadata_path = match script.metadata_at {

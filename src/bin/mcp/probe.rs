@@ -208,6 +208,9 @@ fn probe(
             url: url.clone(),
             headers: headers.clone(),
             proxy: None,
+            ca_file: None,
+            client_cert: None,
+            client_key: None,
             auth: match headless_oauth(url, headers, oauth.as_ref()) {
                 Ok(auth) => auth,
                 Err(e) => {
