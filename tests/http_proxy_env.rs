@@ -92,8 +92,8 @@ fn proxy_variables_in_the_environment_neither_divert_nor_break_calls() {
         .parse()
         .unwrap();
     assert!(
-        real.tunnelled_to(port),
-        "no tunnel in the proxy's log: {}",
+        real.forwarded_to(port),
+        "no request in the proxy's log: {}",
         real.log()
     );
     let tunnels = || real.requests().len();

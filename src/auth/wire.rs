@@ -178,14 +178,14 @@ impl Wire {
             current_time: Arc::new(UInstant::now),
             // The tunnel's own connection to the proxy: the same stack, without a proxy.
             run_connector: Arc::new(move |d: &ConnectionDetails| {
-                let transport = connections(&proxy_tls)
+                let transport = connections(&proxy_tls, None)
                     .connect(d, None)?
                     .ok_or(ureq::Error::ConnectionFailed)?;
                 Ok(transport.boxed())
             }),
             register_shutdown: Arc::new(|_| Ok(())),
         };
-        let mut transport = connections(&tls)
+        let mut transport = connections(&tls, None)
             .connect(&details, None)
             .map_err(|e| through(from_ureq(e)))?
             .ok_or_else(|| other("no connector for this URL"))?;

@@ -36,6 +36,15 @@ pub(crate) struct Secrets {
     auth: Option<Arc<dyn AuthProvider>>,
     /// The request-target `ureq` writes, and the real one it stands for.
     target: Option<Swap>,
+    /// Requests forwarded to a proxy as they are (see `proxy::Proxy::forwards`).
+    forward: Option<Forward>,
+}
+
+/// What a request forwarded to a proxy gets: its target in absolute form (`http://host:port`
+/// before the path) and the proxy's credentials, if any.
+struct Forward {
+    origin: Box<[u8]>,
+    authorization: Option<Vec<u8>>,
 }
 
 impl Secrets {
@@ -44,6 +53,7 @@ impl Secrets {
     pub(crate) fn new(
         split: &super::url::Split,
         target: &super::web::HttpTarget,
+        forward: Option<&super::proxy::Proxy>,
     ) -> Result<Secrets, Error> {
         let mut headers = Vec::new();
         for (name, value) in &target.headers {
@@ -72,12 +82,25 @@ impl Secrets {
                     real,
                 )
             }),
+            forward: forward.map(|proxy| Forward {
+                origin: format!(
+                    "{}://{}",
+                    split.public.scheme_str().unwrap_or("http"),
+                    split.public.authority().map_or("", |a| a.as_str())
+                )
+                .into_bytes()
+                .into_boxed_slice(),
+                authorization: proxy.authorization_line(),
+            }),
         })
     }
 
     /// Nothing to put on the wire: the cork then never looks at a request.
     pub(crate) fn is_empty(&self) -> bool {
-        self.headers.is_empty() && self.auth.is_none() && self.target.is_none()
+        self.headers.is_empty()
+            && self.auth.is_none()
+            && self.target.is_none()
+            && self.forward.is_none()
     }
 
     /// Rewrites the request head at the start of `held`: the real request-target, then the
@@ -98,6 +121,9 @@ impl Secrets {
         }
         scratch.clear();
         scratch.extend_from_slice(&held[..=first]);
+        if let Some(forward) = &self.forward {
+            scratch.extend_from_slice(&forward.origin);
+        }
         match &self.target {
             Some((public, real)) if held[first + 1..last] == public[..] => {
                 scratch.extend_from_slice(real)
@@ -105,6 +131,9 @@ impl Secrets {
             _ => scratch.extend_from_slice(&held[first + 1..last]),
         }
         scratch.extend_from_slice(&held[last..=line_end]);
+        if let Some(line) = self.forward.as_ref().and_then(|f| f.authorization.as_ref()) {
+            scratch.extend_from_slice(line);
+        }
         scratch.extend_from_slice(&self.headers);
         if let Some(value) = self.auth.as_ref().and_then(|a| a.authorization()) {
             if HeaderValue::from_str(&value).is_ok() {
@@ -272,7 +301,7 @@ mod tests {
             client_key: None,
         };
         let split = super::super::url::split(&target.url).unwrap();
-        let secrets = Secrets::new(&split, &target).unwrap();
+        let secrets = Secrets::new(&split, &target, None).unwrap();
         let mut held =
             b"POST /mcp?apiKey=REDACTED HTTP/1.1\r\nhost: 127.0.0.1:9\r\n\r\n{}".to_vec();
         let mut scratch = Vec::new();
@@ -289,10 +318,37 @@ mod tests {
     }
 
     #[test]
+    fn a_forwarded_request_gets_its_absolute_target_and_the_proxys_credentials() {
+        let target = HttpTarget::new("http://127.0.0.1:9/mcp?k=SECRET");
+        let split = super::super::url::split(&target.url).unwrap();
+        let env = super::super::proxy::ProxyEnv::read(|_| None);
+        let options = super::super::web::HttpOptions {
+            proxy: Some("http://me:pw@proxy.corp:3128".into()),
+            ..Default::default()
+        };
+        let far = HttpTarget::new("http://10.1.2.3:9/mcp?k=SECRET");
+        let proxy = super::super::proxy::choose(&far, &options, &env)
+            .unwrap()
+            .unwrap();
+        assert!(proxy.forwards("http") && !proxy.forwards("https"));
+        let secrets = Secrets::new(&split, &target, Some(&proxy)).unwrap();
+        let mut held = b"GET /mcp?k=REDACTED HTTP/1.1\r\nhost: 127.0.0.1:9\r\n\r\n".to_vec();
+        secrets.apply(&mut held, &mut Vec::new());
+        assert_eq!(
+            String::from_utf8(held).unwrap(),
+            "GET http://127.0.0.1:9/mcp?k=SECRET HTTP/1.1\r\n\
+             Proxy-Authorization: Basic bWU6cHc=\r\nhost: 127.0.0.1:9\r\n\r\n"
+        );
+    }
+
+    #[test]
     fn a_header_that_could_break_the_head_is_refused_without_its_value() {
         let target = HttpTarget::new("http://h/mcp").header("X-Evil", "a\r\nInjected: SECRET");
         let split = super::super::url::split(&target.url).unwrap();
-        let e = Secrets::new(&split, &target).err().unwrap().to_string();
+        let e = Secrets::new(&split, &target, None)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("X-Evil") && !e.contains("SECRET"), "{e}");
     }
 }

@@ -468,7 +468,11 @@ impl Shared {
         self.remember_session(&response, to_initialize, stateless);
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
-            return Err(web::status_error(response));
+            return Err(web::status_error(
+                response,
+                &self.wire.split.shown,
+                self.wire.forward,
+            ));
         }
         let shown = &self.wire.split.shown;
         if status == 202 {

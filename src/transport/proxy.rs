@@ -303,6 +303,28 @@ pub(crate) struct Proxy {
     pub(crate) ureq: ureq::Proxy,
 }
 
+impl Proxy {
+    /// Whether requests to a `target_scheme` server are sent to this proxy as they are, with
+    /// the absolute URL as their target (plain http through an http proxy: what proxies
+    /// expect, and many refuse a `CONNECT` to port 80), rather than through a `CONNECT` tunnel.
+    pub(crate) fn forwards(&self, target_scheme: &str) -> bool {
+        target_scheme.eq_ignore_ascii_case("http")
+            && self.ureq.protocol() == ureq::ProxyProtocol::Http
+    }
+
+    /// `Proxy-Authorization: Basic ...\r\n` for the proxy's credentials, if it has any.
+    pub(crate) fn authorization_line(&self) -> Option<Vec<u8>> {
+        use base64::Engine as _;
+        let (user, password) = (self.ureq.username(), self.ureq.password());
+        if user.is_none() && password.is_none() {
+            return None;
+        }
+        let pair = format!("{}:{}", user.unwrap_or(""), password.unwrap_or(""));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+        Some(format!("Proxy-Authorization: Basic {encoded}\r\n").into_bytes())
+    }
+}
+
 /// A proxy setting: `Ok(None)` for `direct`, the proxy, or what is wrong with it (never its
 /// value: it may hold credentials).
 fn proxy_setting(setting: &str, whose: &str) -> Result<Option<Proxy>, Error> {

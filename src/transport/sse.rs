@@ -36,6 +36,8 @@ struct Shared {
     endpoint: Uri,
     /// The endpoint, redacted.
     endpoint_shown: String,
+    /// Requests go to the proxy as they are (see `web::Wire`).
+    forwarded: bool,
     agent: ureq::Agent,
     options: HttpOptions,
     /// Shared with the reader, so it can tell our close from the server's.
@@ -69,12 +71,8 @@ impl SseTransport {
         let wire = web::Wire::new(target, options)?;
         let base = wire.split.public.clone();
         let shown = wire.split.shown.clone();
-        let agent = web::agent(
-            options,
-            Some(Arc::clone(&wire.secrets)),
-            wire.proxy.as_ref(),
-            &wire.tls,
-        );
+        let agent = web::agent(options, &wire);
+        let forwarded = wire.forward;
         let proxy = (wire.proxy.as_ref()).map(|p| p.url.redacted().to_owned());
         let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<Result<String, Error>>(1);
         let closed = Arc::new(AtomicBool::new(false));
@@ -90,7 +88,13 @@ impl SseTransport {
         let spawned = std::thread::Builder::new()
             .name(format!("mcp-{name}-sse"))
             .spawn(move || {
-                let opened = open_stream(&reader_agent, &reader_base, &reader_shown, deadline);
+                let opened = open_stream(
+                    &reader_agent,
+                    &reader_base,
+                    &reader_shown,
+                    forwarded,
+                    deadline,
+                );
                 let body = match opened {
                     Ok(body) => body,
                     Err(e) => {
@@ -188,6 +192,7 @@ impl SseTransport {
                 shown,
                 endpoint: resolved,
                 endpoint_shown,
+                forwarded: wire.forward,
                 agent,
                 options: options.clone(),
                 closed,
@@ -202,6 +207,7 @@ fn open_stream(
     agent: &ureq::Agent,
     base: &Uri,
     shown: &str,
+    forwarded: bool,
     deadline: Instant,
 ) -> Result<ureq::BodyReader<'static>, Error> {
     let left = web::left(deadline);
@@ -222,7 +228,7 @@ fn open_stream(
         return Err(web::redirect_error(&response, base));
     }
     if !response.status().is_success() {
-        return Err(web::status_error(response));
+        return Err(web::status_error(response, shown, forwarded));
     }
     if !web::is_event_stream(&response) {
         return Err(Error::protocol(format!(
@@ -306,7 +312,7 @@ impl Shared {
             return Err(web::redirect_error(&response, &self.endpoint));
         }
         if !response.status().is_success() {
-            return Err(web::status_error(response));
+            return Err(web::status_error(response, shown, self.forwarded));
         }
         let _ = web::read_body(response, 64 * 1024, shown);
         Ok(())

@@ -51,11 +51,12 @@ impl Resolver for ResolveOnConnect {
 /// The addresses to connect to: those a resolver already found (OAuth's exchanges resolve
 /// within their deadline first), else the host's, of the configured IP family, at most 16 (the
 /// agents' resolver, [`ResolveOnConnect`], hands none over).
-fn resolve(details: &ConnectionDetails) -> Result<Vec<SocketAddr>, ureq::Error> {
-    if !details.addrs.is_empty() {
+fn resolve(details: &ConnectionDetails, via: Option<&Uri>) -> Result<Vec<SocketAddr>, ureq::Error> {
+    if !details.addrs.is_empty() && via.is_none() {
         return Ok(details.addrs.iter().copied().collect());
     }
-    let (Some(scheme), Some(authority)) = (details.uri.scheme(), details.uri.authority()) else {
+    let uri = via.unwrap_or(details.uri);
+    let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
         return Err(ureq::Error::HostNotFound);
     };
     let host_port =
@@ -72,9 +73,12 @@ fn resolve(details: &ConnectionDetails) -> Result<Vec<SocketAddr>, ureq::Error> 
     Ok(found)
 }
 
-/// Opens TCP connections (first in the agent's connector chain).
+/// Opens TCP connections (first in the agent's connector chain): to the request's host, or
+/// to `via`, a proxy the requests are forwarded to as they are (see `proxy::Proxy::forwards`).
 #[derive(Debug, Default)]
-pub(crate) struct Tcp;
+pub(crate) struct Tcp {
+    pub(crate) via: Option<Uri>,
+}
 
 impl<In: Transport> Connector<In> for Tcp {
     type Out = Either<In, TcpConnection>;
@@ -94,7 +98,7 @@ impl<In: Transport> Connector<In> for Tcp {
             .map(|t| std::time::Instant::now() + *t);
         let mut last = None;
         let mut stream = None;
-        for addr in &resolve(details)? {
+        for addr in &resolve(details, self.via.as_ref())? {
             let attempt = match deadline {
                 Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
                     Some(left) if !left.is_zero() => TcpStream::connect_timeout(addr, left),

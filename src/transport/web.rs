@@ -241,14 +241,13 @@ pub(crate) struct Agents {
     /// would otherwise build eight each).
     agents: [std::sync::OnceLock<ureq::Agent>; AGENT_SHARDS],
     options: HttpOptions,
-    secrets: Arc<super::cork::Secrets>,
-    proxy: Option<super::proxy::Proxy>,
-    tls: Arc<super::tls::Tls>,
+    wire: Wire,
     /// Set by `shutdown`: an agent built after it is shut down at once.
     down: std::sync::atomic::AtomicBool,
 }
 
 /// A connection's agents and what they hide from `ureq`.
+#[derive(Clone)]
 pub(crate) struct Wire {
     /// The URL as `ureq` sees it and as we show it.
     pub(crate) split: super::url::Split,
@@ -257,6 +256,9 @@ pub(crate) struct Wire {
     pub(crate) proxy: Option<super::proxy::Proxy>,
     /// What the connection trusts and presents.
     pub(crate) tls: Arc<super::tls::Tls>,
+    /// The requests go to the proxy as they are, not through a tunnel (see
+    /// `proxy::Proxy::forwards`).
+    pub(crate) forward: bool,
 }
 
 impl Wire {
@@ -264,14 +266,13 @@ impl Wire {
     /// its TLS (see `tls`).
     pub(crate) fn new(target: &HttpTarget, options: &HttpOptions) -> Result<Wire, Error> {
         let mut split = super::url::split(&target.url)?;
-        let secrets = Arc::new(super::cork::Secrets::new(&split, target)?);
         let env = super::proxy::ProxyEnv::from_process();
         let proxy = super::proxy::choose(target, options, &env)?;
-        let needs_tls = target
-            .url
-            .get(..8)
-            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-            || proxy.as_ref().is_some_and(|p| p.url.is_https());
+        let scheme = split.public.scheme_str().unwrap_or("").to_owned();
+        let forward = proxy.as_ref().filter(|p| p.forwards(&scheme));
+        let secrets = Arc::new(super::cork::Secrets::new(&split, target, forward)?);
+        let forward = forward.is_some();
+        let needs_tls = scheme == "https" || proxy.as_ref().is_some_and(|p| p.url.is_https());
         let tls = super::tls::settle(&target.tls_settings(options), needs_tls)?;
         if let Some(p) = &proxy {
             // Every message about the connection says which proxy it went through.
@@ -282,6 +283,7 @@ impl Wire {
             secrets,
             proxy,
             tls,
+            forward,
         })
     }
 }
@@ -305,9 +307,7 @@ impl Agents {
         Agents {
             agents: Default::default(),
             options: options.clone(),
-            secrets: Arc::clone(&wire.secrets),
-            proxy: wire.proxy.clone(),
-            tls: Arc::clone(&wire.tls),
+            wire: wire.clone(),
             down: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -316,14 +316,7 @@ impl Agents {
     pub(crate) fn get(&self) -> &ureq::Agent {
         let slot = &self.agents[Agents::slot() % AGENT_SHARDS];
         let built = slot.get().is_none();
-        let agent = slot.get_or_init(|| {
-            agent(
-                &self.options,
-                Some(Arc::clone(&self.secrets)),
-                self.proxy.as_ref(),
-                &self.tls,
-            )
-        });
+        let agent = slot.get_or_init(|| agent(&self.options, &self.wire));
         // One built while `shutdown` ran may have been missed by it: shut it down here.
         if built && self.down.load(std::sync::atomic::Ordering::SeqCst) {
             agent.clone().shutdown();
@@ -358,7 +351,7 @@ impl Agents {
     }
 }
 
-/// One agent with the connection's settings; `secrets` go on the wire in the connector.
+/// One agent with the connection's settings; its secrets go on the wire in the connector.
 ///
 /// Its timeouts bound each phase of an exchange that has no deadline (`exchange_timeout` for
 /// the response and its body, `post_timeout` for sending). A request with a deadline sets it as
@@ -366,12 +359,18 @@ impl Agents {
 /// resolver does no lookup, so the overall timeout costs no resolver thread). The host is
 /// resolved when a connection is opened, not per request (see `tcp`). Redirects are never
 /// followed (see the module docs).
-pub(crate) fn agent(
-    options: &HttpOptions,
-    secrets: Option<Arc<super::cork::Secrets>>,
-    proxy: Option<&super::proxy::Proxy>,
-    tls: &super::tls::Tls,
-) -> ureq::Agent {
+pub(crate) fn agent(options: &HttpOptions, wire: &Wire) -> ureq::Agent {
+    // A tunnel is `ureq`'s to make; forwarded requests go to the proxy's address, with their
+    // absolute target and the proxy's credentials written by the cork.
+    let tunnel = wire.proxy.as_ref().filter(|_| !wire.forward);
+    let via = match &wire.proxy {
+        Some(p) if wire.forward => p.url.redacted().parse().ok(),
+        _ => None,
+    };
+    // Forwarded requests get a connection each: proxies differ in keeping a client's
+    // connection alive after a forwarded response (tinyproxy closes it unannounced, and a POST
+    // on a connection closed under it cannot be re-sent), and a tunnel keeps its own.
+    let idle = if wire.forward { 0 } else { 64 };
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -382,8 +381,8 @@ pub(crate) fn agent(
         .timeout_recv_body(Some(options.exchange_timeout))
         // Concurrent calls each hold a connection; keep them all for reuse instead of
         // opening a new one per request once more than a handful run at once.
-        .max_idle_connections(64)
-        .max_idle_connections_per_host(64)
+        .max_idle_connections(idle)
+        .max_idle_connections_per_host(idle)
         // Each connection has these buffers; MCP messages stream through them, so 128 KiB
         // each (the default) is memory for nothing: eight callers' connections at 16 + 8 KiB
         // keep about 270 KB less than at 32 + 16. The input one bounds response headers
@@ -393,12 +392,13 @@ pub(crate) fn agent(
         .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
         // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
         // to read the environment itself.
-        .proxy(proxy.map(|p| p.ureq.clone()))
-        .tls_config(tls.config.clone())
+        .proxy(tunnel.map(|p| p.ureq.clone()))
+        .tls_config(wire.tls.config.clone())
         .build();
     use ureq::unversioned::transport::Connector;
     // The connection stack, and each request in one write with its secrets (see `cork`).
-    let connector = connections(tls).chain(super::cork::Cork::with_secrets(secrets));
+    let secrets = Some(Arc::clone(&wire.secrets));
+    let connector = connections(&wire.tls, via).chain(super::cork::Cork::with_secrets(secrets));
     ureq::Agent::with_parts(config, connector, super::tcp::ResolveOnConnect)
 }
 
@@ -424,10 +424,11 @@ pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
 >;
 
 /// The connection stack (see [`Connections`]); its resolver is [`ResolveOnConnect`](super::tcp::ResolveOnConnect).
-pub(crate) fn connections(tls: &super::tls::Tls) -> Connections {
+/// `via`: the address of a proxy the requests are forwarded to (see `Wire`).
+pub(crate) fn connections(tls: &super::tls::Tls, via: Option<ureq::http::Uri>) -> Connections {
     use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
     ().chain(ConnectProxyConnector::default())
-        .chain(super::tcp::Tcp)
+        .chain(super::tcp::Tcp { via })
         .chain(tls.connector())
 }
 
@@ -522,9 +523,37 @@ pub(crate) fn is_event_stream(response: &Response<Body>) -> bool {
         .is_some_and(|c| c.eq_ignore_ascii_case(EVENT_STREAM))
 }
 
-/// The [`Error::Http`] for a non-success response (reads at most a little of the body).
-pub(crate) fn status_error(response: Response<Body>) -> Error {
+/// What a proxy's refusal of credentials asks for.
+const PROXY_CREDENTIALS: &str = "it needs credentials, or others (give them in the proxy URL: \
+                                 http://user:password@host:port)";
+
+/// The [`Error::Http`] for a non-success response to a request for `shown` (reads at most a
+/// little of the body). A refusal by the proxy a request was forwarded to (`407`, or a `401`
+/// with `Proxy-Authenticate`, as tinyproxy answers wrong credentials) is not the server's: it
+/// says so, and never reaches an auth provider.
+///
+/// `forwarded`: the request went to a proxy as it was (see [`Wire`]); a `401` without a
+/// `Bearer` challenge (the only one MCP servers send) may then be the proxy's (tinyproxy
+/// refuses wrong credentials with `401` and `WWW-Authenticate: Basic`), and the error says so.
+pub(crate) fn status_error(response: Response<Body>, shown: &str, forwarded: bool) -> Error {
     let status = response.status().as_u16();
+    if status == 407 || (status == 401 && header(&response, "proxy-authenticate").is_some()) {
+        return Error::closed(format!(
+            "the request to {shown} failed: the proxy refused it (HTTP {status}): \
+             {PROXY_CREDENTIALS}"
+        ));
+    }
+    let bearer = header(&response, "www-authenticate").is_some_and(|c| {
+        c.trim_start()
+            .get(..6)
+            .is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
+    });
+    if forwarded && status == 401 && !bearer {
+        return Error::closed(format!(
+            "the request to {shown} failed: HTTP 401 without the Bearer challenge an MCP \
+             server sends: if it is the proxy's, {PROXY_CREDENTIALS}"
+        ));
+    }
     let www_authenticate = header(&response, "www-authenticate");
     let mut body = Vec::new();
     let _ = response
@@ -554,10 +583,9 @@ pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
         ureq::Error::ConnectProxyFailed(why) => {
             // 407 is the status for it; some proxies (tinyproxy) answer 401.
             let hint = if why.contains("407") || why.contains("401") {
-                ": it needs credentials, or others (give them in the proxy URL: \
-                 http://user:password@host:port)"
+                format!(": {PROXY_CREDENTIALS}")
             } else {
-                ""
+                String::new()
             };
             Error::closed(format!(
                 "{what} to {url} failed: the proxy refused the tunnel ({}){hint}",

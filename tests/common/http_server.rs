@@ -294,6 +294,14 @@ fn serve(s: &Arc<State>, conn: TcpStream) {
         if !handle(s, &seen, &mut out) {
             return;
         }
+        // As HTTP/1.1 says: the client (or a proxy on its way: tinyproxy asks it of every
+        // request it forwards) wants the connection closed after the response.
+        if seen
+            .header("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("close"))
+        {
+            return;
+        }
         if s.behaviour.close_after_calls && seen.rpc_method() == Some("tools/call") {
             let _ = out.shutdown(std::net::Shutdown::Both);
             let (count, changed) = &s.closed;

@@ -102,13 +102,23 @@ impl Tinyproxy {
             .collect()
     }
 
-    /// Whether it was asked to tunnel to `127.0.0.1:<port>`, waiting (bounded) for the log
-    /// line: tinyproxy writes it as the request comes.
+    /// Whether it was asked to tunnel to `127.0.0.1:<port>` (`CONNECT`, for https), waiting
+    /// (bounded) for the log line: tinyproxy writes it as the request comes.
     pub fn tunnelled_to(&self, port: u16) -> bool {
-        let wanted = format!("CONNECT 127.0.0.1:{port} ");
+        self.asked(&format!("CONNECT 127.0.0.1:{port} "))
+    }
+
+    /// Whether it was given a request for `http://127.0.0.1:<port>/...` to forward (plain
+    /// http, absolute-form), waiting (bounded) for the log line.
+    pub fn forwarded_to(&self, port: u16) -> bool {
+        self.asked(&format!(" http://127.0.0.1:{port}/"))
+    }
+
+    /// Whether a request line it logged contains `wanted`, waiting (bounded) for it.
+    fn asked(&self, wanted: &str) -> bool {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            if self.requests().iter().any(|r| r.starts_with(&wanted)) {
+            if self.requests().iter().any(|r| r.contains(wanted)) {
                 return true;
             }
             if Instant::now() >= deadline {

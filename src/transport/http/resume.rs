@@ -109,7 +109,11 @@ impl Shared {
             return Err(web::redirect_error(&response, &self.uri));
         }
         if !response.status().is_success() {
-            return Err(web::status_error(response));
+            return Err(web::status_error(
+                response,
+                &self.wire.split.shown,
+                self.wire.forward,
+            ));
         }
         if !web::is_event_stream(&response) {
             return Err(Error::protocol(
