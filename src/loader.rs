@@ -49,10 +49,16 @@ impl Default for LoaderOptions {
 
 impl LoaderOptions {
     /// The manager options the loader uses for the project at `cwd`: `manager` with its
-    /// `project_dir` set, and the default cache when `default_cache` and no cache is given.
+    /// `project_dir` set, the default cache when `default_cache` and no cache is given, and
+    /// the user's own file's `proxy` and `caFile` where the HTTP options set none.
     pub fn manager_options(&self, cwd: &Path) -> ManagerOptions {
         let mut options = self.manager.clone();
         options.project_dir = cwd.to_path_buf();
+        let user_file = self.config.host.user_file(&self.config.context(cwd));
+        let (proxy, ca_file) = crate::config::network_settings(&user_file);
+        let http = &mut options.connect.http;
+        http.proxy = http.proxy.take().or(proxy);
+        http.ca_file = http.ca_file.take().or(ca_file);
         if options.cache.is_none() && self.default_cache {
             options.cache = Some(Arc::new(FileToolCache::user_default()) as Arc<dyn ToolCache>);
         }

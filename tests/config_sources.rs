@@ -364,7 +364,13 @@ fn zed_context_servers_in_both_shapes() {
         header(&c["remote-mcp-server"], "Authorization"),
         Some("Bearer <token>")
     );
+    // Zed's own proxy setting is its remote servers' proxy.
+    assert_eq!(
+        c["remote-mcp-server"].proxy.as_deref(),
+        Some("http://proxy.example.com:3128")
+    );
     let older = &c["older-shape"];
+    assert_eq!(older.proxy, None);
     assert_eq!(older.command.as_deref(), Some("/usr/local/bin/server"));
     assert_eq!(older.args, ["--stdio"]);
     assert_eq!(env(older, "KEY"), Some("v"));

@@ -107,3 +107,33 @@ fn failure_table_discovery_throws() {
     assert_eq!(loaded.errors[0].error, "the config loader blew up");
     assert!(loaded.manager.server_names().is_empty());
 }
+
+#[test]
+fn the_users_own_file_sets_the_runtimes_proxy_and_ca_file() {
+    let home = std::env::temp_dir().join(format!("mcp-loader-net-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(home.join(".mcp-runtime")).unwrap();
+    std::fs::write(
+        home.join(".mcp-runtime/mcp.json"),
+        r#"{"proxy": "http://proxy.corp:3128", "caFile": "corp-ca.pem", "mcpServers": {}}"#,
+    )
+    .unwrap();
+    let cwd = home.join("project");
+    let manager = options(&home).manager_options(&cwd);
+    assert_eq!(
+        manager.connect.http.proxy.as_deref(),
+        Some("http://proxy.corp:3128")
+    );
+    assert_eq!(
+        manager.connect.http.ca_file,
+        Some(home.join(".mcp-runtime/corp-ca.pem"))
+    );
+    // The host's own settings win.
+    let mut mine = options(&home);
+    mine.manager.connect.http.proxy = Some("direct".into());
+    assert_eq!(
+        mine.manager_options(&cwd).connect.http.proxy.as_deref(),
+        Some("direct")
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -15,7 +15,8 @@ use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Tr
 
 use crate::transport::proxy;
 use crate::transport::tls::{self, TlsSettings};
-use crate::transport::web::{connections, HttpOptions, HttpTarget};
+use crate::transport::web::connections;
+use crate::transport::{HttpOptions, HttpTarget};
 
 /// A response.
 pub(crate) struct Response {

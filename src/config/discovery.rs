@@ -359,6 +359,27 @@ fn skip_reason(
     None
 }
 
+/// The runtime-wide network settings of the user's own file (`~/.mcp-runtime/mcp.json`):
+/// `"proxy"` (a proxy URL or `direct`) and `"caFile"` (relative to the file's folder; `~/` is
+/// home) beside `mcpServers`, for every server that names none of its own.
+pub(crate) fn network_settings(user_file: &Path) -> (Option<String>, Option<std::path::PathBuf>) {
+    let Ok(root) = jsonc::read(user_file) else {
+        return (None, None);
+    };
+    let text = |key: &str| {
+        let value = root.get(key).and_then(serde_json::Value::as_str)?.trim();
+        (!value.is_empty()).then(|| value.to_owned())
+    };
+    let ca_file = text("caFile").map(|f| {
+        if f.starts_with("~/") {
+            f.into()
+        } else {
+            user_file.parent().unwrap_or(Path::new("")).join(f)
+        }
+    });
+    (text("proxy"), ca_file)
+}
+
 /// The user-level host config's `disabledServers` (always wins) and `enabledServers` (turns
 /// on a server that a file we do not own disables).
 #[derive(Debug, Default)]

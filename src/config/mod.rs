@@ -27,6 +27,7 @@ mod trust_facts;
 mod writer;
 
 pub use auth::FileAuthStorage;
+pub(crate) use discovery::network_settings;
 pub use discovery::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
 pub use exa::{exa_api_key, is_exa};
 pub use file::{parse_mcp_json, read_mcp_json};

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use ureq::http::{HeaderName, HeaderValue};
 use ureq::unversioned::transport::{Buffers, ConnectionDetails, Connector, NextTimeout, Transport};
 
-use super::web::AuthProvider;
+use super::target::AuthProvider;
 use crate::error::Error;
 
 /// A `(public, real)` pair of request-targets.
@@ -52,7 +52,7 @@ impl Secrets {
     /// a valid HTTP header (naming it, never its value).
     pub(crate) fn new(
         split: &super::url::Split,
-        target: &super::web::HttpTarget,
+        target: &super::target::HttpTarget,
         forward: Option<&super::proxy::Proxy>,
     ) -> Result<Secrets, Error> {
         let mut headers = Vec::new();
@@ -280,7 +280,7 @@ impl<T: fmt::Debug> fmt::Debug for Corked<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::web::HttpTarget;
+    use crate::transport::target::HttpTarget;
 
     struct Token;
     impl AuthProvider for Token {
@@ -322,7 +322,7 @@ mod tests {
         let target = HttpTarget::new("http://127.0.0.1:9/mcp?k=SECRET");
         let split = super::super::url::split(&target.url).unwrap();
         let env = super::super::proxy::ProxyEnv::read(|_| None);
-        let options = super::super::web::HttpOptions {
+        let options = super::super::target::HttpOptions {
             proxy: Some("http://me:pw@proxy.corp:3128".into()),
             ..Default::default()
         };

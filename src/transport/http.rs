@@ -50,7 +50,8 @@ use ureq::Body;
 use super::abort::Abort;
 use super::pool::{Worker, WorkerPool};
 use super::sse_parser::SseDecoder;
-use super::web::{self, HttpOptions, HttpTarget, StreamEnd};
+use super::target::{AuthProvider, HttpOptions, HttpTarget};
+use super::web::{self, StreamEnd};
 use super::{Envelope, Inbound, Transport};
 use crate::cancel::CancelToken;
 use crate::error::Error;
@@ -81,7 +82,7 @@ struct Shared {
     /// The URL as `ureq` sees it and as we show it, and the secrets only the wire gets.
     wire: web::Wire,
     /// Asked what to do when a request is answered `401` or `403`.
-    target_auth: Option<Arc<dyn web::AuthProvider>>,
+    target_auth: Option<Arc<dyn AuthProvider>>,
     agents: web::Agents,
     options: HttpOptions,
     inbound: Arc<dyn Inbound>,

@@ -29,6 +29,7 @@ pub(crate) mod sse;
 pub(crate) mod sse_parser;
 mod stdin;
 pub(crate) mod stdio;
+mod target;
 pub(crate) mod tcp;
 pub(crate) mod tls;
 pub(crate) mod url;
@@ -42,7 +43,7 @@ pub use memory::{pair as memory_pair, MemoryConnector, MemoryServer};
 pub(crate) use sse::SseTransport;
 pub(crate) use stdio::StdioTransport;
 pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
-pub use web::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
+pub use target::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 
 /// Builds a transport around a client's [`Inbound`] sink, for
 /// [`Client::with_transport`](crate::client::Client::with_transport) and a manager's

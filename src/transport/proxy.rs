@@ -27,7 +27,7 @@
 
 use std::net::IpAddr;
 
-use super::web::{HttpOptions, HttpTarget};
+use super::target::{HttpOptions, HttpTarget};
 use crate::error::Error;
 
 /// A proxy to go through.

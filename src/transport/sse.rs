@@ -19,7 +19,8 @@ use parking_lot::Mutex;
 use ureq::http::Uri;
 
 use super::sse_parser::SseDecoder;
-use super::web::{self, HttpOptions, HttpTarget, StreamEnd};
+use super::target::{HttpOptions, HttpTarget};
+use super::web::{self, StreamEnd};
 use super::{Inbound, Transport};
 use crate::error::Error;
 use crate::jsonrpc::Message;

@@ -218,7 +218,7 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
         Arc::new(cache) as Arc<dyn mcp_runtime::manager::ToolCache>
     });
     let connect = connect_options(args);
-    ManagerOptions {
+    let manager = ManagerOptions {
         project_dir: project.to_path_buf(),
         wait_without_cache: !args.no_wait,
         cache,
@@ -227,7 +227,14 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
         disconnect_wait: connect.stdio.close_grace * 2 + Duration::from_secs(2),
         connect,
         ..ManagerOptions::default()
+    };
+    // What the loader adds: the user's own file's runtime-wide proxy and CA file.
+    mcp_runtime::host::LoaderOptions {
+        config: load_options(args),
+        manager,
+        default_cache: false,
     }
+    .manager_options(project)
 }
 
 pub fn discovered(args: &Args, project: &Path) -> Result<LoadedConfigs, String> {

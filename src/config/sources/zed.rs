@@ -33,9 +33,20 @@ fn load_file(out: &mut SourceOutput, path: &std::path::Path, level: Level) {
     let Some(servers) = servers.as_object() else {
         return out.warn(path, "\"context_servers\" is not an object");
     };
+    // Zed's own proxy (`"proxy"` at the top of its settings) is the proxy of its remote
+    // servers, unless one names its own.
+    let proxy = root
+        .get("proxy")
+        .and_then(Value::as_str)
+        .filter(|p| !p.trim().is_empty());
     for (name, entry) in servers {
         let mut entry = entry.clone();
         if let Some(obj) = entry.as_object_mut() {
+            if let (Some(proxy), true, false) =
+                (proxy, obj.contains_key("url"), obj.contains_key("proxy"))
+            {
+                obj.insert("proxy".into(), Value::String(proxy.to_owned()));
+            }
             if let Some(Value::Object(cmd)) = obj.get("command").cloned() {
                 obj.remove("command");
                 for (from, to) in [("path", "command"), ("args", "args"), ("env", "env")] {

@@ -1,5 +1,5 @@
 //! A request answered `401` or `403`: the auth provider (OAuth) decides whether a new
-//! authorization is worth a re-send (see [`web::AuthProvider`]).
+//! authorization is worth a re-send (see [`AuthProvider`](crate::transport::AuthProvider)).
 
 use std::time::Instant;
 
@@ -7,7 +7,8 @@ use super::Shared;
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
 use crate::transport::abort::Abort;
-use crate::transport::{web, Envelope};
+use crate::transport::target::MAX_AUTH_RETRIES;
+use crate::transport::Envelope;
 
 impl Shared {
     /// [`Shared::post_and_resume`], re-sent while the auth provider, told of a `401` or a
@@ -35,7 +36,7 @@ impl Shared {
                     status: 401,
                     www_authenticate,
                     ..
-                }) if unauthorized < web::MAX_AUTH_RETRIES => {
+                }) if unauthorized < MAX_AUTH_RETRIES => {
                     unauthorized += 1;
                     let again = auth.on_unauthorized(www_authenticate.as_deref(), unauthorized - 1);
                     (again, true)
@@ -44,7 +45,7 @@ impl Shared {
                     status: 403,
                     www_authenticate: Some(challenge),
                     ..
-                }) if forbidden < web::MAX_AUTH_RETRIES => {
+                }) if forbidden < MAX_AUTH_RETRIES => {
                     forbidden += 1;
                     (auth.on_forbidden(challenge, forbidden - 1), true)
                 }
