@@ -207,6 +207,12 @@ fn vscode_workspace_user_profile_and_the_older_settings_key() {
     assert_eq!(loaded.sources["fetch"].level, Level::Project);
     assert_eq!(c["github"].transport.as_deref(), Some("http"));
     assert_eq!(loaded.sources["github"].level, Level::User);
+    // VS Code's own `http.proxy` is its remote servers' proxy.
+    assert_eq!(
+        c["github"].proxy.as_deref(),
+        Some("http://proxy.example.com:8080")
+    );
+    assert_eq!(c["fetch"].proxy, None);
     assert_eq!(
         c["mcp-server-time"].args,
         [

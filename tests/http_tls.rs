@@ -307,3 +307,72 @@ fn https_goes_through_a_proxy_tunnel_and_is_verified_at_its_end() {
         proxy.log()
     );
 }
+
+#[test]
+fn the_command_line_takes_a_ca_and_a_client_certificate_for_its_url() {
+    let Some((pki, _server, front)) = tls_server("cli", true) else {
+        return;
+    };
+    let home = common::temp_dir("tls-cli-home");
+    let url = front.url("127.0.0.1", "/mcp");
+    let files = |with_cert: bool| {
+        let mut args = vec![
+            "--ca-file".to_owned(),
+            pki.file("ca.pem").display().to_string(),
+        ];
+        if with_cert {
+            for (flag, file) in [
+                ("--client-cert", "client.pem"),
+                ("--client-key", "client.key"),
+            ] {
+                args.push(flag.to_owned());
+                args.push(pki.file(file).display().to_string());
+            }
+        }
+        args
+    };
+    // --url: the server's config gets them (the manager's path).
+    let out = common::cli(&home)
+        .args(["--no-cache", "--url", &url])
+        .args(files(true))
+        .args(["call", "echo", "message=mutual"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "mutual\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // probe: its own endpoint; without the certificate the server refuses, saying why.
+    let out = common::cli(&home)
+        .arg("probe")
+        .args(files(true))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = common::cli(&home)
+        .args(["--no-cache", "--url", &url])
+        .args(files(false))
+        .arg("tools")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("clientCert"),
+        "{stderr}"
+    );
+    // They go with a URL only.
+    let out = common::cli(&home)
+        .args(files(false))
+        .arg("tools")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -52,7 +52,7 @@ commands:
                          ~/.mcp-runtime/auth.json (0600)
   logout NAME            forget a server's OAuth tokens
   auth status            what is stored for every server that uses OAuth
-  probe [--header K:V]... [--oauth JSON] [--call-all] TARGET
+  probe [--header K:V]... [--oauth JSON] [--call-all] [--ca-file FILE] TARGET
                          headless check of one server; TARGET is a URL (the last argument) or
                          `-- command args...` for stdio: connect, answer server requests
                          unattended, call every tool with arguments from its schema, except
@@ -84,6 +84,11 @@ options:
                  named after what it runs (`-- npx -y @scope/server-files` is server-files);
                  its tools answer to their own names too
   --header K:V   a header for --url (and for probe's URL)
+  --ca-file FILE  a PEM file of CAs to trust for --url (and probe's URL), beside the
+                 system's store
+  --client-cert FILE  a client certificate (PEM: the certificate, then its chain) for
+                 --url (and probe's URL), with --client-key
+  --client-key FILE  the client certificate's unencrypted PEM key
   --env K=V      an environment value for the `-- COMMAND` server
   --json         machine-readable output
   --timeout MS   bounds each wait on a server: its connect (start, protocol probe,
@@ -211,6 +216,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     let mut env: Vec<(String, String)> = Vec::new();
     let mut rest: Vec<String> = Vec::new();
     let mut headers: Vec<(String, String)> = Vec::new();
+    let mut tls = crate::target::UrlTls::default();
     let mut oauth: Option<String> = None;
     let mut command: Option<Vec<String>> = None;
     let mut it = argv.iter();
@@ -248,6 +254,10 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--level" => args.level = Some(value("--level")?),
             "--oauth" => oauth = Some(value("--oauth")?),
             "--url" => url = Some(value("--url")?),
+            flag @ ("--ca-file" | "--client-cert" | "--client-key") => {
+                let file = value(flag)?;
+                tls.set(flag, file);
+            }
             "--env" => {
                 let v = value("--env")?;
                 let (k, v) = v
@@ -338,6 +348,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 (None, Some(url)) => crate::probe::Target::Url {
                     url,
                     headers: std::mem::take(&mut headers),
+                    tls: std::mem::take(&mut tls),
                     oauth: match oauth.take() {
                         Some(text) => Some(
                             serde_json::from_str(&text)
@@ -411,6 +422,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             url.take(),
             std::mem::take(&mut headers),
             std::mem::take(&mut env),
+            std::mem::take(&mut tls),
         )?;
         if let Command::Info(name) = &mut args.command {
             if name.is_empty() {
@@ -421,6 +433,11 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     }
     if !headers.is_empty() {
         return Err("--header goes with a URL (probe URL, or --url)".into());
+    }
+    if !tls.is_empty() {
+        return Err(
+            "--ca-file, --client-cert and --client-key go with a URL (probe URL, or --url)".into(),
+        );
     }
     if !env.is_empty() {
         return Err("--env goes with a server command (`-- COMMAND ARGS...`)".into());

@@ -89,7 +89,14 @@ fn options() -> Vec<&'static str> {
 }
 
 /// The options that take a file or directory.
-const PATH_OPTIONS: [&str; 3] = ["--config", "--cwd", "--cache-dir"];
+const PATH_OPTIONS: [&str; 6] = [
+    "--config",
+    "--cwd",
+    "--cache-dir",
+    "--ca-file",
+    "--client-cert",
+    "--client-key",
+];
 
 /// `word` as a command name, or an error with the nearest names.
 pub fn known(word: &str) -> Result<&'static str, String> {

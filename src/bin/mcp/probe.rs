@@ -25,6 +25,8 @@ pub enum Target {
         headers: Vec<(String, String)>,
         /// `--oauth JSON`: log in headlessly with this `oauth` object on a 401.
         oauth: Option<serde_json::Value>,
+        /// `--ca-file`, `--client-cert`, `--client-key`.
+        tls: crate::target::UrlTls,
     },
     Command(Vec<String>),
 }
@@ -204,13 +206,14 @@ fn probe(
             url,
             headers,
             oauth,
+            tls,
         } => Endpoint::Url(HttpTarget {
             url: url.clone(),
             headers: headers.clone(),
             proxy: None,
-            ca_file: None,
-            client_cert: None,
-            client_key: None,
+            ca_file: tls.paths()[0].clone(),
+            client_cert: tls.paths()[1].clone(),
+            client_key: tls.paths()[2].clone(),
             auth: match headless_oauth(url, headers, oauth.as_ref()) {
                 Ok(auth) => auth,
                 Err(e) => {

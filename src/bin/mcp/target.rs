@@ -12,11 +12,45 @@ const LAUNCHERS: [&str; 10] = [
 ];
 
 /// The config (and name) of the server `argv` starts, or `url` serves.
+/// `--ca-file`, `--client-cert` and `--client-key`: the TLS files of a URL given on the
+/// command line, made absolute against the current directory (as a shell user means them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UrlTls {
+    pub ca_file: Option<String>,
+    pub client_cert: Option<String>,
+    pub client_key: Option<String>,
+}
+
+impl UrlTls {
+    pub fn is_empty(&self) -> bool {
+        self == &UrlTls::default()
+    }
+
+    /// Sets `flag`'s file.
+    pub fn set(&mut self, flag: &str, file: String) {
+        let file = match std::env::current_dir() {
+            Ok(here) if !file.starts_with("~/") => here.join(file).display().to_string(),
+            _ => file,
+        };
+        match flag {
+            "--ca-file" => self.ca_file = Some(file),
+            "--client-cert" => self.client_cert = Some(file),
+            _ => self.client_key = Some(file),
+        }
+    }
+
+    /// The same as paths, for an `HttpTarget`.
+    pub fn paths(&self) -> [Option<std::path::PathBuf>; 3] {
+        [&self.ca_file, &self.client_cert, &self.client_key].map(|f| f.as_ref().map(Into::into))
+    }
+}
+
 pub fn config(
     argv: Option<Vec<String>>,
     url: Option<String>,
     headers: Vec<(String, String)>,
     env: Vec<(String, String)>,
+    tls: UrlTls,
 ) -> Result<(String, ServerConfig), String> {
     match (argv, url) {
         (Some(_), Some(_)) => {
@@ -28,6 +62,12 @@ pub fn config(
             };
             if !headers.is_empty() {
                 return Err("--header goes with --url, not with a command".into());
+            }
+            if !tls.is_empty() {
+                return Err(
+                    "--ca-file, --client-cert and --client-key go with --url, not with a command"
+                        .into(),
+                );
             }
             let config = ServerConfig {
                 command: Some(program.clone()),
@@ -44,6 +84,9 @@ pub fn config(
             let config = ServerConfig {
                 url: Some(url.clone()),
                 headers: headers.into_iter().collect(),
+                ca_file: tls.ca_file,
+                client_cert: tls.client_cert,
+                client_key: tls.client_key,
                 ..ServerConfig::default()
             };
             Ok((name_of_url(&url), config))
@@ -141,6 +184,6 @@ mod tests {
             name_of_url("https://user:pw@mcp.example.com:8443/mcp?k=v"),
             "mcp-example-com"
         );
-        assert!(config(None, None, Vec::new(), Vec::new()).is_err());
+        assert!(config(None, None, Vec::new(), Vec::new(), UrlTls::default()).is_err());
     }
 }

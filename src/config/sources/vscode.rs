@@ -5,6 +5,9 @@
 //! on macOS, `%APPDATA%\Code\User\mcp.json` on Windows), then the older `mcp` key (`servers`,
 //! `inputs`) of the user's `settings.json` in the same directory.
 //!
+//! VS Code's own proxy (`"http.proxy"` in the user's `settings.json`, unless `"http.proxySupport"`
+//! is `"off"`) is the proxy of its remote servers that name none.
+//!
 //! Its variables `${workspaceFolder}`, `${workspaceFolderBasename}`, `${userHome}`,
 //! `${pathSeparator}` / `${/}` and `${env:NAME}` are replaced; `${input:ID}` is replaced by the
 //! input's `default` when it has one, and otherwise makes the server fail with a message that
@@ -43,6 +46,7 @@ impl ConfigSource for VsCode {
     fn load(&self, ctx: &DiscoveryContext) -> SourceOutput {
         let mut out = SourceOutput::default();
         let user = VsCode::user_dir(ctx);
+        let proxy = editor_proxy(&user.join("settings.json"));
         let files: [(std::path::PathBuf, Level, &[&str]); 3] = [
             (
                 ctx.cwd.join(".vscode").join("mcp.json"),
@@ -66,10 +70,20 @@ impl ConfigSource for VsCode {
             if !prefix.is_empty() && root.get(prefix[0]).is_none() {
                 continue;
             }
-            load_file(&mut out, ctx, path, *level, node);
+            load_file(&mut out, ctx, path, *level, node, proxy.as_deref());
         }
         out
     }
+}
+
+/// The editor's own proxy setting (`http.proxy`), unless its proxy support is off.
+fn editor_proxy(settings: &Path) -> Option<String> {
+    let root = crate::config::jsonc::read(settings).ok()?;
+    if root.get("http.proxySupport").and_then(Value::as_str) == Some("off") {
+        return None;
+    }
+    let proxy = root.get("http.proxy")?.as_str()?.trim();
+    (!proxy.is_empty()).then(|| proxy.to_owned())
 }
 
 fn load_file(
@@ -78,6 +92,7 @@ fn load_file(
     path: &Path,
     level: Level,
     root: &Value,
+    proxy: Option<&str>,
 ) {
     let defaults: BTreeMap<String, String> = root
         .get("inputs")
@@ -116,6 +131,9 @@ fn load_file(
         let mut config = plain_entry(entry)?;
         if let Some(file) = env_file {
             apply_env_file(&mut config, &ctx.cwd.join(file))?;
+        }
+        if config.url.is_some() && config.proxy.is_none() {
+            config.proxy = proxy.map(str::to_owned);
         }
         Ok(config)
     };
