@@ -28,7 +28,6 @@ const ALPHA: &str = "0.2.0-alpha.12";
 
 /// Why a scenario is not expected to pass yet: the open work that owns it.
 const DPOP: &str = "DPoP (RFC 9449) is the sender-constrained tokens issue's";
-const WIF: &str = "workload identity federation is the sender-constrained tokens issue's";
 const SKILLS: &str = "Skills (SEP-2640) are the extensions issue's: no skill is exercised yet";
 
 /// The runner's entry script of suite `version`, installed on first use.
@@ -255,7 +254,7 @@ scenarios!(alpha, super::ALPHA, None, {
     auth_enterprise_managed_authorization => "auth/enterprise-managed-authorization";
     auth_dpop => "auth/dpop" expect super::DPOP;
     auth_dpop_nonce => "auth/dpop-nonce" expect super::DPOP;
-    auth_wif_jwt_bearer => "auth/wif-jwt-bearer" expect super::WIF;
+    auth_wif_jwt_bearer => "auth/wif-jwt-bearer";
     sep_2322_client_request_state => "sep-2322-client-request-state";
     http_standard_headers => "http-standard-headers";
     http_custom_headers => "http-custom-headers";

@@ -4,11 +4,12 @@
 //! "oauth": {
 //!   "clientId": "…", "clientSecret": "…", "clientMetadataUrl": "https://…/client.json",
 //!   "scopes": ["files:read"], "callbackPort": 8976,
-//!   "grant": "authorization_code" | "client_credentials" | "enterprise",
+//!   "grant": "authorization_code" | "client_credentials" | "enterprise" | "workload_identity",
 //!   "privateKeyFile": "/path/key.pem", "signingAlgorithm": "ES256" | "RS256", "keyId": "…",
 //!   "tokenEndpointAuthMethod": "client_secret_post",
 //!   "enterprise": {"idpTokenEndpoint": "https://idp/token", "idToken": "…",
-//!                  "idpClientId": "…", "idpClientSecret": "…"}
+//!                  "idpClientId": "…", "idpClientSecret": "…"},
+//!   "workloadTokenFile": "/var/run/secrets/tokens/mcp", "workloadToken": "…"
 //! }
 //! ```
 //!
@@ -35,6 +36,11 @@ pub(crate) enum Grant {
     /// Enterprise-managed authorization (SEP-990): an ID token from the enterprise IdP,
     /// exchanged for an ID-JAG, presented to the server's AS as a JWT bearer grant.
     Enterprise,
+    /// Workload identity federation (SEP-1933, `io.modelcontextprotocol/auth/wif`): a JWT the
+    /// platform issued the workload (a Kubernetes service account token, a cloud's identity
+    /// token), presented to the server's AS as an RFC 7523 JWT bearer grant. No user, no
+    /// interactive fallback.
+    WorkloadIdentity,
 }
 
 /// The SEP-990 inputs.
@@ -75,6 +81,12 @@ pub struct OAuthConfig {
     pub(crate) token_endpoint_auth_method: Option<AuthMethod>,
     /// `enterprise`: the SEP-990 inputs.
     pub(crate) enterprise: Option<EnterpriseConfig>,
+    /// `workloadTokenFile`: where the platform keeps the workload's JWT (read again for every
+    /// token request: platforms rotate it).
+    pub(crate) workload_token_file: Option<PathBuf>,
+    /// `workloadToken`: the workload's JWT itself (resolved like `clientSecret`: an
+    /// environment variable's name, or a `!command`).
+    pub(crate) workload_token: Option<Secret>,
 }
 
 fn bad(what: &str) -> Error {
@@ -138,12 +150,23 @@ impl OAuthConfig {
             None | Some("authorization_code") => Grant::AuthorizationCode,
             Some("client_credentials") => Grant::ClientCredentials,
             Some("enterprise") | Some(super::token::JWT_BEARER) => Grant::Enterprise,
+            Some("workload_identity") | Some("wif") => Grant::WorkloadIdentity,
             Some(other) => {
                 return Err(bad(&format!(
-                "grant {other:?} is not one of authorization_code, client_credentials, enterprise"
+                "grant {other:?} is not one of authorization_code, client_credentials, enterprise, workload_identity"
             )))
             }
         };
+        let workload_token_file = string(m, "workloadTokenFile")?.map(PathBuf::from);
+        let workload_token = string(m, "workloadToken")?.map(Secret::new);
+        if grant == Grant::WorkloadIdentity
+            && workload_token_file.is_none()
+            && workload_token.is_none()
+        {
+            return Err(bad(
+                "workloadTokenFile (or workloadToken) is required for the workload_identity grant",
+            ));
+        }
         if grant == Grant::Enterprise && enterprise.is_none() {
             return Err(bad("enterprise is required for the enterprise grant"));
         }
@@ -172,16 +195,46 @@ impl OAuthConfig {
             key_id: string(m, "keyId")?,
             token_endpoint_auth_method,
             enterprise,
+            workload_token_file,
+            workload_token,
         };
         if config.grant != Grant::AuthorizationCode && config.client_id.is_none() {
             return Err(bad(
-                "clientId is required for the client_credentials and enterprise grants",
+                "clientId is required for the client_credentials, enterprise and workload_identity grants",
             ));
         }
         if let Some(url) = &config.client_metadata_url {
             super::endpoints::checked(url, "oauth.clientMetadataUrl")?;
         }
         Ok(config)
+    }
+
+    /// The workload's JWT for the `workload_identity` grant: `workloadTokenFile`'s content
+    /// (read now: platforms rotate it) or `workloadToken`. `None` for other grants.
+    pub(crate) fn workload_assertion(&self) -> Result<Option<Secret>, Error> {
+        if self.grant != Grant::WorkloadIdentity {
+            return Ok(None);
+        }
+        if let Some(path) = &self.workload_token_file {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                error(
+                    OAuthErrorKind::Config,
+                    format!(
+                        "oauth.workloadTokenFile {} cannot be read: {e}",
+                        path.display()
+                    ),
+                )
+            })?;
+            let token = text.trim();
+            if token.is_empty() {
+                return Err(error(
+                    OAuthErrorKind::Config,
+                    format!("oauth.workloadTokenFile {} is empty", path.display()),
+                ));
+            }
+            return Ok(Some(Secret::new(token)));
+        }
+        Ok(self.workload_token.clone())
     }
 
     /// Loads `privateKeyFile`, when there is one.
@@ -222,6 +275,35 @@ mod tests {
         .unwrap();
         assert_eq!(e.grant, Grant::Enterprise);
         assert!(!format!("{e:?}").contains("eyJsecretvalue"));
+        let w = OAuthConfig::from_value(&json!({
+            "clientId": "w", "grant": "workload_identity", "workloadToken": "eyJworkloadjwt"
+        }))
+        .unwrap();
+        assert_eq!(w.grant, Grant::WorkloadIdentity);
+        assert!(!format!("{w:?}").contains("eyJworkloadjwt"));
+        assert_eq!(
+            w.workload_assertion().unwrap().unwrap().expose(),
+            "eyJworkloadjwt"
+        );
+    }
+
+    #[test]
+    fn the_workload_token_file_is_read_at_each_request() {
+        let path = std::env::temp_dir().join(format!("mcp-wif-{}.jwt", std::process::id()));
+        let c = OAuthConfig::from_value(&json!({
+            "clientId": "w", "grant": "wif", "workloadTokenFile": path
+        }))
+        .unwrap();
+        let e = c.workload_assertion().unwrap_err().to_string();
+        assert!(
+            e.contains("workloadTokenFile") && e.contains("cannot be read"),
+            "{e}"
+        );
+        std::fs::write(&path, "first\n").unwrap();
+        assert_eq!(c.workload_assertion().unwrap().unwrap().expose(), "first");
+        std::fs::write(&path, "rotated").unwrap();
+        assert_eq!(c.workload_assertion().unwrap().unwrap().expose(), "rotated");
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
@@ -229,6 +311,7 @@ mod tests {
         for bad in [
             json!({"grant": "password"}),
             json!({"grant": "client_credentials"}),
+            json!({"clientId": "w", "grant": "workload_identity"}),
             json!({"callbackPort": 70000}),
             json!({"scopes": [1]}),
             json!({"clientMetadataUrl": "http://example.com/c.json"}),

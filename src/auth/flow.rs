@@ -17,6 +17,7 @@ use super::metadata::{
 use super::pkce::Pkce;
 use super::registration::ClientIdentity;
 use super::token::{AuthMethod, TokenRequest, TokenResponse};
+use super::Secret;
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
 use crate::transport::url::redact;
@@ -40,6 +41,8 @@ pub struct FlowInputs {
     pub previous_issuer: Option<String>,
     /// `client_name` for Dynamic Client Registration.
     pub client_name: String,
+    /// The workload's JWT, for the `workload_identity` grant (read by the caller).
+    pub workload_token: Option<Secret>,
 }
 
 /// A response the flow asked for. `Debug` leaves the body out (it may hold tokens).

@@ -226,6 +226,27 @@ impl Flow {
                 request,
                 id_jag: true,
             }),
+            Grant::WorkloadIdentity => {
+                let assertion = self
+                    .inputs
+                    .workload_token
+                    .as_ref()
+                    .map_or("", |t| t.expose());
+                let mut grant = vec![
+                    ("grant_type", JWT_BEARER.to_owned()),
+                    ("assertion", assertion.to_owned()),
+                    ("resource", resource),
+                ];
+                if let Some(s) = scope {
+                    grant.push(("scope", s));
+                }
+                TokenRequest::new(&token_endpoint, grant, &self.client_auth()).map(|request| {
+                    Step::Token {
+                        request,
+                        id_jag: false,
+                    }
+                })
+            }
         };
         match result {
             Ok(step) => {

@@ -21,6 +21,7 @@ fn inputs(config: OAuthConfig) -> FlowInputs {
         granted_scopes: Vec::new(),
         previous_issuer: None,
         client_name: "test".into(),
+        workload_token: None,
     }
 }
 
@@ -427,6 +428,35 @@ fn enterprise_exchanges_the_id_token_then_presents_the_id_jag() {
     assert_eq!(bearer.param("grant_type"), Some(JWT_BEARER));
     assert_eq!(bearer.param("assertion"), Some("jag"));
     assert!(bearer.basic_auth().is_some());
+    flow.on_token(ok(json!({"access_token": "at", "token_type": "bearer"})))
+        .unwrap();
+    assert!(flow.into_login().is_some());
+}
+
+#[test]
+fn workload_identity_presents_the_platforms_jwt_as_a_jwt_bearer_grant() {
+    let config = OAuthConfig {
+        client_id: Some("workload".into()),
+        grant: Grant::WorkloadIdentity,
+        workload_token: Some(Secret::new("eyJ-platform-jwt")),
+        ..OAuthConfig::default()
+    };
+    let mut m = as_metadata(json!({"token_endpoint_auth_methods_supported": ["none"]}));
+    m.as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    let mut with_token = inputs(config);
+    with_token.workload_token = Some(Secret::new("eyJ-platform-jwt"));
+    let mut flow = to_authorize(with_token, m);
+    let Action::RequestToken(request) = flow.next_action() else {
+        panic!()
+    };
+    assert_eq!(request.url, "https://as.test/token");
+    assert_eq!(request.param("grant_type"), Some(JWT_BEARER));
+    assert_eq!(request.param("assertion"), Some("eyJ-platform-jwt"));
+    assert_eq!(request.param("client_id"), Some("workload"));
+    assert_eq!(request.param("resource"), Some(SERVER));
+    assert!(!format!("{request:?}").contains("eyJ-platform-jwt"));
     flow.on_token(ok(json!({"access_token": "at", "token_type": "bearer"})))
         .unwrap();
     assert!(flow.into_login().is_some());

@@ -322,6 +322,7 @@ impl OAuthProvider {
             granted_scopes: granted,
             previous_issuer: self.previous_issuer(),
             client_name: inner.options.client_name.clone(),
+            workload_token: inner.config.workload_assertion()?,
         })?;
         let mut flow = flow;
         run_with(

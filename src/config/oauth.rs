@@ -19,7 +19,7 @@ use crate::auth::{AuthStorage, Authorizer, OAuthConfig, OAuthOptions, OAuthProvi
 use crate::error::Error;
 
 /// The keys of an `oauth` object whose values are secrets, resolved at connect time.
-const SECRET_KEYS: [&str; 1] = ["clientSecret"];
+const SECRET_KEYS: [&str; 2] = ["clientSecret", "workloadToken"];
 /// The same, inside its `enterprise` object.
 const ENTERPRISE_SECRET_KEYS: [&str; 2] = ["idToken", "idpClientSecret"];
 

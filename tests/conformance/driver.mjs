@@ -34,6 +34,14 @@ if (context.private_key_pem) {
   if (context.signing_algorithm) oauth.signingAlgorithm = context.signing_algorithm;
 }
 if (scenario.startsWith("auth/client-credentials")) oauth.grant = "client_credentials";
+// Workload identity: the platform's JWT in a file only the workload reads, as Kubernetes
+// projects a service account token.
+if (scenario === "auth/wif-jwt-bearer" && context.valid_jwt) {
+  const token = path.join(home, "workload-token");
+  fs.writeFileSync(token, context.valid_jwt, { mode: 0o600 });
+  oauth.grant = "workload_identity";
+  oauth.workloadTokenFile = token;
+}
 // A host that publishes a Client ID Metadata Document names its URL; the suite's authorization
 // servers that support CIMD expect this one (the authorization servers that do not are
 // registered with dynamically, as they would be with any host).
