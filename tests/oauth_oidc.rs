@@ -122,8 +122,14 @@ impl Drop for AuthServer {
 
 /// A home with a config naming the protected server `prot`.
 fn home(name: &str, server: &AuthServer) -> PathBuf {
+    home_with(name, server, json!({}))
+}
+
+/// [`home`] with this `oauth` object in the server's config.
+fn home_with(name: &str, server: &AuthServer, oauth: Value) -> PathBuf {
     let home = common::temp_dir(name);
-    let config = json!({"mcpServers": {"prot": {"type": "http", "url": server.mcp}}});
+    let config =
+        json!({"mcpServers": {"prot": {"type": "http", "url": server.mcp, "oauth": oauth}}});
     std::fs::write(home.join("mcp.json"), config.to_string()).unwrap();
     home
 }
@@ -161,7 +167,9 @@ fn login_refresh_rotation_and_revocation_against_oidc_provider() {
     let Some(server) = AuthServer::start(false) else {
         return;
     };
-    let home = home("oidc-lifecycle", &server);
+    // Plain bearer tokens (the provider offers DPoP; the DPoP test below takes it): the
+    // provider rotates a public client's refresh tokens only when they are not bound to a key.
+    let home = home_with("oidc-lifecycle", &server, json!({"dpop": "off"}));
     // Discovery (RFC 9728, RFC 8414), registration (RFC 7591), PKCE, resource indicators.
     let out = mcp(&home, &["login", "prot", "--headless"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -199,6 +207,68 @@ fn login_refresh_rotation_and_revocation_against_oidc_provider() {
     assert!(out.status.success(), "{}", text(&out));
     let out = mcp(&home, &["call", "mcp_prot_whoami"]);
     assert!(out.status.success(), "{}", text(&out));
+    let stats = server.stats();
+    assert_eq!(stats["dpopProofsChecked"], 0, "{stats}");
+}
+
+#[test]
+fn dpop_bound_tokens_with_nonces_against_oidc_provider() {
+    let Some(server) = AuthServer::start(false) else {
+        return;
+    };
+    // The provider offers DPoP and wants a nonce at its token endpoint; the MCP server checks
+    // every proof and wants a nonce of its own.
+    let home = home("oidc-dpop", &server);
+    let out = mcp(&home, &["login", "prot", "--headless"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = mcp(&home, &["call", "mcp_prot_whoami"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("hello mcp-user"), "{}", text(&out));
+    let stats = server.stats();
+    assert!(stats["dpopProofsChecked"].as_u64().unwrap() >= 2, "{stats}");
+    assert!(
+        stats["dpopNonceChallenges"].as_u64().unwrap() >= 1,
+        "{stats}"
+    );
+    assert_eq!(stats["bearerRequests"], 0, "{stats}");
+    assert_eq!(stats["dpopRefusals"], json!([]), "{stats}");
+    assert!(
+        stats["grantErrors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e == "use_dpop_nonce"),
+        "only the token endpoint's nonce challenges: {stats}"
+    );
+
+    // The key is kept with the tokens (another process refreshes with it), in the 0600 store,
+    // and never logged, even at trace.
+    let store_path = home.join(".mcp-runtime/auth.json");
+    let store: Value = serde_json::from_slice(&std::fs::read(&store_path).unwrap()).unwrap();
+    let key = store["credentials"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find_map(|c| c["dpopKey"].as_str().map(str::to_owned))
+        .expect("the DPoP key is stored with the tokens");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&store_path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the store is the user's only: {mode:o}");
+    server.control("expire");
+    let mut cmd = common::cli(&home);
+    cmd.arg("--config")
+        .arg(home.join("mcp.json"))
+        .args(["call", "mcp_prot_whoami"])
+        .env("RUST_LOG", "trace");
+    let out = npm::output_within(cmd, Duration::from_secs(90)).expect("the CLI ended");
+    assert!(out.status.success(), "{}", text(&out));
+    let stats = server.stats();
+    assert_eq!(stats["refreshes"], 1, "{stats}");
+    assert_eq!(stats["dpopRefusals"], json!([]), "{stats}");
+    let logged = text(&out);
+    // The private scalar (past the PKCS#8 header, which every P-256 key shares).
+    assert!(!logged.contains(&key[50..80]), "the DPoP key reached the log");
+    assert!(logged.contains("TRACE"), "the log was at trace level");
 }
 
 #[test]

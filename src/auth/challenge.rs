@@ -15,8 +15,8 @@ pub struct Challenge {
 }
 
 impl Challenge {
-    /// The `Bearer` challenge of a header value, if it has one. Other schemes (`Basic`,
-    /// `DPoP`, ...) in the same header are skipped.
+    /// The `Bearer` (or `DPoP`) challenge of a header value, if it has one: the first of them.
+    /// Other schemes (`Basic`, ...) in the same header are skipped.
     pub fn parse(header: &str) -> Option<Challenge> {
         let mut found: Option<Challenge> = None;
         let mut in_bearer = false;
@@ -26,7 +26,8 @@ impl Challenge {
                     if found.is_some() && in_bearer {
                         break;
                     }
-                    in_bearer = s.eq_ignore_ascii_case("bearer");
+                    // A DPoP challenge carries the same parameters (RFC 9449 §7.1).
+                    in_bearer = s.eq_ignore_ascii_case("bearer") || s.eq_ignore_ascii_case("dpop");
                     if in_bearer {
                         found = Some(Challenge::default());
                     }

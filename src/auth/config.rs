@@ -9,7 +9,8 @@
 //!   "tokenEndpointAuthMethod": "client_secret_post",
 //!   "enterprise": {"idpTokenEndpoint": "https://idp/token", "idToken": "…",
 //!                  "idpClientId": "…", "idpClientSecret": "…"},
-//!   "workloadTokenFile": "/var/run/secrets/tokens/mcp", "workloadToken": "…"
+//!   "workloadTokenFile": "/var/run/secrets/tokens/mcp", "workloadToken": "…",
+//!   "dpop": "auto" | "require" | "off"
 //! }
 //! ```
 //!
@@ -87,6 +88,8 @@ pub struct OAuthConfig {
     /// `workloadToken`: the workload's JWT itself (resolved like `clientSecret`: an
     /// environment variable's name, or a `!command`).
     pub(crate) workload_token: Option<Secret>,
+    /// `dpop`: when tokens are bound to a key (see `dpop`).
+    pub(crate) dpop: super::dpop::DpopMode,
 }
 
 fn bad(what: &str) -> Error {
@@ -197,6 +200,11 @@ impl OAuthConfig {
             enterprise,
             workload_token_file,
             workload_token,
+            dpop: match m.get("dpop") {
+                None | Some(Value::Null) => super::dpop::DpopMode::Auto,
+                Some(v) => super::dpop::DpopMode::parse(v)
+                    .ok_or_else(|| bad("dpop must be \"auto\", \"require\" or \"off\""))?,
+            },
         };
         if config.grant != Grant::AuthorizationCode && config.client_id.is_none() {
             return Err(bad(

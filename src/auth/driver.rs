@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::authorizer::AuthorizationSession;
+use super::dpop::Dpop;
 use super::endpoints::parse_url;
 use super::flow::{Action, Flow, Reply};
 use super::registration::{ClientIdentity, IdentitySource};
@@ -257,23 +258,57 @@ impl Http {
         .map(|(r, _)| r)
     }
 
-    pub(crate) fn post_token(&self, request: &TokenRequest) -> Result<Reply, Error> {
-        let mut headers = vec![
-            ("Accept", "application/json"),
-            ("Content-Type", "application/x-www-form-urlencoded"),
-        ];
-        if let Some(basic) = request.basic_auth() {
-            headers.push(("Authorization", basic));
-        }
+    /// POSTs a token request; with `dpop` (and a request the flow marked for it), with a
+    /// proof, re-sent once with the nonce of a `use_dpop_nonce` refusal (RFC 9449 §8).
+    pub(crate) fn post_token(
+        &self,
+        request: &TokenRequest,
+        dpop: Option<Dpop<'_>>,
+    ) -> Result<Reply, Error> {
+        let dpop = dpop.filter(|_| request.dpop);
         let body = request.body();
-        self.exchange(
-            "POST",
-            &request.url,
-            &headers,
-            Some(body.as_bytes()),
-            self.deadline(),
-        )
-        .map(|(r, _)| r)
+        let url = &request.url;
+        let mut retried = false;
+        loop {
+            let mut headers = vec![
+                ("Accept", "application/json"),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ];
+            if let Some(basic) = request.basic_auth() {
+                headers.push(("Authorization", basic));
+            }
+            let proof = match dpop {
+                Some(d) => Some(
+                    d.key
+                        .proof("POST", url, d.nonces.get(url).as_deref(), None)?,
+                ),
+                None => None,
+            };
+            if let Some(p) = &proof {
+                headers.push(("DPoP", p));
+            }
+            let mut nonce = None;
+            let (reply, _) = self.exchange_with(
+                "POST",
+                url,
+                &headers,
+                Some(body.as_bytes()),
+                self.deadline(),
+                |response| nonce = response.header("dpop-nonce").map(str::to_owned),
+            )?;
+            let fresh = match (dpop, &nonce) {
+                (Some(d), Some(n)) => d.nonces.set(url, n),
+                _ => false,
+            };
+            let asks_nonce = reply.status == 400
+                && super::dpop::error_code(&reply.body).as_deref() == Some("use_dpop_nonce");
+            if !retried && fresh && asks_nonce {
+                log::debug!("oauth: the token endpoint asks for a DPoP nonce; sending it");
+                retried = true;
+                continue;
+            }
+            return Ok(reply);
+        }
     }
 }
 
@@ -305,6 +340,7 @@ pub(crate) fn run_with(
     http: &Http,
     mut session: Option<Box<dyn AuthorizationSession>>,
     storage: Option<&dyn AuthStorage>,
+    dpop: Option<Dpop<'_>>,
 ) -> Result<(), Error> {
     // Each step is one bounded exchange; a flow has a handful of steps, so this only stops a
     // flow that would go round in circles.
@@ -340,7 +376,7 @@ pub(crate) fn run_with(
                 flow.on_redirect(&redirect)?;
             }
             Action::RequestToken(request) => {
-                let reply = http.post_token(&request)?;
+                let reply = http.post_token(&request, dpop)?;
                 flow.on_token(reply)?;
             }
             Action::Done => return Ok(()),

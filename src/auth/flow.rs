@@ -131,6 +131,8 @@ pub struct Login {
     pub auth_method: AuthMethod,
     /// The scopes granted (the response's `scope`, else those requested).
     pub scopes: Vec<String>,
+    /// The tokens are bound to the DPoP key whose proofs went with the requests.
+    pub dpop: bool,
 }
 
 enum Step {
@@ -175,6 +177,8 @@ pub struct Flow {
     pkce: Option<Pkce>,
     state: Option<String>,
     login: Option<Login>,
+    /// Token requests to the authorization server carry a DPoP proof (see `dpop`).
+    dpop: bool,
 }
 
 impl std::fmt::Debug for Flow {
@@ -220,6 +224,7 @@ impl Flow {
             pkce: None,
             state: None,
             login: None,
+            dpop: false,
         })
     }
 
@@ -239,7 +244,12 @@ impl Flow {
                 body: body.clone(),
             },
             Step::Authorize { url } => Action::Authorize(url.clone()),
-            Step::Token { request, .. } => Action::RequestToken(request.clone()),
+            Step::Token { request, id_jag } => {
+                let mut request = request.clone();
+                // Not the enterprise IdP's exchange: that token is no access token.
+                request.dpop = self.dpop && !id_jag;
+                Action::RequestToken(request)
+            }
             Step::Done | Step::Failed => Action::Done,
         }
     }

@@ -3,6 +3,7 @@
 //! or the machine grants) up to the tokens.
 
 use super::super::config::Grant;
+use super::super::dpop::DpopMode;
 use super::super::endpoints::{checked, parse_form, with_query};
 use super::super::metadata::AuthorizationServerMetadata;
 use super::super::pkce::{random_string, Pkce};
@@ -46,6 +47,23 @@ impl Flow {
         if let Err(e) = checked(&m.token_endpoint, "the token endpoint") {
             return self.fail(e);
         }
+        let listed = (m.dpop_signing_alg_values_supported.as_deref())
+            .is_some_and(|a| a.iter().any(|a| a == super::super::dpop::ALGORITHM));
+        self.dpop = match config.dpop {
+            DpopMode::Off => false,
+            DpopMode::Auto => listed,
+            DpopMode::Require if listed => true,
+            DpopMode::Require => {
+                let e = error(
+                    OAuthErrorKind::Refused,
+                    format!(
+                        "oauth.dpop is \"require\" but the authorization server {} does not bind tokens with DPoP (ES256)",
+                        m.issuer
+                    ),
+                );
+                return self.fail(e);
+            }
+        };
         self.scopes = self.choose_scopes(&m);
         let issuer = m.issuer.clone();
         self.issuer = Some(issuer.clone());
@@ -470,6 +488,7 @@ impl Flow {
             client: self.client.clone().expect("a client"),
             auth_method: self.auth_method,
             scopes,
+            dpop: tokens.token_type.eq_ignore_ascii_case("dpop"),
             tokens,
         });
         self.step = Step::Done;

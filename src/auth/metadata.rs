@@ -157,6 +157,8 @@ pub struct AuthorizationServerMetadata {
     pub client_id_metadata_document_supported: bool,
     /// `authorization_response_iss_parameter_supported` (RFC 9207).
     pub authorization_response_iss_parameter_supported: bool,
+    /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1): the AS binds tokens to keys.
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// False for the default endpoints of a 2025-03-26 server that serves no metadata.
     pub from_document: bool,
 }
@@ -209,6 +211,7 @@ impl AuthorizationServerMetadata {
                 .get("authorization_response_iss_parameter_supported")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            dpop_signing_alg_values_supported: strings(m.get("dpop_signing_alg_values_supported")),
             from_document: true,
         }))
     }
@@ -227,6 +230,7 @@ impl AuthorizationServerMetadata {
             grant_types_supported: None,
             client_id_metadata_document_supported: false,
             authorization_response_iss_parameter_supported: false,
+            dpop_signing_alg_values_supported: None,
             from_document: false,
         }
     }

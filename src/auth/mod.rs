@@ -52,6 +52,7 @@
 mod authorizer;
 mod challenge;
 mod config;
+mod dpop;
 mod driver;
 mod endpoints;
 mod flow;

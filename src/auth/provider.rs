@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use super::authorizer::Authorizer;
 use super::challenge::Challenge;
 use super::config::{Grant, OAuthConfig};
+use super::dpop::{Dpop, DpopKey, DpopMode, Nonces};
 use super::driver::{run_with, Http, OAuthOptions};
 use super::flow::{Flow, FlowInputs, Login};
 use super::jwt::SigningKey;
@@ -64,6 +65,8 @@ struct Tokens {
     client: ClientIdentity,
     auth_method: AuthMethod,
     scopes: Vec<String>,
+    /// The key the tokens are bound to (DPoP), if they are.
+    dpop: Option<Arc<DpopKey>>,
 }
 
 impl Tokens {
@@ -95,6 +98,10 @@ impl Tokens {
             scopes: field("scope")
                 .map(|s| s.split_whitespace().map(str::to_owned).collect())
                 .unwrap_or_default(),
+            dpop: field("dpopKey")
+                .as_deref()
+                .and_then(DpopKey::from_stored)
+                .map(Arc::new),
             credential,
         })
     }
@@ -130,6 +137,10 @@ struct Inner {
     http: Http,
     state: Mutex<State>,
     changed: Condvar,
+    /// The latest DPoP nonce of each authorization server (token endpoints), and of the MCP
+    /// server: apart, as the two may share an origin and each has its own.
+    nonces: Nonces,
+    resource_nonces: Nonces,
 }
 
 impl std::fmt::Debug for OAuthProvider {
@@ -189,6 +200,8 @@ impl OAuthProvider {
                     refresh_failure: None,
                 }),
                 changed: Condvar::new(),
+                nonces: Nonces::default(),
+                resource_nonces: Nonces::default(),
             }),
         })
     }
@@ -313,6 +326,11 @@ impl OAuthProvider {
             Grant::AuthorizationCode => Some(inner.authorizer.begin(inner.config.callback_port)?),
             _ => None,
         };
+        // A key for this login, used if the authorization server binds tokens (see `dpop`).
+        let key = match inner.config.dpop {
+            DpopMode::Off => None,
+            _ => Some(Arc::new(DpopKey::generate()?)),
+        };
         let flow = Flow::new(FlowInputs {
             server_url: inner.server_url.clone(),
             challenge,
@@ -325,20 +343,29 @@ impl OAuthProvider {
             workload_token: inner.config.workload_assertion()?,
         })?;
         let mut flow = flow;
+        let dpop = key.as_deref().map(|key| Dpop {
+            key,
+            nonces: &inner.nonces,
+        });
         run_with(
             &mut flow,
             &inner.http,
             session,
             Some(inner.storage.as_ref()),
+            dpop,
         )?;
         let login = flow
             .into_login()
             .ok_or_else(|| error(OAuthErrorKind::Config, "the login ended without tokens"))?;
-        self.store_login(login)
+        self.store_login(login, key.as_deref())
     }
 
-    fn store_login(&self, login: Login) -> Result<(), Error> {
+    fn store_login(&self, login: Login, key: Option<&DpopKey>) -> Result<(), Error> {
         let mut extra = Map::new();
+        if let (true, Some(key)) = (login.dpop, key) {
+            // The tokens are bound to it: it is kept with them (in the same 0600 store).
+            extra.insert("dpopKey".into(), json!(key.stored()));
+        }
         extra.insert("issuer".into(), json!(login.issuer));
         extra.insert("resource".into(), json!(login.resource));
         extra.insert("tokenEndpoint".into(), json!(login.token_endpoint));
@@ -521,7 +548,20 @@ impl crate::transport::AuthProvider for OAuthProvider {
         if expired || tokens.credential.access_token.is_empty() {
             return None;
         }
-        Some(format!("Bearer {}", tokens.credential.access_token))
+        let scheme = if tokens.dpop.is_some() {
+            "DPoP"
+        } else {
+            "Bearer"
+        };
+        Some(format!("{scheme} {}", tokens.credential.access_token))
+    }
+
+    fn authorize_request(&self, method: &str, url: &str) -> Vec<(String, String)> {
+        self.request_headers(method, url)
+    }
+
+    fn on_nonce(&self, url: &str, nonce: &str) {
+        self.inner.resource_nonces.set(url, nonce);
     }
 
     /// A `401`: the first of a request refreshes (or, without a refresh token, logs in), the
@@ -555,4 +595,7 @@ impl crate::transport::AuthProvider for OAuthProvider {
 
 #[path = "provider_refresh.rs"]
 mod refresh;
+
+#[path = "provider_dpop.rs"]
+mod dpop_headers;
 use refresh::expires_at;

@@ -68,7 +68,14 @@ impl OAuthProvider {
                 issuer: &tokens.issuer,
             },
         )?;
-        let reply = self.inner.http.post_token(&request)?;
+        // Bound tokens are refreshed with a proof of the same key (RFC 9449 §5).
+        let mut request = request;
+        request.dpop = tokens.dpop.is_some();
+        let dpop = tokens.dpop.as_deref().map(|key| super::Dpop {
+            key,
+            nonces: &self.inner.nonces,
+        });
+        let reply = self.inner.http.post_token(&request, dpop)?;
         let parsed = TokenResponse::parse(
             reply.status,
             reply.content_type.as_deref(),

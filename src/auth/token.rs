@@ -132,6 +132,8 @@ pub struct TokenRequest {
     pub url: String,
     form: Vec<(String, String)>,
     basic: Option<String>,
+    /// A DPoP proof goes with it (the flow decided; the driver makes it).
+    pub(crate) dpop: bool,
 }
 
 impl std::fmt::Debug for TokenRequest {
@@ -141,6 +143,7 @@ impl std::fmt::Debug for TokenRequest {
             .field("url", &redact(&self.url))
             .field("params", &names)
             .field("basic_auth", &self.basic.is_some())
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
@@ -185,6 +188,7 @@ impl TokenRequest {
             url: url.to_owned(),
             form,
             basic,
+            dpop: false,
         })
     }
 
@@ -253,8 +257,9 @@ pub(crate) fn oauth_error_of(body: &[u8]) -> Option<String> {
 }
 
 impl TokenResponse {
-    /// Parses the answer of the token endpoint `url`. `bearer`: the token must be a `Bearer`,
-    /// or have no `token_type` at all
+    /// Parses the answer of the token endpoint `url`. `bearer`: the token must be a `Bearer`
+    /// (or a `DPoP` one, bound to the key whose proof went with the request), or have no
+    /// `token_type` at all
     /// (not for token exchange, whose ID-JAG comes with `N_A`).
     pub(crate) fn parse(
         status: u16,
@@ -294,7 +299,10 @@ impl TokenResponse {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        if bearer && !token_type.is_empty() && !token_type.eq_ignore_ascii_case("bearer") {
+        let usable = token_type.is_empty()
+            || token_type.eq_ignore_ascii_case("bearer")
+            || token_type.eq_ignore_ascii_case("dpop");
+        if bearer && !usable {
             return Err(not_token(&format!("token_type {:?}", tidy(&token_type))));
         }
         let expires_in = match v.get("expires_in") {

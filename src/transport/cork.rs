@@ -124,25 +124,57 @@ impl Secrets {
         if let Some(forward) = &self.forward {
             scratch.extend_from_slice(&forward.origin);
         }
+        let target_start = scratch.len();
         match &self.target {
             Some((public, real)) if held[first + 1..last] == public[..] => {
                 scratch.extend_from_slice(real)
             }
             _ => scratch.extend_from_slice(&held[first + 1..last]),
         }
+        let target = scratch[target_start..].to_vec();
         scratch.extend_from_slice(&held[last..=line_end]);
         if let Some(line) = self.forward.as_ref().and_then(|f| f.authorization.as_ref()) {
             scratch.extend_from_slice(line);
         }
         scratch.extend_from_slice(&self.headers);
-        if let Some(value) = self.auth.as_ref().and_then(|a| a.authorization()) {
-            if HeaderValue::from_str(&value).is_ok() {
-                push_header(scratch, "Authorization", &value);
-            } else {
-                log::warn!("the auth provider gave an invalid Authorization value; not sent");
+        if let Some(auth) = &self.auth {
+            let method = String::from_utf8_lossy(&held[..first]).into_owned();
+            let url = self.url_of(&target);
+            for (name, value) in auth.authorize_request(&method, &url) {
+                let valid = HeaderName::from_bytes(name.as_bytes()).is_ok()
+                    && HeaderValue::from_str(&value).is_ok();
+                if valid {
+                    push_header(scratch, &name, &value);
+                } else {
+                    log::warn!("the auth provider gave an invalid {name:?} header; not sent");
+                }
             }
         }
         held.splice(..=line_end, scratch.drain(..));
+    }
+}
+
+impl Secrets {
+    /// The URL a request-target (origin-form, or absolute when forwarded) stands for, without
+    /// its query: what a DPoP proof names (`htu`).
+    fn url_of(&self, target: &[u8]) -> String {
+        let target = String::from_utf8_lossy(target);
+        let path = target.split(['?', '#']).next().unwrap_or("");
+        if path.contains("://") {
+            return path.to_owned();
+        }
+        match &self.origin {
+            Some((scheme, host, port)) => {
+                let default =
+                    (scheme == "https" && *port == 443) || (scheme == "http" && *port == 80);
+                if default {
+                    format!("{scheme}://{host}{path}")
+                } else {
+                    format!("{scheme}://{host}:{port}{path}")
+                }
+            }
+            None => path.to_owned(),
+        }
     }
 }
 

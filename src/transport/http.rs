@@ -460,6 +460,7 @@ impl Shared {
             .with_envelope(self.with_session(request), envelope)
             .send(&body[..])
             .map_err(|e| self.failure(e, "POST"))?;
+        web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
         if web::is_redirect(&response) {
             return Err(web::redirect_error(&response, &self.uri));
         }

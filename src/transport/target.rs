@@ -21,6 +21,22 @@ pub trait AuthProvider: Send + Sync {
     /// The header value, e.g. `Bearer abc`; `None` sends no `Authorization` header.
     fn authorization(&self) -> Option<String>;
 
+    /// The headers that authorize one request, `method` to `url` (without its query): by
+    /// default `Authorization` from [`authorization`](AuthProvider::authorization). A provider
+    /// whose tokens are bound to a key (DPoP) adds the proof it made for this request.
+    fn authorize_request(&self, method: &str, url: &str) -> Vec<(String, String)> {
+        let _ = (method, url);
+        self.authorization()
+            .map(|value| vec![("Authorization".to_owned(), value)])
+            .unwrap_or_default()
+    }
+
+    /// The server sent a `DPoP-Nonce` (with any answer to a request for `url`): the proofs that
+    /// follow carry it.
+    fn on_nonce(&self, url: &str, nonce: &str) {
+        let _ = (url, nonce);
+    }
+
     /// The server answered `401` (with its `WWW-Authenticate`, if any): true to re-send.
     fn on_unauthorized(&self, www_authenticate: Option<&str>, retries: u32) -> bool {
         let _ = (www_authenticate, retries);

@@ -245,6 +245,18 @@ pub(crate) fn left(deadline: std::time::Instant) -> Duration {
         .max(Duration::from_millis(1))
 }
 
+/// Hands a `DPoP-Nonce` the answer to a request for `uri` carries to the auth provider, whatever
+/// the status (a server may rotate its nonce with any answer).
+pub(crate) fn note_nonce(
+    response: &Response<Body>,
+    auth: Option<&Arc<dyn super::target::AuthProvider>>,
+    uri: &ureq::http::Uri,
+) {
+    if let (Some(auth), Some(nonce)) = (auth, header(response, "dpop-nonce")) {
+        auth.on_nonce(&uri.to_string(), &nonce);
+    }
+}
+
 /// Whether a response is a redirect (which is never followed).
 pub(crate) fn is_redirect(response: &Response<Body>) -> bool {
     let status = response.status();

@@ -7,6 +7,13 @@
 // its protected resource metadata (RFC 9728) until a valid token comes, and 403
 // `insufficient_scope` for a tool that needs `mcp:admin`.
 //
+// DPoP (RFC 9449) is on, as oidc-provider offers it, with nonces required at its token
+// endpoint: a client that asks gets tokens bound to its key. The MCP server then checks each
+// request's proof as a resource server must (the signature with the proof's key, `htm`, `htu`,
+// `ath`, a fresh `jti`, the key's thumbprint against the token's `jkt`) and requires a nonce of
+// its own (a 401 `use_dpop_nonce` with `DPoP-Nonce` first); a bound token presented as `Bearer`
+// is refused.
+//
 //   node oidc_as.mjs PATH/TO/oidc-provider/lib/index.js auto|interactive
 //
 // `auto` approves every authorization without a user (login and consent done by the server,
@@ -14,11 +21,17 @@
 // and consent pages. Everything listens on 127.0.0.1, on a port of the system's choosing; the
 // first line on stdout is {"issuer": ..., "mcp": ...}. /control/* lets a test expire or revoke
 // tokens, hold the token endpoint, and read what happened.
+import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
+import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const [modulePath, mode = "auto"] = process.argv.slice(2);
 const { default: Provider, errors } = await import(pathToFileURL(modulePath).href);
+// jose, which oidc-provider itself uses, beside it in node_modules.
+const jose = await import(
+  pathToFileURL(path.resolve(modulePath, "../../../jose/dist/webapi/index.js")).href
+);
 
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -30,6 +43,7 @@ const provider = new Provider(issuer, {
   findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
   features: {
     devInteractions: { enabled: mode === "interactive" },
+    dPoP: { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true },
     registration: { enabled: true },
     revocation: { enabled: true },
     resourceIndicators: {
@@ -70,6 +84,10 @@ const stats = {
   tokenRequestsInFlight: 0,
   maxTokenRequestsInFlight: 0,
   authorizations: 0,
+  dpopProofsChecked: 0,
+  dpopNonceChallenges: 0,
+  dpopRefusals: [],
+  bearerRequests: 0,
 };
 provider.on("grant.success", (ctx) => {
   if (ctx.oidc.params?.grant_type === "refresh_token") stats.refreshes += 1;
@@ -118,17 +136,77 @@ const TOOLS = [
   },
 ];
 
+// The resource server's DPoP nonce, and the proofs' jtis seen (replays are refused).
+const rsNonce = randomBytes(16).toString("base64url");
+const proofJtis = new Set();
+
+// Why `req`'s DPoP proof does not prove possession of the key `at` is bound to; null if it
+// does. "nonce": it lacks this server's nonce.
+async function dpopProblem(req, token, at) {
+  const proof = req.headers.dpop;
+  if (typeof proof !== "string" || proof.includes(",")) return "no single DPoP proof";
+  let header;
+  let payload;
+  try {
+    header = jose.decodeProtectedHeader(proof);
+    if (header.typ !== "dpop+jwt" || !header.jwk || header.jwk.d) return "not a DPoP proof";
+    const key = await jose.importJWK(header.jwk, header.alg);
+    ({ payload } = await jose.jwtVerify(proof, key, { algorithms: ["ES256"] }));
+  } catch (e) {
+    return `the proof does not verify: ${e.message}`;
+  }
+  if (payload.htm !== req.method) return "htm";
+  if (payload.htu !== resource) return `htu ${payload.htu}`;
+  if (typeof payload.iat !== "number" || Math.abs(Date.now() / 1000 - payload.iat) > 60) {
+    return "iat";
+  }
+  if (payload.ath !== createHash("sha256").update(token).digest("base64url")) return "ath";
+  if ((await jose.calculateJwkThumbprint(header.jwk)) !== at.jkt) return "jkt";
+  if (typeof payload.jti !== "string" || proofJtis.has(payload.jti)) return "jti replayed";
+  proofJtis.add(payload.jti);
+  if (payload.nonce !== rsNonce) return "nonce";
+  return null;
+}
+
 async function mcp(req, res) {
   if (req.method !== "POST") return json(res, 405, { error: "POST only" }, { Allow: "POST" });
   const text = await body(req);
   const auth = req.headers.authorization ?? "";
-  const token = auth.startsWith("Bearer ") ? auth.slice(7) : null;
+  const [scheme, token] = auth.includes(" ") ? [auth.slice(0, auth.indexOf(" ")), auth.slice(auth.indexOf(" ") + 1)] : [auth, ""];
   if (!token) return json(res, 401, { error: "no token" }, { "WWW-Authenticate": challenge() });
   const at = await provider.AccessToken.find(token);
   if (!at || at.isExpired || at.aud !== resource) {
     return json(res, 401, { error: "invalid_token" }, {
       "WWW-Authenticate": challenge('error="invalid_token"'),
     });
+  }
+  if (at.jkt) {
+    if (scheme.toLowerCase() !== "dpop") {
+      stats.dpopRefusals.push(`a bound token presented as ${scheme}`);
+      return json(res, 401, { error: "invalid_token" }, {
+        "WWW-Authenticate": `DPoP error="invalid_token", resource_metadata="${prmUrl}"`,
+      });
+    }
+    const problem = await dpopProblem(req, token, at);
+    if (problem === "nonce") {
+      stats.dpopNonceChallenges += 1;
+      return json(res, 401, { error: "use_dpop_nonce" }, {
+        "WWW-Authenticate": `DPoP error="use_dpop_nonce", resource_metadata="${prmUrl}"`,
+        "DPoP-Nonce": rsNonce,
+      });
+    }
+    if (problem) {
+      stats.dpopRefusals.push(problem);
+      return json(res, 401, { error: "invalid_dpop_proof" }, {
+        "WWW-Authenticate": `DPoP error="invalid_dpop_proof", resource_metadata="${prmUrl}"`,
+      });
+    }
+    stats.dpopProofsChecked += 1;
+  } else {
+    if (scheme.toLowerCase() !== "bearer") {
+      return json(res, 401, { error: "invalid_token" }, { "WWW-Authenticate": challenge() });
+    }
+    stats.bearerRequests += 1;
   }
   if (rejected.has(at.jti)) {
     stats.staleRejections += 1;

@@ -22,8 +22,10 @@ impl Shared {
         deadline: Option<Instant>,
         abort: Option<&Abort>,
     ) -> Result<Option<RpcResponse>, Error> {
-        // Re-sends so far after a 401, and after a 403.
+        // Re-sends so far after a 401, and after a 403; and whether the one re-send a DPoP
+        // nonce is worth (RFC 9449 §9) was made.
         let (mut unauthorized, mut forbidden) = (0, 0);
+        let mut nonce_resent = false;
         loop {
             let outcome = self.post_and_resume(message, envelope, id, deadline, abort);
             let Some(auth) = self.target_auth.as_ref() else {
@@ -32,6 +34,17 @@ impl Shared {
             let in_time = deadline.is_none_or(|d| Instant::now() < d);
             let (again, consulted) = match &outcome {
                 _ if !in_time => (false, false),
+                // The server wants a DPoP nonce it has just sent (the provider has it, see
+                // `web::note_nonce`): one re-send, which is no new authorization and costs the
+                // provider none of its own budget (a refresh, a login).
+                Err(Error::Http {
+                    status: 401,
+                    www_authenticate: Some(challenge),
+                    ..
+                }) if !nonce_resent && asks_dpop_nonce(challenge) => {
+                    nonce_resent = true;
+                    (true, false)
+                }
                 Err(Error::Http {
                     status: 401,
                     www_authenticate,
@@ -65,4 +78,10 @@ impl Shared {
             );
         }
     }
+}
+
+/// Whether a `WWW-Authenticate` is a DPoP `use_dpop_nonce` error.
+fn asks_dpop_nonce(challenge: &str) -> bool {
+    let lower = challenge.to_ascii_lowercase();
+    lower.trim_start().starts_with("dpop") && lower.contains("use_dpop_nonce")
 }

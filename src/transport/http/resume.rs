@@ -105,6 +105,7 @@ impl Shared {
             .with_version(self.with_session(request), envelope.version)
             .call()
             .map_err(|e| self.failure(e, "GET"))?;
+        web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
         if web::is_redirect(&response) {
             return Err(web::redirect_error(&response, &self.uri));
         }
