@@ -213,6 +213,9 @@ fn vscode_workspace_user_profile_and_the_older_settings_key() {
         Some("http://proxy.example.com:8080")
     );
     assert_eq!(c["fetch"].proxy, None);
+    // Not for what the editor would reach directly: loopback, and its own exceptions.
+    assert_eq!(c["local-http"].proxy, None);
+    assert_eq!(c["intranet"].proxy, None);
     assert_eq!(
         c["mcp-server-time"].args,
         [

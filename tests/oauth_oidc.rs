@@ -267,7 +267,10 @@ fn dpop_bound_tokens_with_nonces_against_oidc_provider() {
     assert_eq!(stats["dpopRefusals"], json!([]), "{stats}");
     let logged = text(&out);
     // The private scalar (past the PKCS#8 header, which every P-256 key shares).
-    assert!(!logged.contains(&key[50..80]), "the DPoP key reached the log");
+    assert!(
+        !logged.contains(&key[50..80]),
+        "the DPoP key reached the log"
+    );
     assert!(logged.contains("TRACE"), "the log was at trace level");
 }
 

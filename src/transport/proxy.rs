@@ -313,6 +313,8 @@ impl Proxy {
     }
 
     /// `Proxy-Authorization: Basic ...\r\n` for the proxy's credentials, if it has any.
+    ///
+    /// (The proxy's address, without them, is [`address`].)
     pub(crate) fn authorization_line(&self) -> Option<Vec<u8>> {
         use base64::Engine as _;
         let (user, password) = (self.ureq.username(), self.ureq.password());
@@ -323,6 +325,18 @@ impl Proxy {
         let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
         Some(format!("Proxy-Authorization: Basic {encoded}\r\n").into_bytes())
     }
+}
+
+/// The proxy's address as a URI (`http://host:port`, never its credentials), where forwarded
+/// requests are sent.
+pub(crate) fn address(proxy: &ureq::Proxy) -> Option<ureq::http::Uri> {
+    let host = proxy.host().trim_start_matches('[').trim_end_matches(']');
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
+    format!("http://{host}:{}", proxy.port()).parse().ok()
 }
 
 /// A proxy setting: `Ok(None)` for `direct`, the proxy, or what is wrong with it (never its
@@ -383,6 +397,14 @@ mod tests {
 
     fn chosen(e: &ProxyEnv, scheme: &str, host: &str) -> Option<String> {
         e.choose(scheme, host).map(|p| p.redacted().to_owned())
+    }
+
+    #[test]
+    fn a_proxys_address_has_no_credentials() {
+        let p = ureq::Proxy::new("http://me:pw@[::1]:3128").unwrap();
+        assert_eq!(address(&p).unwrap().to_string(), "http://[::1]:3128/");
+        let p = ureq::Proxy::new("http://me:pw@proxy.corp:3128").unwrap();
+        assert_eq!(address(&p).unwrap().to_string(), "http://proxy.corp:3128/");
     }
 
     #[test]

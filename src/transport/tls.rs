@@ -87,7 +87,29 @@ impl<In: Transport> Connector<In> for SharedTls {
         details: &ConnectionDetails,
         chained: Option<In>,
     ) -> Result<Option<Self::Out>, ureq::Error> {
-        self.0.connect(details, chained)
+        // `ureq` caches the TLS configuration only for agent-level settings, and rebuilds it
+        // (the whole root store) for every connection of a request with settings of its own,
+        // which ours all have (their deadlines). Nothing sets TLS per request, so the request's
+        // TLS is the agent's: let the connector cache it, and with it resume sessions. Not with
+        // a client certificate: OpenSSL servers that verify one without a session id context
+        // (socat's, for one) end a resumed session with `internal_error`, so those connections
+        // keep a full handshake each.
+        if details.config.tls_config().client_cert().is_some() {
+            return self.0.connect(details, chained);
+        }
+        let agent_level = ConnectionDetails {
+            uri: details.uri,
+            addrs: details.addrs.clone(),
+            config: details.config,
+            request_level: false,
+            resolver: details.resolver,
+            now: details.now,
+            timeout: details.timeout,
+            current_time: details.current_time.clone(),
+            run_connector: details.run_connector.clone(),
+            register_shutdown: details.register_shutdown.clone(),
+        };
+        self.0.connect(&agent_level, chained)
     }
 }
 
@@ -169,8 +191,17 @@ fn system_roots() -> Arc<Vec<Certificate<'static>>> {
     static ROOTS: OnceLock<Arc<Vec<Certificate<'static>>>> = OnceLock::new();
     Arc::clone(ROOTS.get_or_init(|| {
         let found = rustls_native_certs::load_native_certs();
+        // A store named by SSL_CERT_FILE / SSL_CERT_DIR that cannot be read is the user's
+        // mistake, worth a warning; a stray unreadable file in the system's directory is not.
+        let named = ["SSL_CERT_FILE", "SSL_CERT_DIR"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|p| !p.is_empty()));
         for e in &found.errors {
-            log::debug!("reading the system's trust store: {e}");
+            if named {
+                log::warn!("reading the trust store SSL_CERT_FILE / SSL_CERT_DIR name: {e}");
+            } else {
+                log::debug!("reading the system's trust store: {e}");
+            }
         }
         if found.certs.is_empty() {
             log::warn!(
@@ -197,9 +228,9 @@ fn system_roots() -> Arc<Vec<Certificate<'static>>> {
 
 /// `~/` is the home directory.
 fn expand_home(path: &Path) -> PathBuf {
-    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => Path::new(&home).join(rest),
-        _ => path.to_path_buf(),
+    match path.strip_prefix("~") {
+        Ok(rest) => crate::files::home_dir().join(rest),
+        Err(_) => path.to_path_buf(),
     }
 }
 

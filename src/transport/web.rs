@@ -64,6 +64,8 @@ pub(crate) struct Wire {
     /// The requests go to the proxy as they are, not through a tunnel (see
     /// `proxy::Proxy::forwards`).
     pub(crate) forward: bool,
+    /// The proxy's address, where forwarded requests are sent (no credentials in it).
+    via: Option<ureq::http::Uri>,
 }
 
 impl Wire {
@@ -76,7 +78,15 @@ impl Wire {
         let scheme = split.public.scheme_str().unwrap_or("").to_owned();
         let forward = proxy.as_ref().filter(|p| p.forwards(&scheme));
         let secrets = Arc::new(super::cork::Secrets::new(&split, target, forward)?);
-        let forward = forward.is_some();
+        // Forwarded requests must reach the proxy: an address that cannot be made is an error,
+        // never a connection to the server itself (which would get the proxy's credentials).
+        let via = match forward {
+            Some(p) => Some(super::proxy::address(&p.ureq).ok_or_else(|| Error::Config {
+                message: format!("the proxy {} has no usable address", p.url.redacted()),
+            })?),
+            None => None,
+        };
+        let forward = via.is_some();
         let needs_tls = scheme == "https" || proxy.as_ref().is_some_and(|p| p.url.is_https());
         let tls = super::tls::settle(&target.tls_settings(options), needs_tls)?;
         if let Some(p) = &proxy {
@@ -89,6 +99,7 @@ impl Wire {
             proxy,
             tls,
             forward,
+            via,
         })
     }
 }
@@ -168,10 +179,7 @@ pub(crate) fn agent(options: &HttpOptions, wire: &Wire) -> ureq::Agent {
     // A tunnel is `ureq`'s to make; forwarded requests go to the proxy's address, with their
     // absolute target and the proxy's credentials written by the cork.
     let tunnel = wire.proxy.as_ref().filter(|_| !wire.forward);
-    let via = match &wire.proxy {
-        Some(p) if wire.forward => p.url.redacted().parse().ok(),
-        _ => None,
-    };
+    let via = wire.via.clone();
     // Forwarded requests get a connection each: proxies differ in keeping a client's
     // connection alive after a forwarded response (tinyproxy closes it unannounced, and a POST
     // on a connection closed under it cannot be re-sent), and a tunnel keeps its own.

@@ -217,6 +217,19 @@ pub(crate) fn editor_entry(
 }
 
 /// Adds a dotenv file's variables to `env` (an entry written in `env` wins).
+/// An editor's own proxy (Zed's `proxy`, VS Code's `http.proxy`) for the remote server at
+/// `url`, as the editor would use it: not for a loopback host, nor one the environment's
+/// `no_proxy` or the editor's own exceptions (`no_proxy`: VS Code's `http.noProxy`) name. The
+/// server's own `proxy` is used for any host, so an editor's is only given where it applies.
+pub(crate) fn editor_proxy(url: &str, proxy: &str, no_proxy: &[String]) -> Option<String> {
+    use crate::transport::proxy::{NoProxy, ProxyEnv};
+    let host = crate::transport::url::Url::parse(url).ok()?.host;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let bypassed = ProxyEnv::from_process().bypasses(host)
+        || NoProxy::parse(&no_proxy.join(",")).matches(host);
+    (!bypassed).then(|| proxy.to_owned())
+}
+
 pub(crate) fn apply_env_file(config: &mut ServerConfig, file: &Path) -> Result<(), String> {
     let vars = read_env_file(file).map_err(|e| format!("envFile {}: {e}", file.display()))?;
     for (k, v) in vars {

@@ -70,20 +70,22 @@ impl ConfigSource for VsCode {
             if !prefix.is_empty() && root.get(prefix[0]).is_none() {
                 continue;
             }
-            load_file(&mut out, ctx, path, *level, node, proxy.as_deref());
+            load_file(&mut out, ctx, path, *level, node, proxy.as_ref());
         }
         out
     }
 }
 
-/// The editor's own proxy setting (`http.proxy`), unless its proxy support is off.
-fn editor_proxy(settings: &Path) -> Option<String> {
+/// The editor's own proxy setting (`http.proxy`) and its exceptions (`http.noProxy`), unless
+/// its proxy support is off.
+fn editor_proxy(settings: &Path) -> Option<(String, Vec<String>)> {
     let root = crate::config::jsonc::read(settings).ok()?;
     if root.get("http.proxySupport").and_then(Value::as_str) == Some("off") {
         return None;
     }
     let proxy = root.get("http.proxy")?.as_str()?.trim();
-    (!proxy.is_empty()).then(|| proxy.to_owned())
+    let exceptions = crate::config::jsonc::strings(root.get("http.noProxy")).unwrap_or_default();
+    (!proxy.is_empty()).then(|| (proxy.to_owned(), exceptions))
 }
 
 fn load_file(
@@ -92,7 +94,7 @@ fn load_file(
     path: &Path,
     level: Level,
     root: &Value,
-    proxy: Option<&str>,
+    proxy: Option<&(String, Vec<String>)>,
 ) {
     let defaults: BTreeMap<String, String> = root
         .get("inputs")
@@ -132,8 +134,8 @@ fn load_file(
         if let Some(file) = env_file {
             apply_env_file(&mut config, &ctx.cwd.join(file))?;
         }
-        if config.url.is_some() && config.proxy.is_none() {
-            config.proxy = proxy.map(str::to_owned);
+        if let (Some(url), Some((proxy, exceptions)), None) = (&config.url, proxy, &config.proxy) {
+            config.proxy = super::editor_proxy(url, proxy, exceptions);
         }
         Ok(config)
     };

@@ -42,10 +42,11 @@ fn load_file(out: &mut SourceOutput, path: &std::path::Path, level: Level) {
     for (name, entry) in servers {
         let mut entry = entry.clone();
         if let Some(obj) = entry.as_object_mut() {
-            if let (Some(proxy), true, false) =
-                (proxy, obj.contains_key("url"), obj.contains_key("proxy"))
-            {
-                obj.insert("proxy".into(), Value::String(proxy.to_owned()));
+            let url = obj.get("url").and_then(Value::as_str);
+            if let (Some(proxy), Some(url), false) = (proxy, url, obj.contains_key("proxy")) {
+                if let Some(p) = super::editor_proxy(url, proxy, &[]) {
+                    obj.insert("proxy".into(), Value::String(p));
+                }
             }
             if let Some(Value::Object(cmd)) = obj.get("command").cloned() {
                 obj.remove("command");
