@@ -272,6 +272,12 @@ fn dpop_bound_tokens_with_nonces_against_oidc_provider() {
         "the DPoP key reached the log"
     );
     assert!(logged.contains("TRACE"), "the log was at trace level");
+    let out = mcp(&home, &["auth", "status"]);
+    assert!(
+        text(&out).contains("bound to a key (DPoP)"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

@@ -53,6 +53,8 @@ pub struct AuthStatus {
     pub refreshable: bool,
     /// The granted scopes.
     pub scopes: Vec<String>,
+    /// The tokens are bound to a key the client holds (DPoP).
+    pub bound: bool,
 }
 
 /// The stored tokens of this server, read from a [`Credential`].
@@ -251,6 +253,7 @@ impl OAuthProvider {
                 expires_at: t.credential.expires_at,
                 refreshable: t.credential.refresh_token.is_some(),
                 scopes: t.scopes,
+                bound: t.dpop.is_some(),
             },
             None => AuthStatus {
                 logged_in: false,
@@ -258,6 +261,7 @@ impl OAuthProvider {
                 expires_at: None,
                 refreshable: false,
                 scopes: Vec::new(),
+                bound: false,
             },
         }
     }

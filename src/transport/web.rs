@@ -368,15 +368,15 @@ pub(crate) fn status_error(response: Response<Body>, shown: &str, forwarded: boo
              {PROXY_CREDENTIALS}"
         ));
     }
+    // The schemes MCP servers challenge with: `Bearer`, and `DPoP` for bound tokens.
     let bearer = header(&response, "www-authenticate").is_some_and(|c| {
-        c.trim_start()
-            .get(..6)
-            .is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
+        let c = c.trim_start().to_ascii_lowercase();
+        c.starts_with("bearer") || c.starts_with("dpop")
     });
     if forwarded && status == 401 && !bearer {
         return Error::closed(format!(
-            "the request to {shown} failed: HTTP 401 without the Bearer challenge an MCP \
-             server sends: if it is the proxy's, {PROXY_CREDENTIALS}"
+            "the request to {shown} failed: HTTP 401 without the Bearer (or DPoP) challenge \
+             an MCP server sends: if it is the proxy's, {PROXY_CREDENTIALS}"
         ));
     }
     let www_authenticate = header(&response, "www-authenticate");

@@ -129,7 +129,8 @@ pub fn status(args: &Args, project: &Path) -> Result<u8, String> {
             Ok(Some(p)) => {
                 let s = p.status();
                 json!({"name": d.name, "loggedIn": s.logged_in, "issuer": s.issuer,
-                       "expiresAt": s.expires_at, "refreshable": s.refreshable, "scopes": s.scopes})
+                       "expiresAt": s.expires_at, "refreshable": s.refreshable, "scopes": s.scopes,
+                       "dpop": s.bound})
             }
             Ok(None) => continue,
             Err(e) => json!({"name": d.name, "loggedIn": false, "error": e.to_string()}),
@@ -151,7 +152,7 @@ pub fn status(args: &Args, project: &Path) -> Result<u8, String> {
         match (r["loggedIn"].as_bool(), r["error"].as_str()) {
             (_, Some(e)) => outln!("{name}: {e}"),
             (Some(true), _) => outln!(
-                "{name}: logged in (issuer {}, scopes {}{})",
+                "{name}: logged in (issuer {}, scopes {}{}{})",
                 r["issuer"].as_str().unwrap_or("?"),
                 r["scopes"]
                     .as_array()
@@ -163,6 +164,11 @@ pub fn status(args: &Args, project: &Path) -> Result<u8, String> {
                     .unwrap_or_default(),
                 if r["refreshable"].as_bool() == Some(true) {
                     ", refreshable"
+                } else {
+                    ""
+                },
+                if r["dpop"].as_bool() == Some(true) {
+                    ", bound to a key (DPoP)"
                 } else {
                     ""
                 }

@@ -118,6 +118,7 @@ impl Shared {
                 }
                 Ok(response) => {
                     dead = 0;
+                    web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
                     let status = response.status().as_u16();
                     if web::is_redirect(&response) {
                         log::warn!(
