@@ -18,29 +18,30 @@ impl Challenge {
     /// The `Bearer` (or `DPoP`) challenge of a header value, if it has one: the first of them.
     /// Other schemes (`Basic`, ...) in the same header are skipped.
     pub fn parse(header: &str) -> Option<Challenge> {
+        // A DPoP challenge carries the same parameters (RFC 9449 §7.1), and a server may send
+        // both: each parameter is taken from the first of them that has it.
         let mut found: Option<Challenge> = None;
         let mut in_bearer = false;
         for item in tokenize(header) {
             match item {
                 Item::Scheme(s) => {
-                    if found.is_some() && in_bearer {
-                        break;
-                    }
-                    // A DPoP challenge carries the same parameters (RFC 9449 §7.1).
                     in_bearer = s.eq_ignore_ascii_case("bearer") || s.eq_ignore_ascii_case("dpop");
-                    if in_bearer {
+                    if in_bearer && found.is_none() {
                         found = Some(Challenge::default());
                     }
                 }
                 Item::Param(k, v) if in_bearer => {
                     let c = found.get_or_insert_with(Challenge::default);
+                    let first = |slot: &mut Option<String>, v: String| {
+                        slot.get_or_insert(v);
+                    };
                     match k.to_ascii_lowercase().as_str() {
-                        "resource_metadata" => c.resource_metadata = Some(v),
-                        "scope" => {
+                        "resource_metadata" => first(&mut c.resource_metadata, v),
+                        "scope" if c.scope.is_none() => {
                             c.scope = Some(v.split_whitespace().map(str::to_owned).collect())
                         }
-                        "error" => c.error = Some(v),
-                        "error_description" => c.error_description = Some(v),
+                        "error" => first(&mut c.error, v),
+                        "error_description" => first(&mut c.error_description, v),
                         _ => {}
                     }
                 }
@@ -122,6 +123,18 @@ fn tokenize(header: &str) -> Vec<Item> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dpop_and_bearer_challenges_together() {
+        let c = Challenge::parse(
+            r#"DPoP algs="ES256", error="use_dpop_nonce", Bearer resource_metadata="https://m/prm""#,
+        )
+        .unwrap();
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://m/prm"));
+        let c = Challenge::parse(r#"DPoP resource_metadata="https://m/prm""#).unwrap();
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://m/prm"));
+    }
 
     #[test]
     fn bearer_parameters() {

@@ -242,7 +242,13 @@ impl OAuthConfig {
             }
             return Ok(Some(Secret::new(token)));
         }
-        Ok(self.workload_token.clone())
+        match &self.workload_token {
+            Some(t) if t.expose().trim().is_empty() => Err(error(
+                OAuthErrorKind::Config,
+                "oauth.workloadToken is empty",
+            )),
+            other => Ok(other.clone()),
+        }
     }
 
     /// Loads `privateKeyFile`, when there is one.

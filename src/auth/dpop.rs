@@ -172,15 +172,18 @@ pub(crate) fn htu(url: &str) -> &str {
     &url[..end]
 }
 
-/// The origin (`scheme://host[:port]`) of a URL, as nonces are kept.
+/// The origin (`scheme://host[:port]`, a default port left out) of a URL, as nonces are kept.
 pub(crate) fn origin(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let scheme = scheme.to_ascii_lowercase();
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    format!(
-        "{}://{}",
-        scheme.to_ascii_lowercase(),
-        authority.to_ascii_lowercase()
-    )
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let mut authority = authority.to_ascii_lowercase();
+    let default = if scheme == "https" { ":443" } else { ":80" };
+    if authority.ends_with(default) {
+        authority.truncate(authority.len() - default.len());
+    }
+    format!("{scheme}://{authority}")
 }
 
 /// The latest `DPoP-Nonce` of each origin.
@@ -287,6 +290,13 @@ mod tests {
         assert_eq!(n.get("https://mcp.test/mcp"), None);
         assert!(n.set("https://as.test/token", "b"));
         assert_eq!(n.get("https://as.test/").as_deref(), Some("b"));
+        // A default port, spelled out or not, is the same origin.
+        assert!(!n.set("https://as.test:443/token", "b"));
+        assert_eq!(
+            n.get("http://mcp.test:80/mcp"),
+            n.get("http://mcp.test/mcp")
+        );
+        assert_ne!(origin("http://h:8080/x"), origin("http://h/x"));
     }
 
     #[test]

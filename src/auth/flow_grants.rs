@@ -476,6 +476,29 @@ impl Flow {
                 Err(e) => self.fail(e),
             };
         }
+        // Bound only if a proof went with the request; `require` takes nothing else.
+        let bound = tokens.token_type.eq_ignore_ascii_case("dpop");
+        if bound && !self.dpop {
+            let e = error(
+                OAuthErrorKind::Token,
+                format!(
+                    "the token endpoint {} issued a DPoP-bound token to a request without a proof",
+                    redact(&url)
+                ),
+            );
+            return self.fail(e);
+        }
+        if self.dpop && !bound && self.inputs.config.dpop == DpopMode::Require {
+            let e = error(
+                OAuthErrorKind::Token,
+                format!(
+                    "oauth.dpop is \"require\" but the token endpoint {} issued a {} token",
+                    redact(&url),
+                    super::super::token::tidy(&tokens.token_type)
+                ),
+            );
+            return self.fail(e);
+        }
         let m = self.metadata.as_ref().expect("metadata");
         let scopes = match &tokens.scope {
             Some(s) => s.split_whitespace().map(str::to_owned).collect(),
@@ -488,7 +511,7 @@ impl Flow {
             client: self.client.clone().expect("a client"),
             auth_method: self.auth_method,
             scopes,
-            dpop: tokens.token_type.eq_ignore_ascii_case("dpop"),
+            dpop: bound,
             tokens,
         });
         self.step = Step::Done;

@@ -462,6 +462,52 @@ fn workload_identity_presents_the_platforms_jwt_as_a_jwt_bearer_grant() {
     assert!(flow.into_login().is_some());
 }
 
+fn machine(dpop: crate::auth::dpop::DpopMode) -> OAuthConfig {
+    OAuthConfig {
+        client_id: Some("m".into()),
+        client_secret: Some(Secret::new("s")),
+        grant: Grant::ClientCredentials,
+        dpop,
+        ..OAuthConfig::default()
+    }
+}
+
+#[test]
+fn dpop_is_used_where_offered_required_where_asked_and_checked_in_the_answer() {
+    use crate::auth::dpop::DpopMode;
+    let offers = as_metadata(json!({"dpop_signing_alg_values_supported": ["ES256"]}));
+    let token = |flow: &mut Flow| match flow.next_action() {
+        Action::RequestToken(r) => r,
+        other => panic!("{other:?}"),
+    };
+    // Offered: the token request carries a proof, and a DPoP token is bound.
+    let mut flow = to_authorize(inputs(machine(DpopMode::Auto)), offers.clone());
+    assert!(token(&mut flow).dpop);
+    flow.on_token(ok(json!({"access_token": "at", "token_type": "DPoP"})))
+        .unwrap();
+    assert!(flow.into_login().unwrap().dpop);
+    // Off: no proof, plain bearer.
+    let mut flow = to_authorize(inputs(machine(DpopMode::Off)), offers.clone());
+    assert!(!token(&mut flow).dpop);
+    // A DPoP token to a request without a proof is refused.
+    let e = flow
+        .on_token(ok(json!({"access_token": "at", "token_type": "DPoP"})))
+        .unwrap_err();
+    assert!(e.to_string().contains("without a proof"), "{e}");
+    // Required: an authorization server without it is refused, and so is a bearer answer.
+    let mut flow = Flow::new(inputs(machine(DpopMode::Require))).unwrap();
+    flow.on_resource_metadata(ok(prm())).unwrap();
+    let e = flow
+        .on_authorization_server_metadata(ok(as_metadata(json!({}))))
+        .unwrap_err();
+    assert!(e.to_string().contains("require"), "{e}");
+    let mut flow = to_authorize(inputs(machine(DpopMode::Require)), offers);
+    let e = flow
+        .on_token(ok(json!({"access_token": "at", "token_type": "Bearer"})))
+        .unwrap_err();
+    assert!(e.to_string().contains("require"), "{e}");
+}
+
 #[test]
 fn transitions_out_of_order_are_refused() {
     let mut flow = Flow::new(inputs(pre_registered())).unwrap();

@@ -52,7 +52,7 @@
 mod authorizer;
 mod challenge;
 mod config;
-mod dpop;
+pub(crate) mod dpop;
 mod driver;
 mod endpoints;
 mod flow;

@@ -100,10 +100,13 @@ impl Tokens {
             scopes: field("scope")
                 .map(|s| s.split_whitespace().map(str::to_owned).collect())
                 .unwrap_or_default(),
-            dpop: field("dpopKey")
-                .as_deref()
-                .and_then(DpopKey::from_stored)
-                .map(Arc::new),
+            dpop: field("dpopKey").as_deref().and_then(|stored| {
+                let key = DpopKey::from_stored(stored);
+                if key.is_none() {
+                    log::warn!("oauth: the stored DPoP key cannot be read; the tokens are sent without proofs");
+                }
+                key.map(Arc::new)
+            }),
             credential,
         })
     }

@@ -9,20 +9,26 @@ impl OAuthProvider {
     /// The headers that authorize `method` to `url`: the token, and with bound tokens their
     /// proof (with the server's latest nonce). None without a usable token.
     pub(super) fn request_headers(&self, method: &str, url: &str) -> Vec<(String, String)> {
+        // `authorization` refreshes a token about to expire; the header and its proof are then
+        // made from one reading of the tokens (another thread may refresh meanwhile).
         let Some(value) = crate::transport::AuthProvider::authorization(self) else {
             return Vec::new();
         };
-        let mut headers = vec![("Authorization".to_owned(), value)];
-        let Some(tokens) = self.tokens() else {
-            return headers;
+        let tokens = self
+            .tokens()
+            .filter(|t| !t.credential.access_token.is_empty());
+        let Some(tokens) = tokens else {
+            return vec![("Authorization".to_owned(), value)];
         };
-        if let Some(key) = &tokens.dpop {
-            let nonce = self.inner.resource_nonces.get(url);
-            let token = tokens.credential.access_token.as_str();
-            match key.proof(method, url, nonce.as_deref(), Some(token)) {
-                Ok(proof) => headers.push(("DPoP".to_owned(), proof)),
-                Err(e) => log::warn!("oauth: no DPoP proof for this request: {e}"),
-            }
+        let token = tokens.credential.access_token.as_str();
+        let Some(key) = &tokens.dpop else {
+            return vec![("Authorization".to_owned(), format!("Bearer {token}"))];
+        };
+        let mut headers = vec![("Authorization".to_owned(), format!("DPoP {token}"))];
+        let nonce = self.inner.resource_nonces.get(url);
+        match key.proof(method, url, nonce.as_deref(), Some(token)) {
+            Ok(proof) => headers.push(("DPoP".to_owned(), proof)),
+            Err(e) => log::warn!("oauth: no DPoP proof for this request: {e}"),
         }
         headers
     }

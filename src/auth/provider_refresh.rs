@@ -114,6 +114,11 @@ impl OAuthProvider {
             }
         };
         let mut credential = tokens.credential.clone();
+        // A refreshed token that is no longer bound goes out without proofs.
+        let token_type = &response.token_type;
+        if !token_type.is_empty() && !token_type.eq_ignore_ascii_case("dpop") {
+            credential.extra.remove("dpopKey");
+        }
         credential.access_token = response.access_token.expose().to_owned();
         credential.expires_at = expires_at(&response);
         match self.refresh_at(response.expires_in) {

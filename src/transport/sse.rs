@@ -39,6 +39,8 @@ struct Shared {
     endpoint_shown: String,
     /// Requests go to the proxy as they are (see `web::Wire`).
     forwarded: bool,
+    /// The target's auth provider, told of the server's DPoP nonces.
+    auth: Option<Arc<dyn super::target::AuthProvider>>,
     agent: ureq::Agent,
     options: HttpOptions,
     /// Shared with the reader, so it can tell our close from the server's.
@@ -194,6 +196,7 @@ impl SseTransport {
                 endpoint: resolved,
                 endpoint_shown,
                 forwarded: wire.forward,
+                auth: target.auth.clone(),
                 agent,
                 options: options.clone(),
                 closed,
@@ -309,6 +312,7 @@ impl Shared {
             .header("Content-Type", "application/json")
             .send(&body[..])
             .map_err(|e| web::transport_error(e, shown, "POST"))?;
+        web::note_nonce(&response, self.auth.as_ref(), &self.endpoint);
         if web::is_redirect(&response) {
             return Err(web::redirect_error(&response, &self.endpoint));
         }

@@ -80,8 +80,9 @@ impl Shared {
     }
 }
 
-/// Whether a `WWW-Authenticate` is a DPoP `use_dpop_nonce` error.
-fn asks_dpop_nonce(challenge: &str) -> bool {
+/// Whether a `WWW-Authenticate` holds a DPoP `use_dpop_nonce` error (whichever challenge of
+/// the header it is in).
+pub(crate) fn asks_dpop_nonce(challenge: &str) -> bool {
     let lower = challenge.to_ascii_lowercase();
-    lower.trim_start().starts_with("dpop") && lower.contains("use_dpop_nonce")
+    lower.contains("dpop") && lower.contains("use_dpop_nonce")
 }

@@ -83,6 +83,8 @@ impl Shared {
         let mut retry: Option<Duration> = None;
         let mut failures: u32 = 0;
         let mut dead: u32 = 0;
+        // Whether the stream was just opened again for a DPoP nonce (once in a row).
+        let mut nonce_retried = false;
         while !self.closed.load(Ordering::SeqCst) {
             // This connection uses the session as it is now: what a handshake asked for.
             self.listening.lock().wanted = false;
@@ -128,6 +130,14 @@ impl Shared {
                         );
                         return;
                     }
+                    let nonce_asked = status == 401
+                        && web::header(&response, "www-authenticate")
+                            .is_some_and(|c| super::auth::asks_dpop_nonce(&c));
+                    if nonce_asked && !nonce_retried {
+                        // The server's new DPoP nonce is the provider's now: open it again.
+                        nonce_retried = true;
+                        continue;
+                    }
                     if (400..500).contains(&status) && ![404, 408, 429].contains(&status) {
                         log::debug!("[{}] the server offers no GET stream ({status})", self.name);
                         return;
@@ -135,6 +145,7 @@ impl Shared {
                     if !response.status().is_success() || !web::is_event_stream(&response) {
                         log::debug!("[{}] GET stream refused ({status})", self.name);
                     } else {
+                        nonce_retried = false;
                         let stateless = self
                             .version
                             .read()
