@@ -15,6 +15,7 @@ pub use crate::session::{
     create_agent_session, AgentSession, McpFeatures, SessionOptions, ToolRegistry,
 };
 pub use crate::subagent::{subagent_tools, DEFAULT_CALL_CAP};
+pub use crate::tool::tokens::{estimated_tokens, BYTES_PER_TOKEN};
 pub use crate::tool::{
     build_tools, parameters_of, render_text, schema_mismatch, AgentTool, McpTool, ToolOutput,
 };

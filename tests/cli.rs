@@ -152,6 +152,38 @@ fn status_shows_each_server_with_its_error() {
     assert_eq!(good["transport"], "stdio");
     assert_eq!(good["error"], Value::Null);
     assert_eq!(good["path"], cfg.display().to_string());
+    // What its tools' definitions cost, estimated; the same as `tools --tokens` says.
+    let cost = good["definitionTokens"].as_u64().unwrap();
+    assert!(cost > 0 && good["tools"].as_u64().unwrap() > 0, "{good}");
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--server",
+        "good",
+        "tools",
+        "--tokens",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("good: {} tools, ~{cost} tokens", good["tools"])),
+        "{text}"
+    );
+    assert!(text.contains("total: "), "{text}");
+    let listed = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--server",
+        "good",
+        "--json",
+        "tools",
+    ]);
+    let listed: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    let sum: u64 = listed
+        .iter()
+        .map(|t| t["definitionTokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, cost);
+    assert_eq!(run(&["status", "--tokens"]).status.code(), Some(2));
     let broken = rows.iter().find(|r| r["name"] == "broken").unwrap();
     assert_eq!(broken["status"], "disconnected");
     assert!(

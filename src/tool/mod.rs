@@ -44,6 +44,7 @@ mod build;
 mod mcp_tool;
 mod render;
 mod schema;
+pub(crate) mod tokens;
 
 pub use build::{build_tools, parameters_of};
 pub use mcp_tool::McpTool;
@@ -69,6 +70,13 @@ pub trait AgentTool: Send + Sync {
     /// The MCP server and tool behind it, for MCP tools.
     fn mcp_identity(&self) -> Option<(&str, &str)> {
         None
+    }
+    /// What offering this tool costs in a model's context, in tokens: an estimate, a token per
+    /// [`BYTES_PER_TOKEN`](crate::host::BYTES_PER_TOKEN) bytes of its name, description and
+    /// parameters as compact JSON (measured against a real tokenizer it over-estimates by about
+    /// a tenth; see the README's "Hundreds of tools").
+    fn definition_tokens(&self) -> usize {
+        tokens::definition_tokens(self.name(), self.description(), self.parameters())
     }
 }
 

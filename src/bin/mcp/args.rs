@@ -13,8 +13,9 @@ commands:
   (none)                 demo: starts two embedded demo servers (one fast, one slow) and shows
                          discovery, the 250 ms gate, deferred tools from the cache, a call, a
                          reload and a clean shutdown
-  tools                  list every exposed tool (--json: with input and output schemas and
-                         annotations)
+  tools [--tokens]       list every exposed tool (--json: with input and output schemas,
+                         annotations and definitionTokens); --tokens: what each definition
+                         costs in a model's context (estimated), per server and in total
   call TOOL [ARGS_JSON | KEY=VALUE...]
                          call a tool by its exposed name (mcp_<server>_<tool>); KEY=VALUE
                          arguments are typed by the tool's schema (a=2 is a number where the
@@ -182,6 +183,8 @@ pub struct Args {
     pub no_wait: bool,
     pub verbosity: usize,
     pub call_all: bool,
+    /// `tools --tokens`.
+    pub tokens: bool,
     pub trust_project: bool,
     pub no_project_config: bool,
     /// `--server NAME`...: only these servers.
@@ -205,6 +208,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         no_wait: false,
         verbosity: 0,
         call_all: false,
+        tokens: false,
         trust_project: false,
         no_project_config: false,
         servers: Vec::new(),
@@ -238,6 +242,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--no-cache" => args.no_cache = true,
             "--no-wait" => args.no_wait = true,
             "--call-all" => args.call_all = true,
+            "--tokens" => args.tokens = true,
             "--trust-project" => args.trust_project = true,
             "--no-project-config" => args.no_project_config = true,
             "--all" if rest.first().map(String::as_str) == Some("trust") => rest.push(a.clone()),
@@ -447,6 +452,9 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     }
     if args.level.is_some() && args.command != Command::Logs {
         return Err("--level goes with logs".into());
+    }
+    if args.tokens && args.command != Command::Tools {
+        return Err("--tokens goes with tools".into());
     }
     if !args.servers.is_empty()
         && matches!(

@@ -147,7 +147,7 @@ fn run(args: &Args) -> Result<u8, String> {
         Command::AuthStatus => auth::status(args, &project),
         Command::Tools => {
             let session = start(args, &project)?;
-            print_tools(&session, args.json);
+            print_tools(&session, args.json, args.tokens);
             // Every server failed (none connected, none still connecting): the status of the
             // first failure's kind (a timeout 124, a server that could not start 69, ...).
             let m = &session.manager;
@@ -254,7 +254,7 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-fn print_tools(session: &Session, as_json: bool) {
+fn print_tools(session: &Session, as_json: bool, tokens: bool) {
     if as_json {
         let definitions = session.manager.get_tools();
         let rows: Vec<Value> = session
@@ -266,12 +266,15 @@ fn print_tools(session: &Session, as_json: bool) {
                     .iter()
                     .find(|d| d.server == server && d.tool.name == tool);
                 json!({"name": t.tool.name(), "server": server, "tool": tool, "description": t.tool.description(),
+                       "definitionTokens": t.tool.definition_tokens(),
                        "inputSchema": definition.map(|d| &d.tool.input_schema),
                        "outputSchema": definition.and_then(|d| d.tool.output_schema.as_ref()),
                        "annotations": definition.and_then(|d| d.tool.annotations.as_ref())})
             })
             .collect();
         outln!("{}", Value::Array(rows));
+    } else if tokens {
+        print_tool_tokens(session);
     } else {
         let width = output::column_width(session.tools.iter().map(|t| t.tool.name()));
         for t in &session.tools {
@@ -287,8 +290,47 @@ fn print_tools(session: &Session, as_json: bool) {
     }
 }
 
+/// `tools --tokens`: each tool's estimated definition tokens, then each server's and the total.
+fn print_tool_tokens(session: &Session) {
+    let width = output::column_width(session.tools.iter().map(|t| t.tool.name()));
+    let mut servers: Vec<(String, usize, usize)> = Vec::new();
+    for t in &session.tools {
+        let cost = t.tool.definition_tokens();
+        outln!("{:width$}  {cost:>6}", t.tool.name());
+        let server = t.tool.mcp_identity().map_or("", |(s, _)| s).to_owned();
+        match servers.iter_mut().find(|(s, _, _)| *s == server) {
+            Some((_, n, sum)) => {
+                *n += 1;
+                *sum += cost;
+            }
+            None => servers.push((server, 1, cost)),
+        }
+    }
+    outln!();
+    for (server, n, sum) in &servers {
+        outln!("{server}: {n} tools, ~{sum} tokens");
+    }
+    let (n, sum) = servers
+        .iter()
+        .fold((0, 0), |(n, s), (_, tn, ts)| (n + tn, s + ts));
+    outln!(
+        "total: {n} tools, ~{sum} tokens (estimated: a token per {} bytes of definition)",
+        mcp_runtime::host::BYTES_PER_TOKEN
+    );
+}
+
 fn print_status(session: &Session, as_json: bool) {
     let m = &session.manager;
+    // Each server's exposed tools and their definitions' estimated tokens.
+    let mut tokens: std::collections::HashMap<&str, (usize, usize)> =
+        std::collections::HashMap::new();
+    for t in &session.tools {
+        if let Some((server, _)) = t.tool.mcp_identity() {
+            let entry = tokens.entry(server).or_default();
+            entry.0 += 1;
+            entry.1 += t.tool.definition_tokens();
+        }
+    }
     let rows: Vec<Value> = m
         .server_names()
         .iter()
@@ -317,6 +359,9 @@ fn print_status(session: &Session, as_json: bool) {
                 "transport": transport,
                 // The proxy a connected server is reached through, without its credentials.
                 "proxy": m.client(name).and_then(|c| c.proxy()),
+                // What its tools' definitions cost in a model's context (estimated).
+                "tools": tokens.get(name.as_str()).map(|(n, _)| *n),
+                "definitionTokens": tokens.get(name.as_str()).map(|(_, t)| *t),
             })
         })
         .chain(session.needs_approval.iter().map(|d| {
@@ -350,6 +395,9 @@ fn print_status(session: &Session, as_json: bool) {
         );
         if let Some(p) = r["proxy"].as_str() {
             out!("\n    through the proxy {p}");
+        }
+        if let (Some(n), Some(t)) = (r["tools"].as_u64(), r["definitionTokens"].as_u64()) {
+            out!("\n    {n} tools, ~{t} tokens of definitions");
         }
         if let Some(e) = r["error"].as_str() {
             out!("\n    error: {}", e.replace('\n', "\n    "));
