@@ -426,3 +426,7 @@ mod grants;
 #[cfg(test)]
 #[path = "flow_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "flow_grant_tests.rs"]
+mod grant_tests;

@@ -220,50 +220,26 @@ impl Flow {
             Ok(m) => m,
             Err(e) => return self.fail(e),
         };
-        let token_endpoint = m.token_endpoint.clone();
-        let scope = self.scope_param();
-        let resource = self.resource_param();
+        let to_as = |request| Step::Token {
+            request,
+            id_jag: false,
+        };
         let result = match self.inputs.config.grant {
             Grant::AuthorizationCode => self.authorization_url().map(|url| Step::Authorize { url }),
-            Grant::ClientCredentials => {
-                let mut grant = vec![
-                    ("grant_type", "client_credentials".to_owned()),
-                    ("resource", resource),
-                ];
-                if let Some(s) = scope {
-                    grant.push(("scope", s));
-                }
-                TokenRequest::new(&token_endpoint, grant, &self.client_auth()).map(|request| {
-                    Step::Token {
-                        request,
-                        id_jag: false,
-                    }
-                })
-            }
+            Grant::ClientCredentials => self
+                .machine_grant(vec![("grant_type", "client_credentials".to_owned())])
+                .map(to_as),
             Grant::Enterprise => self.token_exchange().map(|request| Step::Token {
                 request,
                 id_jag: true,
             }),
             Grant::WorkloadIdentity => {
-                let assertion = self
-                    .inputs
-                    .workload_token
-                    .as_ref()
-                    .map_or("", |t| t.expose());
-                let mut grant = vec![
+                let assertion = self.inputs.workload_token.as_ref();
+                self.machine_grant(vec![
                     ("grant_type", JWT_BEARER.to_owned()),
-                    ("assertion", assertion.to_owned()),
-                    ("resource", resource),
-                ];
-                if let Some(s) = scope {
-                    grant.push(("scope", s));
-                }
-                TokenRequest::new(&token_endpoint, grant, &self.client_auth()).map(|request| {
-                    Step::Token {
-                        request,
-                        id_jag: false,
-                    }
-                })
+                    ("assertion", assertion.map_or("", |t| t.expose()).to_owned()),
+                ])
+                .map(to_as)
             }
         };
         match result {
@@ -273,6 +249,17 @@ impl Flow {
             }
             Err(e) => self.fail(e),
         }
+    }
+
+    /// A request to the authorization server's token endpoint for `grant` (its own
+    /// parameters), with the resource and the scope, authenticated as the client.
+    fn machine_grant(&self, mut grant: Vec<(&str, String)>) -> Result<TokenRequest, Error> {
+        let m = self.metadata.as_ref().expect("metadata");
+        grant.push(("resource", self.resource_param()));
+        if let Some(s) = self.scope_param() {
+            grant.push(("scope", s));
+        }
+        TokenRequest::new(&m.token_endpoint, grant, &self.client_auth())
     }
 
     pub(super) fn authorization_url(&mut self) -> Result<String, Error> {
@@ -455,17 +442,10 @@ impl Flow {
                 );
                 return self.fail(e);
             }
-            let m = self.metadata.as_ref().expect("metadata");
-            let mut grant = vec![
+            return match self.machine_grant(vec![
                 ("grant_type", JWT_BEARER.to_owned()),
                 ("assertion", tokens.access_token.expose().to_owned()),
-                ("resource", self.resource_param()),
-            ];
-            if let Some(s) = self.scope_param() {
-                grant.push(("scope", s));
-            }
-            let url = m.token_endpoint.clone();
-            return match TokenRequest::new(&url, grant, &self.client_auth()) {
+            ]) {
                 Ok(request) => {
                     self.step = Step::Token {
                         request,

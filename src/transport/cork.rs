@@ -155,14 +155,11 @@ impl Secrets {
 }
 
 impl Secrets {
-    /// The URL a request-target (origin-form, or absolute when forwarded) stands for, without
-    /// its query: what a DPoP proof names (`htu`).
+    /// The URL an origin-form request-target stands for, without its query: what a DPoP proof
+    /// names (`htu`).
     fn url_of(&self, target: &[u8]) -> String {
         let target = String::from_utf8_lossy(target);
         let path = target.split(['?', '#']).next().unwrap_or("");
-        if path.contains("://") {
-            return path.to_owned();
-        }
         match &self.origin {
             Some((scheme, host, port)) => {
                 let default =

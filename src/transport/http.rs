@@ -473,7 +473,7 @@ impl Shared {
             return Err(web::status_error(
                 response,
                 &self.wire.split.shown,
-                self.wire.forward,
+                self.wire.forwards(),
             ));
         }
         let shown = &self.wire.split.shown;

@@ -75,7 +75,7 @@ impl SseTransport {
         let base = wire.split.public.clone();
         let shown = wire.split.shown.clone();
         let agent = web::agent(options, &wire);
-        let forwarded = wire.forward;
+        let forwarded = wire.forwards();
         let proxy = (wire.proxy.as_ref()).map(|p| p.url.redacted().to_owned());
         let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<Result<String, Error>>(1);
         let closed = Arc::new(AtomicBool::new(false));
@@ -195,7 +195,7 @@ impl SseTransport {
                 shown,
                 endpoint: resolved,
                 endpoint_shown,
-                forwarded: wire.forward,
+                forwarded: wire.forwards(),
                 auth: target.auth.clone(),
                 agent,
                 options: options.clone(),

@@ -156,6 +156,8 @@ pub(crate) fn settle(settings: &TlsSettings, needs_tls: bool) -> Result<Arc<Tls>
         key.update(c.private_key().der());
     }
     let key: [u8; 32] = key.finalize().into();
+    // Read (once per process) before the lock: no file is read under it.
+    let system = system_roots();
     static SHARED: Mutex<Vec<([u8; 32], Weak<Tls>)>> = Mutex::new(Vec::new());
     let mut shared = SHARED.lock();
     shared.retain(|(_, tls)| tls.strong_count() > 0);
@@ -166,7 +168,6 @@ pub(crate) fn settle(settings: &TlsSettings, needs_tls: bool) -> Result<Arc<Tls>
     {
         return Ok(tls);
     }
-    let system = system_roots();
     let roots = if extra.is_empty() {
         RootCerts::Specific(system)
     } else {

@@ -61,10 +61,8 @@ pub(crate) struct Wire {
     pub(crate) proxy: Option<super::proxy::Proxy>,
     /// What the connection trusts and presents.
     pub(crate) tls: Arc<super::tls::Tls>,
-    /// The requests go to the proxy as they are, not through a tunnel (see
-    /// `proxy::Proxy::forwards`).
-    pub(crate) forward: bool,
-    /// The proxy's address, where forwarded requests are sent (no credentials in it).
+    /// The proxy's address, where the requests are sent as they are when they do not go
+    /// through a tunnel (see `proxy::Proxy::forwards`; no credentials in it).
     via: Option<ureq::http::Uri>,
 }
 
@@ -86,7 +84,6 @@ impl Wire {
             })?),
             None => None,
         };
-        let forward = via.is_some();
         let needs_tls = scheme == "https" || proxy.as_ref().is_some_and(|p| p.url.is_https());
         let tls = super::tls::settle(&target.tls_settings(options), needs_tls)?;
         if let Some(p) = &proxy {
@@ -98,9 +95,15 @@ impl Wire {
             secrets,
             proxy,
             tls,
-            forward,
             via,
         })
+    }
+}
+
+impl Wire {
+    /// Whether the requests go to the proxy as they are, not through a tunnel.
+    pub(crate) fn forwards(&self) -> bool {
+        self.via.is_some()
     }
 }
 
@@ -178,12 +181,12 @@ impl Agents {
 pub(crate) fn agent(options: &HttpOptions, wire: &Wire) -> ureq::Agent {
     // A tunnel is `ureq`'s to make; forwarded requests go to the proxy's address, with their
     // absolute target and the proxy's credentials written by the cork.
-    let tunnel = wire.proxy.as_ref().filter(|_| !wire.forward);
+    let tunnel = wire.proxy.as_ref().filter(|_| !wire.forwards());
     let via = wire.via.clone();
     // Forwarded requests get a connection each: proxies differ in keeping a client's
     // connection alive after a forwarded response (tinyproxy closes it unannounced, and a POST
     // on a connection closed under it cannot be re-sent), and a tunnel keeps its own.
-    let idle = if wire.forward { 0 } else { 64 };
+    let idle = if wire.forwards() { 0 } else { 64 };
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)

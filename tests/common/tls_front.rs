@@ -60,24 +60,7 @@ impl Pki {
     }
 
     fn ca(&self, name: &str, subject: &str) {
-        self.openssl(&[
-            "req",
-            "-x509",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "3",
-            "-subj",
-            &format!("/CN={subject}"),
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.pem"),
-        ]);
+        self.new_key(name, subject, &["-x509", "-days", "3"], "pem");
     }
 
     fn leaf(&self, name: &str, ca: &str, subject: &str, extensions: &str) {
@@ -87,21 +70,7 @@ impl Pki {
             format!("basicConstraints=CA:FALSE\n{extensions}"),
         )
         .unwrap();
-        self.openssl(&[
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-subj",
-            &format!("/CN={subject}"),
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-        ]);
+        self.new_key(name, subject, &[], "csr");
         self.openssl(&[
             "x509",
             "-req",
@@ -119,6 +88,28 @@ impl Pki {
             "-out",
             &format!("{name}.pem"),
         ]);
+    }
+
+    /// `openssl req -new` with a new P-256 key (`<name>.key`, unencrypted) for `subject`,
+    /// `extra` arguments, and its output in `<name>.<out>` (a certificate with `-x509`, else a
+    /// request).
+    fn new_key(&self, name: &str, subject: &str, extra: &[&str], out: &str) {
+        let (subject, key, out) = (
+            format!("/CN={subject}"),
+            format!("{name}.key"),
+            format!("{name}.{out}"),
+        );
+        let mut args = vec!["req", "-new"];
+        args.extend(extra);
+        args.extend([
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ]);
+        args.extend(["-subj", &subject, "-keyout", &key, "-out", &out]);
+        self.openssl(&args);
     }
 
     fn openssl(&self, args: &[&str]) {

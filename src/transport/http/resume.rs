@@ -113,7 +113,7 @@ impl Shared {
             return Err(web::status_error(
                 response,
                 &self.wire.split.shown,
-                self.wire.forward,
+                self.wire.forwards(),
             ));
         }
         if !web::is_event_stream(&response) {
