@@ -12,10 +12,12 @@ pub use crate::loader::{
     LoadError, LoadedTool, LoaderOptions, McpLoadResult,
 };
 pub use crate::session::{
-    create_agent_session, AgentSession, McpFeatures, SessionOptions, ToolRegistry,
+    create_agent_session, AgentSession, McpFeatures, SchemasOnDemand, SessionOptions, ToolRegistry,
+    ToolSearchOptions,
 };
 pub use crate::subagent::{subagent_tools, DEFAULT_CALL_CAP};
 pub use crate::tool::tokens::{estimated_tokens, BYTES_PER_TOKEN};
 pub use crate::tool::{
-    build_tools, parameters_of, render_text, schema_mismatch, AgentTool, McpTool, ToolOutput,
+    build_tools, parameters_of, render_text, schema_mismatch, AgentTool, McpTool, ToolIndex,
+    ToolOutput,
 };

@@ -40,6 +40,7 @@ mod features;
 mod handler;
 pub(crate) mod naming;
 mod options;
+mod output;
 mod runtime;
 mod startup;
 mod state;
@@ -52,6 +53,7 @@ pub use options::{
 };
 
 pub use features::Managed;
+pub use output::{OutputBudget, DEFAULT_OUTPUT_TOKENS};
 
 use close::Work;
 use state::{Phase, Server, State};
@@ -91,6 +93,8 @@ pub(crate) struct Shared {
     work: Work,
     /// The eras of its HTTP server configs (see `eras`).
     eras: Arc<eras::Eras>,
+    /// Where tool results that did not fit the output budget are written.
+    spill: output::SpillDir,
 }
 
 impl McpManager {
@@ -105,6 +109,7 @@ impl McpManager {
                 next_attempt: AtomicU64::new(1),
                 work: Work::default(),
                 eras: Arc::default(),
+                spill: output::SpillDir::default(),
             }),
         }
     }
@@ -357,6 +362,18 @@ impl McpManager {
         if had_features {
             self.shared.features_changed(vec![name.to_owned()]);
         }
+    }
+
+    /// Closes it: disconnects every server ([`McpManager::disconnect_all`]) and removes the
+    /// temporary directory of tool results written out ([`OutputBudget::spill`]), if any.
+    pub fn close(&self) {
+        self.disconnect_all();
+        self.shared.spill.remove();
+    }
+
+    /// The directory tool results are written to ([`OutputBudget::spill`]), made if need be.
+    pub(crate) fn spill_dir(&self) -> Result<std::path::PathBuf, Error> {
+        self.shared.spill.get(&self.shared.options.output_budget)
     }
 
     /// Forgets every server and stops every connection in parallel, connections still being

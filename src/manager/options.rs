@@ -50,6 +50,9 @@ pub struct ManagerOptions {
     pub connector: Option<
         Arc<dyn Fn(&str, &crate::config::ServerConfig) -> Option<MemoryConnector> + Send + Sync>,
     >,
+    /// What a tool result may show the model (default: 25,000 tokens, nothing written to
+    /// files). See [`OutputBudget`](super::OutputBudget).
+    pub output_budget: super::OutputBudget,
 }
 
 impl Default for ManagerOptions {
@@ -64,6 +67,7 @@ impl Default for ManagerOptions {
             disconnect_wait: Duration::from_secs(3),
             reconnect: None,
             connector: None,
+            output_budget: super::OutputBudget::default(),
         }
     }
 }
@@ -78,6 +82,7 @@ impl std::fmt::Debug for ManagerOptions {
             .field("auth", &self.auth.is_some())
             .field("connect", &self.connect)
             .field("disconnect_wait", &self.disconnect_wait)
+            .field("output_budget", &self.output_budget)
             .field("reconnect", &self.reconnect)
             .field("connector", &self.connector.is_some())
             .finish()

@@ -13,7 +13,6 @@
 //! [`McpFeatures`] snapshot that follows the manager's `on_features_changed` the way the tool
 //! registry follows `on_tools_changed`; [`AgentSession::on_features_refresh`] mirrors it.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -31,93 +30,12 @@ use crate::protocol::{Completion, CompletionRef, GetPromptResult, ReadResourceRe
 use crate::protocol::{Prompt, Resource, ResourceTemplate};
 use crate::tool::AgentTool;
 
-/// The host's tools and the MCP tools, by name, with the set that is active.
-#[derive(Clone, Default)]
-pub struct ToolRegistry {
-    tools: BTreeMap<String, LoadedTool>,
-    active: BTreeSet<String>,
-    /// The names of the MCP tools (refreshes replace exactly these).
-    mcp: BTreeSet<String>,
-}
+mod on_demand;
+mod registry;
 
-impl ToolRegistry {
-    /// Registers one of the host's own tools (active).
-    pub fn add_host_tool(&mut self, tool: Arc<dyn AgentTool>, path: impl Into<String>) {
-        let name = tool.name().to_owned();
-        self.mcp.remove(&name);
-        self.tools.insert(
-            name.clone(),
-            LoadedTool {
-                tool,
-                label: path.into(),
-                config_file: String::new(),
-            },
-        );
-        self.active.insert(name);
-    }
-
-    /// Makes a tool (in)active. False when there is no such tool.
-    pub fn set_active(&mut self, name: &str, active: bool) -> bool {
-        if !self.tools.contains_key(name) {
-            return false;
-        }
-        if active {
-            self.active.insert(name.to_owned());
-        } else {
-            self.active.remove(name);
-        }
-        true
-    }
-
-    /// Removes every MCP tool, registers `tools`, and activates them. The host's own tools
-    /// and their active state stay as they are (a host tool keeps its name against an MCP tool
-    /// that would take it).
-    pub fn replace_mcp_tools(&mut self, tools: Vec<LoadedTool>) {
-        for name in std::mem::take(&mut self.mcp) {
-            self.tools.remove(&name);
-            self.active.remove(&name);
-        }
-        for t in tools {
-            let name = t.tool.name().to_owned();
-            if self.tools.contains_key(&name) {
-                log::warn!("MCP tool {name} is shadowed by a host tool of the same name");
-                continue;
-            }
-            self.tools.insert(name.clone(), t);
-            self.mcp.insert(name.clone());
-            self.active.insert(name);
-        }
-    }
-
-    /// A tool by name.
-    pub fn get(&self, name: &str) -> Option<&LoadedTool> {
-        self.tools.get(name)
-    }
-
-    /// Every tool, by name.
-    pub fn all(&self) -> Vec<LoadedTool> {
-        self.tools.values().cloned().collect()
-    }
-
-    /// The active tools, by name.
-    pub fn active(&self) -> Vec<LoadedTool> {
-        self.active
-            .iter()
-            .filter_map(|n| self.tools.get(n))
-            .cloned()
-            .collect()
-    }
-
-    /// Whether a tool is active.
-    pub fn is_active(&self, name: &str) -> bool {
-        self.active.contains(name)
-    }
-
-    /// The names of the MCP tools.
-    pub fn mcp_tool_names(&self) -> Vec<String> {
-        self.mcp.iter().cloned().collect()
-    }
-}
+use on_demand::OnDemand;
+pub use on_demand::{SchemasOnDemand, ToolSearchOptions};
+pub use registry::ToolRegistry;
 
 /// What the connected servers offer beside tools, as of the last refresh.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -173,6 +91,9 @@ pub struct SessionOptions {
     /// Refresh the MCP tools by itself when the manager's tool set changes, and the
     /// resources, templates and prompts when those change (default true).
     pub auto_refresh: bool,
+    /// Whether (and how) MCP tools' schemas are offered on demand, behind a search tool,
+    /// instead of all at once (default: never). See [`ToolSearchOptions`].
+    pub tool_search: ToolSearchOptions,
 }
 
 impl Default for SessionOptions {
@@ -184,6 +105,7 @@ impl Default for SessionOptions {
             on_manager: None,
             host_tools: Vec::new(),
             auto_refresh: true,
+            tool_search: ToolSearchOptions::default(),
         }
     }
 }
@@ -196,6 +118,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("load", &self.load)
             .field("host_tools", &self.host_tools.len())
             .field("auto_refresh", &self.auto_refresh)
+            .field("tool_search", &self.tool_search)
             .finish_non_exhaustive()
     }
 }
@@ -212,6 +135,8 @@ struct Inner {
     config: DiscoveryOptions,
     manager: Option<McpManager>,
     registry: Mutex<ToolRegistry>,
+    /// Taken after `registry`, never before it.
+    on_demand: Mutex<OnDemand>,
     listeners: Mutex<Vec<RefreshListener>>,
     features: Mutex<McpFeatures>,
     /// Held by a features refresh from its reading to its storing.
@@ -237,6 +162,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
                 config,
                 manager: None,
                 registry: Mutex::new(registry),
+                on_demand: Mutex::new(OnDemand::default()),
                 listeners: Mutex::new(Vec::new()),
                 features: Mutex::new(McpFeatures::default()),
                 refreshing: Mutex::new(()),
@@ -262,6 +188,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             config,
             manager: Some(loaded.manager.clone()),
             registry: Mutex::new(registry),
+            on_demand: Mutex::new(OnDemand::new(options.tool_search.clone())),
             listeners: Mutex::new(Vec::new()),
             features: Mutex::new(McpFeatures::default()),
             refreshing: Mutex::new(()),
@@ -271,6 +198,11 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             needs_approval: Mutex::new(loaded.needs_approval),
         }),
     };
+    {
+        let mut registry = session.inner.registry.lock();
+        let weak = Arc::downgrade(&session.inner);
+        session.inner.on_demand.lock().apply(&mut registry, weak);
+    }
     if options.auto_refresh {
         let weak: Weak<Inner> = Arc::downgrade(&session.inner);
         loaded.manager.on_tools_changed(move |_| {
@@ -327,9 +259,122 @@ impl AgentSession {
         self.inner.registry.lock().active()
     }
 
-    /// Makes a tool (in)active.
+    /// Makes a tool (in)active. With schemas on demand, activating an MCP tool offers it
+    /// (as a search that found it would) and deactivating one drops it.
     pub fn set_tool_active(&self, name: &str, active: bool) -> bool {
-        self.inner.registry.lock().set_active(name, active)
+        let mut registry = self.inner.registry.lock();
+        let mut on_demand = self.inner.on_demand.lock();
+        if on_demand.on && registry.is_mcp_tool(name) {
+            if active {
+                on_demand.offered.insert(name.to_owned());
+            } else {
+                on_demand.offered.remove(name);
+            }
+        }
+        registry.set_active(name, active)
+    }
+
+    /// Whether MCP tools' schemas are on demand now (see [`ToolSearchOptions`]): the model is
+    /// offered the search tool and what it found, not every MCP tool.
+    pub fn schemas_on_demand(&self) -> bool {
+        self.inner.on_demand.lock().on
+    }
+
+    /// The tools that best answer `query` (see [`crate::host::ToolIndex`]), best first, at
+    /// most `limit`, without offering them. Empty unless [`SessionOptions::tool_search`] is on
+    /// (anything but never).
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<LoadedTool> {
+        let registry = self.inner.registry.lock();
+        let on_demand = self.inner.on_demand.lock();
+        on_demand
+            .index
+            .search(query, limit)
+            .iter()
+            .filter_map(|t| registry.get(t.name()).cloned())
+            .collect()
+    }
+
+    /// Searches as the search tool does and offers what it found (see
+    /// [`AgentSession::offer_tools`]); `limit` defaults to the options' `results`.
+    fn offer_search(&self, query: &str, limit: Option<usize>) -> Vec<LoadedTool> {
+        let (found, snapshot) = {
+            let mut registry = self.inner.registry.lock();
+            let mut on_demand = self.inner.on_demand.lock();
+            let limit = limit.unwrap_or(on_demand.options.results);
+            let names: Vec<String> = on_demand
+                .index
+                .search(query, limit)
+                .iter()
+                .map(|t| t.name().to_owned())
+                .collect();
+            let found: Vec<LoadedTool> = names
+                .iter()
+                .filter_map(|n| registry.get(n).cloned())
+                .collect();
+            let new = names.iter().any(|n| !registry.is_active(n));
+            let offered = on_demand.offer(&mut registry, &names);
+            (found, (offered && new).then(|| registry.clone()))
+        };
+        if let Some(snapshot) = snapshot {
+            self.notify(&snapshot);
+        }
+        found
+    }
+
+    /// Offers MCP tools by name, as a search that found them would: they are active until the
+    /// session ends or the host drops them. False when schemas are not on demand now.
+    pub fn offer_tools(&self, names: &[String]) -> bool {
+        let snapshot = {
+            let mut registry = self.inner.registry.lock();
+            if !self.inner.on_demand.lock().offer(&mut registry, names) {
+                return false;
+            }
+            registry.clone()
+        };
+        self.notify(&snapshot);
+        true
+    }
+
+    /// The MCP tools offered so far while schemas are on demand, by name.
+    pub fn offered_tools(&self) -> Vec<String> {
+        self.inner
+            .on_demand
+            .lock()
+            .offered
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Drops every offered tool: only the search tool (and the host's own tools) stay offered.
+    pub fn drop_offered_tools(&self) {
+        let snapshot = {
+            let mut registry = self.inner.registry.lock();
+            let mut on_demand = self.inner.on_demand.lock();
+            for name in std::mem::take(&mut on_demand.offered) {
+                if registry.is_mcp_tool(&name) {
+                    registry.set_active(&name, false);
+                }
+            }
+            registry.clone()
+        };
+        self.notify(&snapshot);
+    }
+
+    /// The catalogue the search tool's description carries (a line per MCP tool within the
+    /// options' `catalogue_tokens`); empty unless [`SessionOptions::tool_search`] is on.
+    pub fn tool_catalogue(&self) -> String {
+        let on_demand = self.inner.on_demand.lock();
+        on_demand
+            .index
+            .catalogue(on_demand.options.catalogue_tokens)
+    }
+
+    fn notify(&self, snapshot: &ToolRegistry) {
+        let listeners: Vec<RefreshListener> = self.inner.listeners.lock().clone();
+        for l in listeners {
+            l(snapshot);
+        }
     }
 
     /// A tool by name.
@@ -352,12 +397,11 @@ impl AgentSession {
         let snapshot = {
             let mut registry = self.inner.registry.lock();
             registry.replace_mcp_tools(tools);
+            let weak = Arc::downgrade(&self.inner);
+            self.inner.on_demand.lock().apply(&mut registry, weak);
             registry.clone()
         };
-        let listeners: Vec<RefreshListener> = self.inner.listeners.lock().clone();
-        for l in listeners {
-            l(&snapshot);
-        }
+        self.notify(&snapshot);
     }
 
     /// Refreshes from the manager's current tool set (and its resources, templates and
@@ -518,10 +562,11 @@ impl AgentSession {
         }))
     }
 
-    /// Disconnects every server (the session's tools lose their MCP tools).
+    /// Disconnects every server (the session's tools lose their MCP tools) and removes the
+    /// temporary directory of results written out, if any ([`McpManager::close`]).
     pub fn close(&self) {
         if let Some(m) = &self.inner.manager {
-            m.disconnect_all();
+            m.close();
         }
         self.refresh_mcp_tools(Vec::new());
         self.refresh_features();

@@ -37,19 +37,27 @@ macro_rules! spec_accessors {
         fn mcp_identity(&self) -> Option<(&str, &str)> {
             Some((&self.spec.server, &self.spec.definition.name))
         }
+
+        fn mcp_definition(&self) -> Option<&crate::protocol::Tool> {
+            Some(&self.spec.definition)
+        }
     };
 }
 
+mod budget;
 mod build;
 mod mcp_tool;
 mod render;
 mod schema;
+mod search;
+mod terms;
 pub(crate) mod tokens;
 
 pub use build::{build_tools, parameters_of};
 pub use mcp_tool::McpTool;
 pub use render::render_text;
 pub use schema::schema_mismatch;
+pub use search::ToolIndex;
 
 /// A tool a host can register and call.
 pub trait AgentTool: Send + Sync {
@@ -69,6 +77,11 @@ pub trait AgentTool: Send + Sync {
     fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Error>;
     /// The MCP server and tool behind it, for MCP tools.
     fn mcp_identity(&self) -> Option<(&str, &str)> {
+        None
+    }
+    /// The MCP definition behind it as its server sent it (title, annotations, output
+    /// schema, `_meta`), for MCP tools.
+    fn mcp_definition(&self) -> Option<&ToolDefinition> {
         None
     }
     /// What offering this tool costs in a model's context, in tokens: an estimate, a token per
@@ -112,6 +125,12 @@ pub struct ToolOutput {
     /// the tool's own `isError` result: that error, so a host (or a script) can tell the two
     /// apart. `None` for every result the server sent.
     pub failure: Option<crate::error::Error>,
+    /// What the model is shown where that is not the whole rendering
+    /// ([`ToolOutput::full_text`]): the rendering cut to the manager's
+    /// [`OutputBudget`](crate::manager::OutputBudget) with a notice, or with binary content
+    /// written to files. `None` when the whole rendering fits. [`ToolOutput::model_text`] gives
+    /// it.
+    pub shown: Option<String>,
 }
 
 impl ToolOutput {
@@ -124,7 +143,19 @@ impl ToolOutput {
             source: details.source,
             schema_problem: None,
             failure: None,
+            shown: None,
         }
+    }
+
+    /// A successful output of one text block, with no server (a host's own tool's result).
+    pub fn text(text: impl Into<String>) -> ToolOutput {
+        ToolOutput::from_result(
+            CallToolResult {
+                content: vec![ContentBlock::text(text.into())],
+                ..CallToolResult::default()
+            },
+            ToolDetails::default(),
+        )
     }
 
     /// An error output: one text block `MCP error: <message>` (with no server: set `server`,
@@ -171,8 +202,19 @@ impl ToolOutput {
 
     /// What the model is shown: every block rendered (text as it is, other blocks as
     /// placeholders, structured content when there is no text), `Error: ` first for an error
-    /// (see [`render_text`]). [`CallToolResult::text`] is the text blocks only.
+    /// (see [`render_text`]), within the manager's
+    /// [`OutputBudget`](crate::manager::OutputBudget) (25,000 tokens by default): a longer
+    /// rendering is cut, and a notice says how much was left out and how to get it (see
+    /// [`ToolOutput::shown`]). [`CallToolResult::text`] is the text blocks only.
     pub fn model_text(&self) -> String {
+        match &self.shown {
+            Some(shown) => shown.clone(),
+            None => render_text(&self.result),
+        }
+    }
+
+    /// The whole rendering ([`render_text`]), whatever the budget.
+    pub fn full_text(&self) -> String {
         render_text(&self.result)
     }
 }
@@ -221,6 +263,7 @@ impl Spec {
             options,
             self.details(),
         )?;
+        budget::apply(&mut output, manager);
         if let (Some(schema), false) = (&self.definition.output_schema, output.is_error) {
             output.schema_problem = match &output.result.structured_content {
                 Some(structured) => schema::schema_mismatch(schema, structured),

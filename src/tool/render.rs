@@ -6,6 +6,8 @@
 //! (an image or a sound a server repeats there) shortened to `[base64: <n> chars]`; `Error: `
 //! leads when `isError`. Binary data is never printed.
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 use crate::protocol::{CallToolResult, ContentBlock};
@@ -15,8 +17,31 @@ const BASE64_SHOWN_UP_TO: usize = 128;
 
 /// The text rendering of a tool result.
 pub fn render_text(result: &CallToolResult) -> String {
+    render_saved(result, &[])
+}
+
+/// The rendering, where the binary blocks written to files (`saved`, by block) say where:
+/// `[Image: image/png, 1234 bytes, saved to /dir/file.png]`.
+pub(crate) fn render_saved(result: &CallToolResult, saved: &[Option<PathBuf>]) -> String {
     let mut parts: Vec<String> = Vec::with_capacity(result.content.len());
-    for block in &result.content {
+    for (i, block) in result.content.iter().enumerate() {
+        if let Some(path) = saved.get(i).and_then(Option::as_ref) {
+            let (kind, mime) = match block {
+                ContentBlock::Image { mime_type, .. } => ("Image", mime_type.as_str()),
+                ContentBlock::Audio { mime_type, .. } => ("Audio", mime_type.as_str()),
+                ContentBlock::Resource { resource, .. } => (
+                    "Resource",
+                    resource.mime_type.as_deref().unwrap_or("binary"),
+                ),
+                _ => ("Content", "binary"),
+            };
+            let size = std::fs::metadata(path).map_or(0, |m| m.len());
+            parts.push(format!(
+                "[{kind}: {mime}, {size} bytes, saved to {}]",
+                path.display()
+            ));
+            continue;
+        }
         match block {
             ContentBlock::Text { text, .. } => parts.push(text.clone()),
             ContentBlock::Image { mime_type, .. } => parts.push(format!("[Image: {mime_type}]")),

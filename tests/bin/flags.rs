@@ -24,6 +24,8 @@ pub struct Flags {
     pub typed_tool: bool,
     pub features: bool,
     pub filesystem: Option<String>,
+    pub catalogue: Option<String>,
+    pub text_tool: bool,
 }
 
 impl Flags {
@@ -58,6 +60,8 @@ impl Flags {
                 "--features" => flags.features = true,
                 "--sleep" => sleep_forever(),
                 "--filesystem" => flags.filesystem = args.next(),
+                "--catalogue" => flags.catalogue = args.next(),
+                "--text-tool" => flags.text_tool = true,
                 other => {
                     eprintln!("unknown flag {other}");
                     std::process::exit(2);

@@ -25,6 +25,10 @@
 //!   --filesystem LOG     play a filesystem server: list only `echo` and `write_file`
 //!                        (destructiveHint: true), which asks `roots/list`, writes the file
 //!                        `path` in the first root, and appends the full path to LOG
+//!   --text-tool          also list `text`: `bytes` bytes of numbered lines, some characters
+//!                        of several bytes
+//!   --catalogue FILE     list only the tools of FILE (`{"tools": [...]}`, a captured
+//!                        catalogue); a call to one answers `called NAME with ARGUMENTS`
 //!
 //! Tools: echo, add, slow, hang, wrong_id, crash, huge, progress, log, list_changed, ask, client_info,
 //! cancelled, rich, pid, grandchild_pid, stderr; with --typed-tool, typed (an outputSchema, and

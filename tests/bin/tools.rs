@@ -13,6 +13,11 @@ use super::Server;
 impl Server {
     fn all_tools(&self) -> Vec<Value> {
         let object = |props: Value| json!({"type": "object", "properties": props});
+        if let Some(file) = &self.flags.catalogue {
+            let text = std::fs::read_to_string(file).expect("the catalogue file");
+            let catalogue: Value = serde_json::from_str(&text).expect("a catalogue");
+            return catalogue["tools"].as_array().cloned().unwrap_or_default();
+        }
         if self.flags.filesystem.is_some() {
             return vec![
                 json!({"name": "echo", "description": "Echoes the message", "inputSchema": object(json!({"message": {"type": "string"}})),
@@ -48,6 +53,9 @@ impl Server {
             json!({"name": "grandchild_pid", "description": "The grandchild's pid", "inputSchema": object(json!({}))}),
             json!({"name": "stderr", "description": "Writes lines to stderr", "inputSchema": object(json!({"lines": {"type": "integer"}}))}),
         ];
+        if self.flags.text_tool {
+            tools.push(json!({"name": "text", "description": "Answers with `bytes` bytes of text: numbered lines of words, some of several bytes", "inputSchema": object(json!({"bytes": {"type": "integer"}}))}));
+        }
         if self.flags.typed_tool {
             tools.push(json!({"name": "typed", "description": "Returns its `structured` argument as structuredContent (none if absent)",
                    "inputSchema": object(json!({})),
@@ -90,6 +98,9 @@ impl Server {
     pub(crate) fn call_tool(&self, id: &Value, params: &Value) {
         let args = params.get("arguments").cloned().unwrap_or(json!({}));
         let name = params["name"].as_str().unwrap_or("");
+        if self.flags.catalogue.is_some() {
+            return self.text(id, format!("called {name} with {args}"));
+        }
         if self.misbehave(id, name, &args, params) {
             return;
         }
@@ -190,6 +201,7 @@ impl Server {
                 }
                 self.text(id, "written");
             }
+            "text" => self.text(id, text_of(args["bytes"].as_u64().unwrap_or(1024) as usize)),
             other if other.starts_with("tool_") => self.text(id, format!("{other} called")),
             other => self.result(id, json!({"content": [{"type": "text", "text": format!("Unknown tool: {other}")}], "isError": true})),
         }
@@ -253,4 +265,25 @@ impl Server {
             Err(_) => self.result(id, json!({"content": [{"type": "text", "text": "no answer from the client"}], "isError": true})),
         }
     }
+}
+
+/// `bytes` bytes of text: numbered lines of words, with two- and four-byte characters in them.
+fn text_of(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 64);
+    let mut n = 0;
+    while out.len() < bytes {
+        n += 1;
+        out.push_str(&format!(
+            "line {n}: ünïcödé words and 😀 more words to read\n"
+        ));
+    }
+    let mut end = bytes;
+    while !out.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.truncate(end);
+    while out.len() < bytes {
+        out.push('.');
+    }
+    out
 }

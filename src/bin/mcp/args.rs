@@ -16,12 +16,19 @@ commands:
   tools [--tokens]       list every exposed tool (--json: with input and output schemas,
                          annotations and definitionTokens); --tokens: what each definition
                          costs in a model's context (estimated), per server and in total
-  call TOOL [ARGS_JSON | KEY=VALUE...]
+  search [--limit N] QUERY...
+                         the tools that best answer QUERY (what a tool should do, a tool's
+                         name, or select:NAME[,NAME...]), best first, N at most (default 5),
+                         ranked as a host's tool search ranks them (--json: with input
+                         schemas)
+  call [--full] TOOL [ARGS_JSON | KEY=VALUE...]
                          call a tool by its exposed name (mcp_<server>_<tool>); KEY=VALUE
                          arguments are typed by the tool's schema (a=2 is a number where the
                          schema says number, a string where it says string). Only the server
                          that owns the tool is started (known from the tool cache, else from
-                         the name's mcp_<server>_ prefix); progress shows on a terminal
+                         the name's mcp_<server>_ prefix); progress shows on a terminal, and
+                         there a result is cut at about 25,000 tokens, as a model would be
+                         shown it (--full: all of it; piped, it is always whole)
   resources              every server's resources
   read URI               read a resource (from the server that lists it, or --server NAME)
   templates              every server's resource templates
@@ -154,6 +161,8 @@ pub enum Command {
         value: String,
     },
     Logs,
+    /// `search QUERY...`, the words joined.
+    Search(String),
     Info(String),
     Version,
     Status,
@@ -185,6 +194,10 @@ pub struct Args {
     pub call_all: bool,
     /// `tools --tokens`.
     pub tokens: bool,
+    /// `call --full`: the whole result on a terminal too.
+    pub full: bool,
+    /// `search --limit N`.
+    pub limit: Option<usize>,
     pub trust_project: bool,
     pub no_project_config: bool,
     /// `--server NAME`...: only these servers.
@@ -209,6 +222,8 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         verbosity: 0,
         call_all: false,
         tokens: false,
+        full: false,
+        limit: None,
         trust_project: false,
         no_project_config: false,
         servers: Vec::new(),
@@ -243,6 +258,16 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--no-wait" => args.no_wait = true,
             "--call-all" => args.call_all = true,
             "--tokens" => args.tokens = true,
+            "--full" => args.full = true,
+            "--limit" => {
+                let v = value("--limit")?;
+                args.limit = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("--limit takes a number of tools, not {v:?}"))?,
+                );
+            }
             "--trust-project" => args.trust_project = true,
             "--no-project-config" => args.no_project_config = true,
             "--all" if rest.first().map(String::as_str) == Some("trust") => rest.push(a.clone()),
@@ -301,6 +326,13 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     args.command = match words.next().as_deref() {
         None => Command::Demo,
         Some("tools") => Command::Tools,
+        Some("search") => {
+            let query: Vec<String> = words.by_ref().collect();
+            if query.iter().all(|w| w.trim().is_empty()) {
+                return Err("search needs a QUERY".into());
+            }
+            Command::Search(query.join(" "))
+        }
         Some("help") => match words.next() {
             None => Command::Help,
             Some(word) => Command::HelpFor(crate::help::known(&word)?),
@@ -404,6 +436,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         if !matches!(
             args.command,
             Command::Tools
+                | Command::Search(_)
                 | Command::Call { .. }
                 | Command::Resources
                 | Command::Read(_)
@@ -455,6 +488,12 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     }
     if args.tokens && args.command != Command::Tools {
         return Err("--tokens goes with tools".into());
+    }
+    if args.full && !matches!(args.command, Command::Call { .. }) {
+        return Err("--full goes with call".into());
+    }
+    if args.limit.is_some() && !matches!(args.command, Command::Search(_)) {
+        return Err("--limit goes with search".into());
     }
     if !args.servers.is_empty()
         && matches!(

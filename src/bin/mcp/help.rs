@@ -255,6 +255,7 @@ mod tests {
         let names = commands();
         for expected in [
             "tools",
+            "search",
             "call",
             "probe",
             "help",
@@ -264,7 +265,8 @@ mod tests {
         ] {
             assert!(names.contains(&expected), "{names:?}");
         }
-        assert!(for_command("call").starts_with("usage: mcp [OPTIONS] call TOOL"));
+        assert!(for_command("call").starts_with("usage: mcp [OPTIONS] call [--full] TOOL"));
+        assert!(for_command("search").starts_with("usage: mcp [OPTIONS] search [--limit N] QUERY"));
         assert!(known("tols").unwrap_err().contains("did you mean tools?"));
         assert!(options().contains(&"--config") && options().contains(&"-V"));
     }

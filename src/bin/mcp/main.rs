@@ -15,6 +15,7 @@ mod help;
 mod host;
 mod probe;
 mod repl;
+mod search;
 mod servers;
 mod signals;
 mod target;
@@ -148,22 +149,16 @@ fn run(args: &Args) -> Result<u8, String> {
         Command::Tools => {
             let session = start(args, &project)?;
             print_tools(&session, args.json, args.tokens);
-            // Every server failed (none connected, none still connecting): the status of the
-            // first failure's kind (a timeout 124, a server that could not start 69, ...).
-            let m = &session.manager;
-            let statuses: Vec<_> = m
-                .server_names()
-                .iter()
-                .map(|n| m.connection_status(n))
-                .collect();
-            let alive = statuses
-                .iter()
-                .any(|s| s.state != ConnectionState::Disconnected);
-            let failed = session.errors.len() > session.needs_approval.len();
-            let code = match statuses.iter().find_map(|s| s.error.as_ref()) {
-                _ if !failed || alive => 0,
-                Some(e) => failure::classify(e).1,
-                None => 69,
+            let code = failure_status(&session);
+            session.manager.disconnect_all();
+            Ok(code)
+        }
+        Command::Search(query) => {
+            let session = start(args, &project)?;
+            let found = search::run(&session, query, args);
+            let code = match failure_status(&session) {
+                0 => u8::from(!found),
+                failed => failed,
             };
             session.manager.disconnect_all();
             Ok(code)
@@ -176,6 +171,27 @@ fn run(args: &Args) -> Result<u8, String> {
             Ok(0)
         }
         Command::Call { tool, args: words } => call::run(args, &project, tool, words),
+    }
+}
+
+/// The status of a command whose every server failed (none connected, none still
+/// connecting): the first failure's kind (a timeout 124, a server that could not start 69,
+/// ...); 0 when any server is alive or nothing failed.
+fn failure_status(session: &Session) -> u8 {
+    let m = &session.manager;
+    let statuses: Vec<_> = m
+        .server_names()
+        .iter()
+        .map(|n| m.connection_status(n))
+        .collect();
+    let alive = statuses
+        .iter()
+        .any(|s| s.state != ConnectionState::Disconnected);
+    let failed = session.errors.len() > session.needs_approval.len();
+    match statuses.iter().find_map(|s| s.error.as_ref()) {
+        _ if !failed || alive => 0,
+        Some(e) => failure::classify(e).1,
+        None => 69,
     }
 }
 
@@ -208,6 +224,19 @@ pub fn connect_options(args: &Args) -> ConnectOptions {
     options
 }
 
+/// What a result shows: on a terminal, what a model would be shown (the default budget),
+/// unless `--full`; piped, all of it.
+fn output_budget(args: &Args) -> mcp_runtime::manager::OutputBudget {
+    use std::io::IsTerminal;
+    if args.full || args.json || !std::io::stdout().is_terminal() {
+        return mcp_runtime::manager::OutputBudget::unlimited();
+    }
+    mcp_runtime::manager::OutputBudget {
+        hint: "run the call again with --full to see all of it".into(),
+        ..mcp_runtime::manager::OutputBudget::default()
+    }
+}
+
 /// The manager settings from the command line.
 pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
     let cache = (!args.no_cache).then(|| {
@@ -226,6 +255,7 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
         // each after the grace): the CLI exits only once every server is gone.
         disconnect_wait: connect.stdio.close_grace * 2 + Duration::from_secs(2),
         connect,
+        output_budget: output_budget(args),
         ..ManagerOptions::default()
     };
     // What the loader adds: the user's own file's runtime-wide proxy and CA file.
