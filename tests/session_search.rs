@@ -295,3 +295,97 @@ fn tools_from_the_cache_are_searchable_before_their_server_connects() {
     session.close();
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn the_index_follows_list_changed_and_reloads() {
+    let root = common::temp_dir("session-search-follow");
+    let servers = json!({"changing": {"command": server_path()}});
+    let session = create_agent_session(options(&root, servers, SchemasOnDemand::Always));
+    assert!(session.search_tools("late_tool", 5).is_empty());
+    // The server adds a tool and says so: the index has it, offered or not.
+    call(&session, "mcp_changing_list_changed", json!({}));
+    eventually(
+        "the new tool is searchable",
+        Duration::from_secs(20),
+        || {
+            session
+                .search_tools("late_tool", 1)
+                .first()
+                .is_some_and(|t| t.tool.name() == "mcp_changing_late_tool")
+        },
+    );
+    assert!(!active(&session).contains(&"mcp_changing_late_tool".to_owned()));
+    // What was offered stays offered across a reload.
+    let (_, found) = search(&session, "select:mcp_changing_echo");
+    assert_eq!(found, ["mcp_changing_echo"]);
+    session.reload().unwrap().unwrap();
+    assert!(active(&session).contains(&"mcp_changing_echo".to_owned()));
+    assert!(session.tool("tool_search").is_some());
+    assert_eq!(
+        session.search_tools("echoes the message", 1)[0].tool.name(),
+        "mcp_changing_echo"
+    );
+    session.close();
+    assert!(session.search_tools("echoes the message", 1).is_empty());
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A host tool of the host's own.
+struct HostTool;
+
+impl mcp_runtime::AgentTool for HostTool {
+    fn name(&self) -> &str {
+        "tool_search"
+    }
+    fn label(&self) -> &str {
+        "host"
+    }
+    fn description(&self) -> &str {
+        "the host's own search"
+    }
+    fn parameters(&self) -> &Value {
+        static EMPTY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        EMPTY.get_or_init(|| json!({"type": "object"}))
+    }
+    fn execute(
+        &self,
+        _: Value,
+        _: CallOptions<'_>,
+    ) -> Result<mcp_runtime::ToolOutput, mcp_runtime::Error> {
+        Ok(mcp_runtime::ToolOutput::text("host"))
+    }
+}
+
+#[test]
+fn a_host_tool_of_the_same_name_is_left_alone_and_the_hosts_choices_stay() {
+    let root = common::temp_dir("session-search-host");
+    let servers =
+        json!({"git": {"command": server_path(), "args": ["--catalogue", catalogue("git")]}});
+    let mut o = options(&root, servers.clone(), SchemasOnDemand::Always);
+    o.host_tools = vec![Arc::new(HostTool)];
+    let session = create_agent_session(o);
+    assert!(session.schemas_on_demand());
+    assert_eq!(
+        session.tool("tool_search").unwrap().description(),
+        "the host's own search"
+    );
+    session.refresh_from_manager();
+    assert_eq!(
+        session.tool("tool_search").unwrap().description(),
+        "the host's own search"
+    );
+    session.close();
+
+    // The host turns the search tool off: a refresh leaves it off.
+    let session = create_agent_session(options(&root, servers, SchemasOnDemand::Always));
+    assert!(session.set_tool_active("tool_search", false));
+    session.refresh_from_manager();
+    assert!(!session.registry().is_active("tool_search"));
+    assert!(session.tool("tool_search").is_some());
+    // Offering a name of no MCP tool changes nothing.
+    assert!(!session.offer_tools(&["nope".to_owned()]));
+    assert!(session.offer_tools(&["mcp_git_status".to_owned()]));
+    assert!(!session.offer_tools(&["mcp_git_status".to_owned()]));
+    session.close();
+    let _ = std::fs::remove_dir_all(&root);
+}

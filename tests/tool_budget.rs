@@ -223,3 +223,19 @@ fn a_directory_of_the_hosts_is_used_and_kept() {
     assert_eq!(std::fs::read_dir(dir.join("results")).unwrap().count(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_subagents_proxies_keep_the_budget_too() {
+    let manager = manager(OutputBudget::default());
+    let proxies = mcp_runtime::host::subagent_tools(&manager, Duration::from_secs(60));
+    let text = proxies
+        .iter()
+        .find(|t| t.name() == "mcp_big_text")
+        .expect("the proxy of mcp_big_text");
+    let output = text
+        .execute(json!({"bytes": 1 << 20}), CallOptions::default())
+        .unwrap();
+    assert!(output.model_text().len() <= DEFAULT_OUTPUT_TOKENS * 4);
+    assert_eq!(output.full_text().len(), 1 << 20);
+    manager.close();
+}

@@ -365,10 +365,12 @@ impl McpManager {
     }
 
     /// Closes it: disconnects every server ([`McpManager::disconnect_all`]) and removes the
-    /// temporary directory of tool results written out ([`OutputBudget::spill`]), if any.
+    /// temporary directory of tool results written out ([`OutputBudget::spill`]), if any; no
+    /// result is written to a temporary directory after that (a cut result's notice then says
+    /// how to ask for less instead).
     pub fn close(&self) {
         self.disconnect_all();
-        self.shared.spill.remove();
+        self.shared.spill.close();
     }
 
     /// The directory tool results are written to ([`OutputBudget::spill`]), made if need be.

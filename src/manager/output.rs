@@ -77,7 +77,14 @@ impl OutputBudget {
 /// The manager's temporary directory for results, made on first use.
 #[derive(Default)]
 pub(crate) struct SpillDir {
-    made: Mutex<Option<PathBuf>>,
+    made: Mutex<Made>,
+}
+
+#[derive(Default)]
+struct Made {
+    dir: Option<PathBuf>,
+    /// Closed: no temporary directory is made any more.
+    closed: bool,
 }
 
 impl SpillDir {
@@ -88,8 +95,16 @@ impl SpillDir {
             make_dir(dir, true)?;
             return Ok(dir.clone());
         }
-        if let Some(dir) = self.made.lock().clone() {
-            return Ok(dir);
+        {
+            let made = self.made.lock();
+            if made.closed {
+                return Err(Error::Config {
+                    message: "the manager is closed: no more results are written out".into(),
+                });
+            }
+            if let Some(dir) = made.dir.clone() {
+                return Ok(dir);
+            }
         }
         static NEXT: AtomicU64 = AtomicU64::new(0);
         // Made outside the lock; a second one made meanwhile by another call is removed.
@@ -104,21 +119,34 @@ impl SpillDir {
             }
         };
         let mut made = self.made.lock();
-        if let Some(first) = made.clone() {
+        if made.closed || made.dir.is_some() {
+            let first = made.dir.clone();
+            let closed = made.closed;
             drop(made);
             let _ = std::fs::remove_dir(&dir);
-            return Ok(first);
+            return match first {
+                Some(first) if !closed => Ok(first),
+                _ => Err(Error::Config {
+                    message: "the manager is closed: no more results are written out".into(),
+                }),
+            };
         }
-        *made = Some(dir.clone());
+        made.dir = Some(dir.clone());
         Ok(dir)
     }
 
-    /// Removes the temporary directory and what is in it.
-    pub(crate) fn remove(&self) {
-        let dir = self.made.lock().take();
+    /// Closes it: no temporary directory is made from now on, and the one there is removed
+    /// with what is in it (kept for another try on drop if that fails).
+    pub(crate) fn close(&self) {
+        let dir = {
+            let mut made = self.made.lock();
+            made.closed = true;
+            made.dir.clone()
+        };
         if let Some(dir) = dir {
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                log::warn!("could not remove {}: {e}", dir.display());
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => self.made.lock().dir = None,
+                Err(e) => log::warn!("could not remove {}: {e}", dir.display()),
             }
         }
     }
@@ -126,7 +154,7 @@ impl SpillDir {
 
 impl Drop for SpillDir {
     fn drop(&mut self) {
-        self.remove();
+        self.close();
     }
 }
 

@@ -14,6 +14,7 @@
 //! registry follows `on_tools_changed`; [`AgentSession::on_features_refresh`] mirrors it.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -137,6 +138,10 @@ struct Inner {
     registry: Mutex<ToolRegistry>,
     /// Taken after `registry`, never before it.
     on_demand: Mutex<OnDemand>,
+    /// The number of the last registry snapshot taken, and of the last one handed to the
+    /// listeners.
+    snapshots: AtomicU64,
+    delivered: Mutex<u64>,
     listeners: Mutex<Vec<RefreshListener>>,
     features: Mutex<McpFeatures>,
     /// Held by a features refresh from its reading to its storing.
@@ -163,6 +168,8 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
                 manager: None,
                 registry: Mutex::new(registry),
                 on_demand: Mutex::new(OnDemand::default()),
+                snapshots: AtomicU64::new(0),
+                delivered: Mutex::new(0),
                 listeners: Mutex::new(Vec::new()),
                 features: Mutex::new(McpFeatures::default()),
                 refreshing: Mutex::new(()),
@@ -189,6 +196,8 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
             manager: Some(loaded.manager.clone()),
             registry: Mutex::new(registry),
             on_demand: Mutex::new(OnDemand::new(options.tool_search.clone())),
+            snapshots: AtomicU64::new(0),
+            delivered: Mutex::new(0),
             listeners: Mutex::new(Vec::new()),
             features: Mutex::new(McpFeatures::default()),
             refreshing: Mutex::new(()),
@@ -274,106 +283,26 @@ impl AgentSession {
         registry.set_active(name, active)
     }
 
-    /// Whether MCP tools' schemas are on demand now (see [`ToolSearchOptions`]): the model is
-    /// offered the search tool and what it found, not every MCP tool.
-    pub fn schemas_on_demand(&self) -> bool {
-        self.inner.on_demand.lock().on
+    /// A copy of the registry to hand the listeners, numbered (taken under the registry's
+    /// lock, so the numbers follow the changes).
+    fn snapshot(&self, registry: &ToolRegistry) -> (u64, ToolRegistry) {
+        let n = self.inner.snapshots.fetch_add(1, Ordering::Relaxed) + 1;
+        (n, registry.clone())
     }
 
-    /// The tools that best answer `query` (see [`crate::host::ToolIndex`]), best first, at
-    /// most `limit`, without offering them. Empty unless [`SessionOptions::tool_search`] is on
-    /// (anything but never).
-    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<LoadedTool> {
-        let registry = self.inner.registry.lock();
-        let on_demand = self.inner.on_demand.lock();
-        on_demand
-            .index
-            .search(query, limit)
-            .iter()
-            .filter_map(|t| registry.get(t.name()).cloned())
-            .collect()
-    }
-
-    /// Searches as the search tool does and offers what it found (see
-    /// [`AgentSession::offer_tools`]); `limit` defaults to the options' `results`.
-    fn offer_search(&self, query: &str, limit: Option<usize>) -> Vec<LoadedTool> {
-        let (found, snapshot) = {
-            let mut registry = self.inner.registry.lock();
-            let mut on_demand = self.inner.on_demand.lock();
-            let limit = limit.unwrap_or(on_demand.options.results);
-            let names: Vec<String> = on_demand
-                .index
-                .search(query, limit)
-                .iter()
-                .map(|t| t.name().to_owned())
-                .collect();
-            let found: Vec<LoadedTool> = names
-                .iter()
-                .filter_map(|n| registry.get(n).cloned())
-                .collect();
-            let new = names.iter().any(|n| !registry.is_active(n));
-            let offered = on_demand.offer(&mut registry, &names);
-            (found, (offered && new).then(|| registry.clone()))
-        };
-        if let Some(snapshot) = snapshot {
-            self.notify(&snapshot);
+    /// Hands a snapshot to the listeners, unless a newer one was handed already (two changes
+    /// on two threads: the older one is not what the registry is any more).
+    fn notify(&self, (n, snapshot): (u64, ToolRegistry)) {
+        {
+            let mut delivered = self.inner.delivered.lock();
+            if n < *delivered {
+                return;
+            }
+            *delivered = n;
         }
-        found
-    }
-
-    /// Offers MCP tools by name, as a search that found them would: they are active until the
-    /// session ends or the host drops them. False when schemas are not on demand now.
-    pub fn offer_tools(&self, names: &[String]) -> bool {
-        let snapshot = {
-            let mut registry = self.inner.registry.lock();
-            if !self.inner.on_demand.lock().offer(&mut registry, names) {
-                return false;
-            }
-            registry.clone()
-        };
-        self.notify(&snapshot);
-        true
-    }
-
-    /// The MCP tools offered so far while schemas are on demand, by name.
-    pub fn offered_tools(&self) -> Vec<String> {
-        self.inner
-            .on_demand
-            .lock()
-            .offered
-            .iter()
-            .cloned()
-            .collect()
-    }
-
-    /// Drops every offered tool: only the search tool (and the host's own tools) stay offered.
-    pub fn drop_offered_tools(&self) {
-        let snapshot = {
-            let mut registry = self.inner.registry.lock();
-            let mut on_demand = self.inner.on_demand.lock();
-            for name in std::mem::take(&mut on_demand.offered) {
-                if registry.is_mcp_tool(&name) {
-                    registry.set_active(&name, false);
-                }
-            }
-            registry.clone()
-        };
-        self.notify(&snapshot);
-    }
-
-    /// The catalogue the search tool's description carries (a line per MCP tool within the
-    /// options' `catalogue_tokens`); empty unless [`SessionOptions::tool_search`] is on.
-    pub fn tool_catalogue(&self) -> String {
-        let on_demand = self.inner.on_demand.lock();
-        on_demand
-            .index
-            .catalogue(on_demand.options.catalogue_tokens)
-    }
-
-    fn notify(&self, snapshot: &ToolRegistry) {
         let listeners: Vec<RefreshListener> = self.inner.listeners.lock().clone();
         for l in listeners {
-            l(snapshot);
+            l(&snapshot);
         }
     }
 
@@ -399,9 +328,9 @@ impl AgentSession {
             registry.replace_mcp_tools(tools);
             let weak = Arc::downgrade(&self.inner);
             self.inner.on_demand.lock().apply(&mut registry, weak);
-            registry.clone()
+            self.snapshot(&registry)
         };
-        self.notify(&snapshot);
+        self.notify(snapshot);
     }
 
     /// Refreshes from the manager's current tool set (and its resources, templates and

@@ -36,9 +36,9 @@ pub enum SchemasOnDemand {
     AboveTokens(usize),
 }
 
-/// How the session offers MCP tools' schemas on demand ([`SessionOptions::tool_search`]).
+/// How the session offers MCP tools' schemas on demand ([`SessionOptions::tool_search`](super::SessionOptions::tool_search)).
 ///
-/// [`SessionOptions::tool_search`]: super::SessionOptions::tool_search
+/// [`SessionOptions::tool_search`](super::SessionOptions::tool_search): super::SessionOptions::tool_search
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSearchOptions {
     /// When (default [`SchemasOnDemand::Never`]: off).
@@ -49,7 +49,8 @@ pub struct ToolSearchOptions {
     /// The most the catalogue in the search tool's description may cost, in tokens (default
     /// 2,000): a line per tool while they fit, then how many more there are.
     pub catalogue_tokens: usize,
-    /// How many tools a search returns at most (default 5; a call may ask for up to 20).
+    /// How many tools a search returns at most (default 5, from 1 to 20; a call may ask for up
+    /// to 20).
     pub results: usize,
 }
 
@@ -76,6 +77,10 @@ pub(super) struct OnDemand {
     pub(super) on: bool,
     /// The MCP tools offered (found by a search, or activated by the host) while on demand.
     pub(super) offered: BTreeSet<String>,
+    /// Whether the search tool is in the registry (put there by us), and whether the host
+    /// turned it off.
+    registered: bool,
+    search_off: bool,
 }
 
 impl OnDemand {
@@ -109,8 +114,13 @@ impl OnDemand {
             SchemasOnDemand::AboveTokens(n) => self.index.definition_tokens() > n,
         };
         let name = self.options.tool_name.clone();
+        if self.registered {
+            self.search_off = !registry.is_active(&name);
+        }
         if !self.on {
-            registry.remove_host_tool(&name);
+            if std::mem::take(&mut self.registered) {
+                registry.remove_host_tool(&name);
+            }
             return;
         }
         for tool in registry.mcp_tool_names() {
@@ -123,13 +133,28 @@ impl OnDemand {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "What the tool should do, in a few words; a tool's name; or select:NAME[,NAME...] to load tools by name"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MOST_RESULTS, "description": format!("How many tools at most (default {})", self.options.results)}
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MOST_RESULTS, "description": format!("How many tools at most (default {})", self.results())}
                 },
                 "required": ["query"]
             }),
             session,
         };
+        if !self.registered && registry.get(&name).is_some() {
+            log::warn!(
+                "the tool search is not offered: the host has a tool named {name} (set \
+                 ToolSearchOptions::tool_name to another name)"
+            );
+            return;
+        }
         registry.add_host_tool(Arc::new(search), "mcp tool search");
+        registry.set_active(&name, !self.search_off);
+        self.registered = true;
+    }
+
+    /// How many tools a search returns without a `limit`: the options' `results`, 1 to
+    /// [`MOST_RESULTS`].
+    pub(super) fn results(&self) -> usize {
+        self.options.results.clamp(1, MOST_RESULTS)
     }
 
     /// The search tool's description: what it does, then the catalogue.
@@ -144,18 +169,120 @@ impl OnDemand {
         )
     }
 
-    /// Offers `names` (an MCP tool on demand); false when schemas are not on demand.
+    /// Offers `names` (MCP tools' names; others are passed over); whether any was not offered
+    /// before. False when schemas are not on demand.
     pub(super) fn offer(&mut self, registry: &mut ToolRegistry, names: &[String]) -> bool {
         if !self.on {
             return false;
         }
+        let mut new = false;
         for name in names {
             if registry.is_mcp_tool(name) {
                 self.offered.insert(name.clone());
+                new |= !registry.is_active(name);
                 registry.set_active(name, true);
             }
         }
+        new
+    }
+}
+
+/// The session's side of schemas on demand.
+impl AgentSession {
+    /// Whether MCP tools' schemas are on demand now (see [`ToolSearchOptions`]): the model is
+    /// offered the search tool and what it found, not every MCP tool.
+    pub fn schemas_on_demand(&self) -> bool {
+        self.inner.on_demand.lock().on
+    }
+
+    /// The tools that best answer `query` (see [`crate::host::ToolIndex`]), best first, at
+    /// most `limit`, without offering them. Empty unless [`SessionOptions::tool_search`](super::SessionOptions::tool_search) is on
+    /// (anything but never).
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<LoadedTool> {
+        let registry = self.inner.registry.lock();
+        let on_demand = self.inner.on_demand.lock();
+        on_demand
+            .index
+            .search(query, limit)
+            .iter()
+            .filter_map(|t| registry.get(t.name()).cloned())
+            .collect()
+    }
+
+    /// Searches as the search tool does and offers what it found (see
+    /// [`AgentSession::offer_tools`]); `limit` defaults to the options' `results`.
+    fn offer_search(&self, query: &str, limit: Option<usize>) -> Vec<LoadedTool> {
+        let (found, snapshot) = {
+            let mut registry = self.inner.registry.lock();
+            let mut on_demand = self.inner.on_demand.lock();
+            let limit = limit.unwrap_or_else(|| on_demand.results());
+            let names: Vec<String> = on_demand
+                .index
+                .search(query, limit)
+                .iter()
+                .map(|t| t.name().to_owned())
+                .collect();
+            let found: Vec<LoadedTool> = names
+                .iter()
+                .filter_map(|n| registry.get(n).cloned())
+                .collect();
+            let new = on_demand.offer(&mut registry, &names);
+            (found, new.then(|| self.snapshot(&registry)))
+        };
+        if let Some(snapshot) = snapshot {
+            self.notify(snapshot);
+        }
+        found
+    }
+
+    /// Offers MCP tools by name, as a search that found them would: they are active until the
+    /// session ends or the host drops them. Names of no MCP tool are passed over. Whether any
+    /// was newly offered (false too when schemas are not on demand now).
+    pub fn offer_tools(&self, names: &[String]) -> bool {
+        let snapshot = {
+            let mut registry = self.inner.registry.lock();
+            if !self.inner.on_demand.lock().offer(&mut registry, names) {
+                return false;
+            }
+            self.snapshot(&registry)
+        };
+        self.notify(snapshot);
         true
+    }
+
+    /// The MCP tools offered so far while schemas are on demand, by name.
+    pub fn offered_tools(&self) -> Vec<String> {
+        self.inner
+            .on_demand
+            .lock()
+            .offered
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Drops every offered tool: only the search tool (and the host's own tools) stay offered.
+    pub fn drop_offered_tools(&self) {
+        let snapshot = {
+            let mut registry = self.inner.registry.lock();
+            let mut on_demand = self.inner.on_demand.lock();
+            for name in std::mem::take(&mut on_demand.offered) {
+                if registry.is_mcp_tool(&name) {
+                    registry.set_active(&name, false);
+                }
+            }
+            self.snapshot(&registry)
+        };
+        self.notify(snapshot);
+    }
+
+    /// The catalogue the search tool's description carries (a line per MCP tool within the
+    /// options' `catalogue_tokens`); empty unless [`SessionOptions::tool_search`](super::SessionOptions::tool_search) is on.
+    pub fn tool_catalogue(&self) -> String {
+        let on_demand = self.inner.on_demand.lock();
+        on_demand
+            .index
+            .catalogue(on_demand.options.catalogue_tokens)
     }
 }
 

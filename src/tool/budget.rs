@@ -19,9 +19,6 @@ use super::ToolOutput;
 use crate::manager::{McpManager, OutputBudget};
 use crate::protocol::ContentBlock;
 
-/// Room kept within the cap for the notice (half the cap at most).
-const NOTICE_ROOM: usize = 400;
-
 /// Sets `output.shown` where the model is to see something else than the whole rendering.
 pub(crate) fn apply(output: &mut ToolOutput, manager: &McpManager) {
     let budget = &manager.options().output_budget;
@@ -47,9 +44,7 @@ pub(crate) fn apply(output: &mut ToolOutput, manager: &McpManager) {
     let text = render_saved(&output.result, &saved);
     let cut = cap.and_then(|cap| {
         shown(&text, cap, budget, &mut || {
-            let dir = dir()?;
-            let path = dir.join(format!("{stem}.txt"));
-            write_file(&path, text.as_bytes()).then_some(path)
+            write_new(&dir()?, &stem, "txt", text.as_bytes())
         })
     });
     output.shown = match cut {
@@ -71,21 +66,23 @@ fn shown(
     if text.len() <= limit {
         return None;
     }
-    let end = cut_point(text, limit - NOTICE_ROOM.min(limit / 2));
-    let left = text.len() - end;
     let path = if budget.spill { whole() } else { None };
     let how = match &path {
         Some(path) => format!("the whole output is in {}", path.display()),
         None => budget.hint.clone(),
     };
-    Some(format!(
-        "{}\n\n[Output cut to about {} tokens: {} of {} bytes (~{} tokens) left out; {how}.]",
-        &text[..end],
-        thousands(cap),
-        thousands(left),
-        thousands(text.len()),
-        thousands(estimated_tokens(left)),
-    ))
+    let notice = |left: usize| {
+        format!(
+            "\n\n[Output cut to about {} tokens: {} of {} bytes (~{} tokens) left out; {how}.]",
+            thousands(cap),
+            thousands(left),
+            thousands(text.len()),
+            thousands(estimated_tokens(left)),
+        )
+    };
+    // The notice is longest when everything is left out: the text gets the rest of the cap.
+    let end = cut_point(text, limit.saturating_sub(notice(text.len()).len()));
+    Some(format!("{}{}", &text[..end], notice(text.len() - end)))
 }
 
 /// Where to cut `text` to at most `max` bytes: at the last line break in the second half of
@@ -155,8 +152,7 @@ fn save_binary(content: &[ContentBlock], dir: &Path, stem: &str) -> Vec<Option<P
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data.trim())
                 .ok()?;
-            let path = dir.join(format!("{stem}-{i}.{}", extension(mime)));
-            write_file(&path, &bytes).then_some(path)
+            write_new(dir, &format!("{stem}-{i}"), extension(mime), &bytes)
         })
         .collect()
 }
@@ -177,8 +173,8 @@ fn extension(mime: &str) -> &'static str {
     }
 }
 
-/// A file name for one result: its server and tool (letters, digits, `-` and `_` only) and a
-/// number no other result of this process has.
+/// A file name for one result: its server and tool (letters, digits, `-` and `_` only), this
+/// process's id and a number no other result of this process has.
 fn file_stem(server: &str, tool: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let clean = |s: &str| -> String {
@@ -194,15 +190,45 @@ fn file_stem(server: &str, tool: &str) -> String {
             .collect()
     };
     format!(
-        "{}-{}-{}",
+        "{}-{}-{}-{}",
         clean(server),
         clean(tool),
+        std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }
 
-/// Writes a new file of mode 0600 (never over another); false, with a warning, on failure.
-fn write_file(path: &Path, bytes: &[u8]) -> bool {
+/// How many names [`write_new`] tries.
+const TRIES: usize = 100;
+
+/// Writes `bytes` to a new file `<stem>.<extension>` in `dir` (`<stem>-2.<extension>`, ... when
+/// that name is taken: a directory of the host's keeps earlier runs' files); its path, or
+/// `None` with a warning.
+fn write_new(dir: &Path, stem: &str, extension: &str, bytes: &[u8]) -> Option<PathBuf> {
+    for n in 1..=TRIES {
+        let name = match n {
+            1 => format!("{stem}.{extension}"),
+            n => format!("{stem}-{n}.{extension}"),
+        };
+        let path = dir.join(name);
+        match write_file(&path, bytes) {
+            Ok(()) => return Some(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                log::warn!("could not write {}: {e}", path.display());
+                return None;
+            }
+        }
+    }
+    log::warn!(
+        "could not write {stem}.{extension} in {}: every name was taken",
+        dir.display()
+    );
+    None
+}
+
+/// Writes a new file of mode 0600 (never over another, never through a link).
+fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -211,11 +237,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> bool {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let written = options.open(path).and_then(|mut f| f.write_all(bytes));
-    if let Err(e) = &written {
-        log::warn!("could not write {}: {e}", path.display());
-    }
-    written.is_ok()
+    options.open(path).and_then(|mut f| f.write_all(bytes))
 }
 
 #[cfg(test)]
@@ -257,6 +279,33 @@ mod tests {
             cut.ends_with("left out; the whole output is in /d/x.txt.]"),
             "{cut}"
         );
+    }
+
+    #[test]
+    fn the_notice_fits_a_small_cap_and_a_long_hint() {
+        let budget = OutputBudget {
+            hint: "h".repeat(150),
+            ..OutputBudget::default()
+        };
+        let text = "word ".repeat(1_000);
+        for cap in [60, 100, 1_000] {
+            let cut = shown(&text, cap, &budget, &mut || None).unwrap();
+            assert!(cut.len() <= cap * 4, "{cap}: {} bytes", cut.len());
+        }
+    }
+
+    #[test]
+    fn a_taken_name_is_not_written_over() {
+        let dir = std::env::temp_dir().join(format!("mcp-budget-names-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("r.txt"), "earlier").unwrap();
+        let path = write_new(&dir, "r", "txt", b"now").unwrap();
+        assert_eq!(path, dir.join("r-2.txt"));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("r.txt")).unwrap(),
+            "earlier"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

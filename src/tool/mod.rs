@@ -263,7 +263,6 @@ impl Spec {
             options,
             self.details(),
         )?;
-        budget::apply(&mut output, manager);
         if let (Some(schema), false) = (&self.definition.output_schema, output.is_error) {
             output.schema_problem = match &output.result.structured_content {
                 Some(structured) => schema::schema_mismatch(schema, structured),
@@ -283,8 +282,9 @@ impl Spec {
     }
 }
 
-/// A call through the manager as every MCP tool makes it: errors become an output with
-/// `is_error`, a cancellation stays [`Error::Cancelled`].
+/// A call through the manager as every MCP tool makes it (subagents' proxies too): errors
+/// become an output with `is_error`, a cancellation stays [`Error::Cancelled`], and what the
+/// model is shown keeps within the manager's output budget.
 pub(crate) fn call_through(
     manager: &crate::manager::McpManager,
     server: &str,
@@ -298,9 +298,11 @@ pub(crate) fn call_through(
     } else {
         arguments
     };
-    match manager.call_tool_with(server, tool, arguments, options) {
-        Ok(result) => Ok(ToolOutput::from_result(result, details)),
-        Err(Error::Cancelled) => Err(Error::Cancelled),
-        Err(e) => Ok(ToolOutput::failed(e, details)),
-    }
+    let mut output = match manager.call_tool_with(server, tool, arguments, options) {
+        Ok(result) => ToolOutput::from_result(result, details),
+        Err(Error::Cancelled) => return Err(Error::Cancelled),
+        Err(e) => ToolOutput::failed(e, details),
+    };
+    budget::apply(&mut output, manager);
+    Ok(output)
 }

@@ -13,13 +13,13 @@
 //! `list_changed`, a reload or a disconnect costs what changed, not the whole catalogue.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::terms::{each_word, related, squashed, words};
+use super::terms::{each_word, one_line, related, squashed, words, Fnv};
 use super::AgentTool;
 
 /// BM25's term-frequency saturation (the usual value).
@@ -51,8 +51,6 @@ const PREFIX_SHARE: f32 = 0.75;
 const COVERAGE: f32 = 1.0;
 /// How deep parameter schemas are read (nested objects, array items).
 const SCHEMA_DEPTH: usize = 4;
-/// The longest line of a description the catalogue shows, in characters.
-const ONE_LINE: usize = 100;
 /// The shortest query that finds names starting with it.
 const PREFIX_FROM: usize = 3;
 
@@ -69,6 +67,9 @@ pub struct ToolIndex {
     term_ids: HashMap<Box<str>, u32, BuildHasherDefault<Fnv>>,
     /// The terms again, sorted, for the words that begin like a query's.
     sorted_terms: BTreeMap<Box<str>, u32>,
+    /// Each term's word, by id (to forget a term no tool has any more), and the ids free.
+    words_of: Vec<Box<str>>,
+    free_terms: Vec<u32>,
     /// For each term, the entries it occurs in (unordered), with its count in each field.
     postings: Vec<Vec<(u32, [u8; FIELDS])>>,
     /// The summed lengths of each field, in words.
@@ -304,6 +305,9 @@ impl ToolIndex {
                 if let Some(at) = list.iter().position(|(s, _)| *s == slot) {
                     list.swap_remove(at);
                 }
+                if list.is_empty() {
+                    self.forget_term(*term);
+                }
             }
             for (total, length) in self.total_lengths.iter_mut().zip(entry.lengths) {
                 *total -= f64::from(length);
@@ -497,11 +501,28 @@ impl ToolIndex {
         if let Some(&id) = self.term_ids.get(word) {
             return id;
         }
-        let id = self.postings.len() as u32;
-        self.postings.push(Vec::new());
+        let id = match self.free_terms.pop() {
+            Some(id) => {
+                self.words_of[id as usize] = word.into();
+                id
+            }
+            None => {
+                self.postings.push(Vec::new());
+                self.words_of.push(word.into());
+                (self.postings.len() - 1) as u32
+            }
+        };
         self.term_ids.insert(word.into(), id);
         self.sorted_terms.insert(word.into(), id);
         id
+    }
+
+    /// Forgets a term no tool has any more.
+    fn forget_term(&mut self, id: u32) {
+        let word = std::mem::take(&mut self.words_of[id as usize]);
+        self.term_ids.remove(&word);
+        self.sorted_terms.remove(&word);
+        self.free_terms.push(id);
     }
 }
 
@@ -512,21 +533,6 @@ impl std::fmt::Debug for ToolIndex {
             .field("terms", &self.term_ids.len())
             .finish()
     }
-}
-
-/// The first sentence (or line) of a description, at most [`ONE_LINE`] characters.
-fn one_line(description: &str) -> String {
-    let first = description.trim().lines().next().unwrap_or("");
-    let sentence = match first.find(". ") {
-        Some(end) => &first[..=end],
-        None => first,
-    };
-    let sentence = sentence.trim();
-    if sentence.chars().count() <= ONE_LINE {
-        return sentence.to_owned();
-    }
-    let cut: String = sentence.chars().take(ONE_LINE - 1).collect();
-    format!("{}…", cut.trim_end())
 }
 
 /// Whether two tool objects show the same definition: the same MCP definition object (a
@@ -541,8 +547,18 @@ fn same_definition(a: &dyn AgentTool, b: &dyn AgentTool) -> bool {
         && a.description() == b.description()
         && a.parameters() == b.parameters()
         && a.mcp_identity() == b.mcp_identity()
-        && a.mcp_definition().and_then(|d| d.title.as_deref())
-            == b.mcp_definition().and_then(|d| d.title.as_deref())
+        && titles(a) == titles(b)
+}
+
+/// A tool's display names: its definition's title and its annotations' title.
+fn titles(tool: &dyn AgentTool) -> (Option<&str>, Option<&str>) {
+    let definition = tool.mcp_definition();
+    (
+        definition.and_then(|d| d.title.as_deref()),
+        definition
+            .and_then(|d| d.annotations.as_ref())
+            .and_then(|a| a.title.as_deref()),
+    )
 }
 
 /// The words of a parameters schema: each property's name and description (and title), into
@@ -564,31 +580,6 @@ fn schema_words(schema: &Value, depth: usize, add: &mut impl FnMut(&str, usize))
     }
     if let Some(items) = schema.get("items") {
         schema_words(items, depth - 1, add);
-    }
-}
-
-/// FNV-1a: the words of definitions are short and not an attacker's to choose in a way that
-/// matters here (a collision costs time, never a wrong answer), so the standard library's
-/// DoS-resistant hash is not needed where every word of every definition is looked up.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            hash ^= u64::from(*b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = hash;
     }
 }
 

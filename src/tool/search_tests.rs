@@ -156,6 +156,8 @@ fn sync_indexes_only_what_changed_and_forgets_what_went() {
     assert!(index.is_empty());
     assert_eq!(index.definition_tokens(), 0);
     assert!(index.postings.iter().all(Vec::is_empty));
+    assert!(index.term_ids.is_empty() && index.sorted_terms.is_empty());
+    assert_eq!(index.free_terms.len(), index.postings.len());
     assert!(names(&index, "file", 5).is_empty());
     // Slots are reused.
     let slots = index.entries.len();

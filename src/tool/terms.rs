@@ -7,6 +7,8 @@
 //! words a query word commonly stands beside in tool definitions (`fetch` for `get`, `delete`
 //! for `remove`): a query is also matched on those, at a lower weight.
 
+use std::hash::Hasher;
+
 /// Words too common in tool definitions and queries to tell tools apart (sorted).
 const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from",
@@ -337,6 +339,49 @@ pub(crate) fn squashed(name: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// The longest line of a description the catalogue shows, in characters.
+const ONE_LINE: usize = 100;
+
+/// The first sentence (or line) of a description, at most [`ONE_LINE`] characters.
+pub(crate) fn one_line(description: &str) -> String {
+    let first = description.trim().lines().next().unwrap_or("");
+    let sentence = match first.find(". ") {
+        Some(end) => &first[..=end],
+        None => first,
+    };
+    let sentence = sentence.trim();
+    if sentence.chars().count() <= ONE_LINE {
+        return sentence.to_owned();
+    }
+    let cut: String = sentence.chars().take(ONE_LINE - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// FNV-1a: the words of definitions are short and not an attacker's to choose in a way that
+/// matters here (a collision costs time, never a wrong answer), so the standard library's
+/// DoS-resistant hash is not needed where every word of every definition is looked up.
+#[derive(Default)]
+pub(crate) struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            hash ^= u64::from(*b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
 }
 
 #[cfg(test)]

@@ -231,9 +231,13 @@ fn output_budget(args: &Args) -> mcp_runtime::manager::OutputBudget {
     if args.full || args.json || !std::io::stdout().is_terminal() {
         return mcp_runtime::manager::OutputBudget::unlimited();
     }
-    mcp_runtime::manager::OutputBudget {
-        hint: "run the call again with --full to see all of it".into(),
-        ..mcp_runtime::manager::OutputBudget::default()
+    let budget = mcp_runtime::manager::OutputBudget::default();
+    match args.command {
+        Command::Call { .. } => mcp_runtime::manager::OutputBudget {
+            hint: "run the call again with --full to see all of it".into(),
+            ..budget
+        },
+        _ => budget,
     }
 }
 
