@@ -129,6 +129,15 @@ pub enum Error {
         /// Where it pointed, with its query values and userinfo redacted.
         location: String,
     },
+    /// What a server sent does not match what it said of it (a skill's file whose size,
+    /// digest or frontmatter differs from the skill's list): nothing of it was handed over.
+    /// Renders as `<uri> failed its check: <problem>`.
+    Integrity {
+        /// What was read.
+        uri: String,
+        /// What differs.
+        problem: String,
+    },
 }
 
 impl Error {
@@ -286,6 +295,7 @@ impl fmt::Display for Error {
             Error::Redirect { status, location } => {
                 write!(f, "HTTP {status}: redirect to {location} not followed")
             }
+            Error::Integrity { uri, problem } => write!(f, "{uri} failed its check: {problem}"),
         }
     }
 }

@@ -26,9 +26,6 @@ const STABLE: &str = "0.1.16";
 /// The suite with the 2026-07-28 scenarios and the extensions.
 const ALPHA: &str = "0.2.0-alpha.12";
 
-/// Why a scenario is not expected to pass yet: the open work that owns it.
-const SKILLS: &str = "Skills (SEP-2640) are the extensions issue's: no skill is exercised yet";
-
 /// The runner's entry script of suite `version`, installed on first use.
 fn suite(version: &str) -> Option<PathBuf> {
     npm::install(
@@ -260,10 +257,10 @@ scenarios!(alpha, super::ALPHA, None, {
     http_invalid_tool_headers => "http-invalid-tool-headers";
     json_schema_ref_no_deref => "json-schema-ref-no-deref";
     json_schema_2020_12_preservation => "json-schema-2020-12-preservation";
-    sep_2640_client_no_prefetch => "sep-2640-client-no-prefetch" expect super::SKILLS;
-    sep_2640_client_verify_digest => "sep-2640-client-verify-digest" expect super::SKILLS;
-    sep_2640_client_verify_size => "sep-2640-client-verify-size" expect super::SKILLS;
-    sep_2640_client_verify_frontmatter => "sep-2640-client-verify-frontmatter" expect super::SKILLS;
+    sep_2640_client_no_prefetch => "sep-2640-client-no-prefetch";
+    sep_2640_client_verify_digest => "sep-2640-client-verify-digest";
+    sep_2640_client_verify_size => "sep-2640-client-verify-size";
+    sep_2640_client_verify_frontmatter => "sep-2640-client-verify-frontmatter";
 });
 
 // The scenarios of both wires run once more on the 2026-07-28 (stateless) one: passing on one

@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use super::era::{self, Envelopes};
 use super::{Client, ConnectOptions, Connection, Endpoint, Router};
+use serde_json::Value;
+
 use crate::error::Error;
 use crate::transport::{
     Connector, HttpTransport, Inbound, SseTransport, StdioTransport, Transport,
@@ -46,7 +48,18 @@ impl Connection {
         options: &ConnectOptions,
         make: impl FnOnce(Arc<dyn Inbound>) -> Result<Arc<dyn Transport>, Error>,
     ) -> Result<Connection, Error> {
-        let declared = options.handler.capabilities();
+        let mut declared = options.handler.capabilities();
+        if !options.extensions.is_empty() {
+            let extensions = declared
+                .extra
+                .entry("extensions")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if let Value::Object(map) = extensions {
+                for (name, settings) in &options.extensions {
+                    map.entry(name.clone()).or_insert_with(|| settings.clone());
+                }
+            }
+        }
         let router = Arc::new(Router::new(
             name,
             Arc::clone(&options.handler),

@@ -38,6 +38,7 @@ mod page;
 mod renewal;
 mod reply;
 mod router;
+mod skills;
 mod tasks;
 
 pub use budget::MAX_RESULT_VALUES;

@@ -113,6 +113,11 @@ pub struct ConnectOptions {
     /// with other connections to the same server config, which then need no probe. Not called
     /// when nothing was probed; called on the connecting thread. Default: none.
     pub on_era_found: Option<Arc<dyn Fn(ProtocolVersion) + Send + Sync>>,
+    /// The extensions the host enables, by name, with their settings (SEP-2133): declared in
+    /// the client's capabilities as `extensions` (in `initialize`, or in every request's
+    /// `_meta` in the stateless era), beside any the handler declares. What a server declared
+    /// is [`Client::server_extension`](super::Client::server_extension). Default: none.
+    pub extensions: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Default for ConnectOptions {
@@ -129,6 +134,7 @@ impl Default for ConnectOptions {
             era: EraChoice::Detect,
             probe_timeout: Duration::from_secs(5),
             on_era_found: None,
+            extensions: serde_json::Map::new(),
         }
     }
 }
@@ -143,6 +149,7 @@ impl fmt::Debug for ConnectOptions {
             .field("stdio", &self.stdio)
             .field("http", &self.http)
             .field("era", &self.era)
+            .field("extensions", &self.extensions.keys().collect::<Vec<_>>())
             .field("probe_timeout", &self.probe_timeout)
             .field("on_era_found", &self.on_era_found.is_some())
             .finish_non_exhaustive()

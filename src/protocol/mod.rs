@@ -9,6 +9,7 @@ pub(crate) mod member;
 mod notifications;
 mod requests;
 mod resources;
+mod skills;
 pub(crate) mod stateless;
 mod tools;
 mod top_level;
@@ -26,6 +27,9 @@ pub(crate) use resources::CompleteResult;
 pub use resources::{
     Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument, PromptMessage,
     ReadResourceResult, Resource, ResourceTemplate,
+};
+pub use skills::{
+    frontmatter, verify_file, verify_frontmatter, Skill, SkillFile, SkillFiles, SKILLS_EXTENSION,
 };
 pub(crate) use stateless::{DiscoverResult, ResultType};
 pub use tools::{json_kind, CallToolResult, Listing, Tool, ToolAnnotations};
@@ -59,6 +63,8 @@ pub(crate) mod methods {
     pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
     /// Client → server: read a resource.
     pub const RESOURCES_READ: &str = "resources/read";
+    /// A server's skills (the skills extension).
+    pub const SKILLS_LIST: &str = "skills/list";
     /// Client → server: be told when a resource changes.
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
     /// Client → server: stop being told.

@@ -106,6 +106,26 @@ function scenarioSteps() {
     const args = JSON.stringify({ schema: focal.inputSchema });
     return run(["--config", cfg, "call", "mcp_conformance_json_schema_echo", args]).status;
   }
+  if (scenario === "sep-2640-client-no-prefetch") {
+    // List the skills: nothing of them is read until one is loaded.
+    return run(["--config", config(), "--json", "skills"]).status;
+  }
+  if (scenario.startsWith("sep-2640-client-verify-")) {
+    // Load the first skill and ask for its other file: a skill that fails its checks stops
+    // before anything more is read.
+    const cfg = config();
+    const listed = run(["--config", cfg, "--json", "skills"], true);
+    if (listed.status !== 0) return listed.status;
+    const skill = JSON.parse(listed.stdout)[0];
+    if (!skill) {
+      console.error("conformance driver: no skill is listed");
+      return 1;
+    }
+    const files = Array.isArray(skill.resources)
+      ? skill.resources.map((r) => r.uri).filter((uri) => uri !== skill.uri)
+      : [];
+    return run(["--config", cfg, "skill", skill.name, ...files]).status;
+  }
   return run(["--json", "probe", "--oauth", JSON.stringify(oauth), url]).status;
 }
 

@@ -29,6 +29,12 @@ commands:
                          the name's mcp_<server>_ prefix); progress shows on a terminal, and
                          there a result is cut at about 25,000 tokens, as a model would be
                          shown it (--full: all of it; piped, it is always whole)
+  skills                 every server's skills (the skills extension), from their lists: no
+                         skill file is read
+  skill NAME [FILE...]   load a skill (NAME, or SERVER/NAME): its SKILL.md is read and checked
+                         against the list (size, SHA-256 digest, frontmatter) and printed,
+                         then each FILE (relative to the skill, e.g. references/FORMS.md),
+                         each checked; a file that fails its check stops it (exit 65)
   resources              every server's resources
   read URI               read a resource (from the server that lists it, or --server NAME)
   templates              every server's resource templates
@@ -163,6 +169,13 @@ pub enum Command {
     Logs,
     /// `search QUERY...`, the words joined.
     Search(String),
+    /// `skills`.
+    Skills,
+    /// `skill NAME [FILE...]`.
+    Skill {
+        name: String,
+        files: Vec<String>,
+    },
     Info(String),
     Version,
     Status,
@@ -405,6 +418,11 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 args: words.by_ref().collect(),
             }
         }
+        Some("skills") => Command::Skills,
+        Some("skill") => Command::Skill {
+            name: words.next().ok_or("skill needs a NAME")?,
+            files: words.by_ref().collect(),
+        },
         Some("resources") => Command::Resources,
         Some("read") => Command::Read(words.next().ok_or("read needs a URI")?),
         Some("templates") => Command::Templates,
@@ -437,6 +455,8 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             args.command,
             Command::Tools
                 | Command::Search(_)
+                | Command::Skills
+                | Command::Skill { .. }
                 | Command::Call { .. }
                 | Command::Resources
                 | Command::Read(_)

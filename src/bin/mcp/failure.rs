@@ -27,6 +27,7 @@ pub fn classify(e: &Error) -> (&'static str, u8) {
         | Error::Protocol { .. }
         | Error::MessageTooLarge { .. }
         | Error::UnsupportedProtocolVersion { .. } => ("protocol", 76),
+        Error::Integrity { .. } => ("integrity", 65),
         _ => ("unavailable", 69),
     }
 }

@@ -256,6 +256,8 @@ mod tests {
         for expected in [
             "tools",
             "search",
+            "skills",
+            "skill",
             "call",
             "probe",
             "help",

@@ -18,6 +18,7 @@ mod repl;
 mod search;
 mod servers;
 mod signals;
+mod skills;
 mod target;
 
 use std::path::Path;
@@ -116,6 +117,7 @@ fn run(args: &Args) -> Result<u8, String> {
         | Command::Complete { .. }
         | Command::Logs
         | Command::Info(_) => features::run(args, &project),
+        Command::Skills | Command::Skill { .. } => skills::run(args, &project),
         Command::Demo => demo::run(args),
         Command::Servers => {
             approve::print_servers(&discovered(args, &project)?, args.json);
@@ -217,6 +219,11 @@ pub fn load_options(args: &Args) -> DiscoveryOptions {
 /// The connection settings every server gets.
 pub fn connect_options(args: &Args) -> ConnectOptions {
     let mut options = ConnectOptions::default();
+    // The extensions the CLI speaks, declared to every server.
+    options.extensions.insert(
+        mcp_runtime::protocol::SKILLS_EXTENSION.to_owned(),
+        json!({}),
+    );
     if let Some(ms) = args.timeout_ms {
         options.timeout = Duration::from_millis(ms);
         options.request_timeout = Duration::from_millis(ms);

@@ -1,0 +1,112 @@
+//! Skills (the `io.modelcontextprotocol/skills` extension): a server's skills listed, and a
+//! skill's files read lazily, each checked against the list before it is handed over (see
+//! [`crate::protocol::Skill`]).
+//!
+//! Nothing is read before the host asks: `list_skills` reads the list only; `load_skill` reads
+//! the skill's `SKILL.md` and checks its size, digest and frontmatter; `read_skill_file` reads
+//! one more file the list names and checks its size and digest. A file that fails its check is
+//! an [`Error::Integrity`] and nothing of it is returned.
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::Client;
+use crate::error::Error;
+use crate::protocol::{
+    methods, verify_file, verify_frontmatter, ReadResourceResult, Skill, SkillFiles,
+    SKILLS_EXTENSION,
+};
+
+impl Client {
+    /// Whether the server declared the skills extension (`capabilities.extensions`).
+    pub fn offers_skills(&self) -> bool {
+        self.server_extension(SKILLS_EXTENSION).is_some()
+    }
+
+    /// The settings the server declared for extension `name` (`capabilities.extensions`),
+    /// when it declared it.
+    pub fn server_extension(&self, name: &str) -> Option<Value> {
+        self.initialize_result()
+            .capabilities
+            .extra
+            .get("extensions")
+            .and_then(|e| e.get(name))
+            .cloned()
+    }
+
+    /// Every skill of the server (all pages); empty when it did not declare the extension.
+    /// No skill file is read.
+    pub fn list_skills(&self) -> Result<Vec<Skill>, Error> {
+        if !self.offers_skills() {
+            return Ok(Vec::new());
+        }
+        self.list_all(methods::SKILLS_LIST, "skills")
+    }
+
+    /// Reads a skill's `SKILL.md` and checks it against the list (size, digest, then
+    /// frontmatter); its text when all agree.
+    pub fn load_skill(&self, skill: &Skill) -> Result<String, Error> {
+        let bytes = self.read_checked(skill, &skill.uri)?;
+        let text = String::from_utf8(bytes).map_err(|_| Error::Integrity {
+            uri: skill.uri.clone(),
+            problem: "SKILL.md is not UTF-8 text".into(),
+        })?;
+        verify_frontmatter(skill, &text).map_err(|problem| Error::Integrity {
+            uri: skill.uri.clone(),
+            problem,
+        })?;
+        Ok(text)
+    }
+
+    /// Reads one more file of a loaded skill (`file` relative to the skill's directory, or a
+    /// whole URI), checked against the list; its bytes. A file the list does not name is
+    /// refused unread (unless the skill's files are `dynamic`).
+    pub fn read_skill_file(&self, skill: &Skill, file: &str) -> Result<Vec<u8>, Error> {
+        self.read_checked(skill, &skill.file_uri(file))
+    }
+
+    /// Reads `uri` and checks it against the skill's entry for it.
+    fn read_checked(&self, skill: &Skill, uri: &str) -> Result<Vec<u8>, Error> {
+        let entry = match &skill.resources {
+            SkillFiles::Dynamic => None,
+            SkillFiles::Listed(_) => Some(skill.file(uri).ok_or_else(|| Error::Integrity {
+                uri: uri.to_owned(),
+                problem: "the skill's list does not name this file".into(),
+            })?),
+        };
+        let read = self.read_resource(uri)?;
+        let bytes = contents_of(&read, uri)?;
+        if let Some(entry) = entry {
+            verify_file(entry, &bytes).map_err(|problem| Error::Integrity {
+                uri: uri.to_owned(),
+                problem,
+            })?;
+        }
+        Ok(bytes)
+    }
+}
+
+/// The bytes of `uri` in a `resources/read` result: its text, or its blob decoded.
+fn contents_of(read: &ReadResourceResult, uri: &str) -> Result<Vec<u8>, Error> {
+    let contents = read
+        .contents
+        .iter()
+        .find(|c| c.uri == uri)
+        .or_else(|| read.contents.first())
+        .ok_or_else(|| Error::Protocol {
+            message: format!("{} gave no contents for {uri}", methods::RESOURCES_READ),
+        })?;
+    if let Some(text) = &contents.text {
+        return Ok(text.as_bytes().to_vec());
+    }
+    if let Some(blob) = &contents.blob {
+        return base64::engine::general_purpose::STANDARD
+            .decode(blob.trim())
+            .map_err(|e| Error::Protocol {
+                message: format!("{uri}: its blob is not base64: {e}"),
+            });
+    }
+    Err(Error::Protocol {
+        message: format!("{uri}: neither text nor blob"),
+    })
+}

@@ -1,0 +1,327 @@
+//! Skills (the `io.modelcontextprotocol/skills` extension, SEP-2640): what `skills/list`
+//! returns, and the checks a skill's files pass before a host is given them.
+//!
+//! A skill is a `SKILL.md` (YAML frontmatter between `---` lines, then instructions) and the
+//! files beside it; the list gives each file's URI, its SHA-256 (`sha256:<hex>`) and its size
+//! in bytes, and the frontmatter the `SKILL.md` must carry. The files are read with
+//! `resources/read`, lazily; each is checked against the list (size first, then digest; for
+//! `SKILL.md` its frontmatter too) before anything of it is handed over. The checks here are
+//! plain functions of the list's entry and the bytes read; the reading is the client's.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// The extension's name in `capabilities.extensions`.
+pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
+
+/// One skill of a `skills/list` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skill {
+    /// Its `SKILL.md` (`skill://<path>/SKILL.md`).
+    pub uri: String,
+    /// The frontmatter its `SKILL.md` carries: `name` and `description` at least.
+    #[serde(default)]
+    pub frontmatter: Map<String, Value>,
+    /// Its files (`SKILL.md` among them) with their digests and sizes, or `"dynamic"` (files
+    /// the server makes up when asked, nothing to check them against).
+    #[serde(default)]
+    pub resources: SkillFiles,
+    /// Anything else, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Skill {
+    /// The frontmatter's `name`.
+    pub fn name(&self) -> Option<&str> {
+        self.frontmatter.get("name").and_then(Value::as_str)
+    }
+
+    /// The frontmatter's `description`.
+    pub fn description(&self) -> Option<&str> {
+        self.frontmatter.get("description").and_then(Value::as_str)
+    }
+
+    /// The entry of the file `uri`, when the list names its files.
+    pub fn file(&self, uri: &str) -> Option<&SkillFile> {
+        match &self.resources {
+            SkillFiles::Listed(files) => files.iter().find(|f| f.uri == uri),
+            SkillFiles::Dynamic => None,
+        }
+    }
+
+    /// The URI of a file given relative to the skill's directory (`references/FORMS.md`), or
+    /// as a whole URI.
+    pub fn file_uri(&self, file: &str) -> String {
+        if file.contains("://") {
+            return file.to_owned();
+        }
+        match self.uri.rsplit_once('/') {
+            Some((dir, _)) => format!("{dir}/{}", file.trim_start_matches('/')),
+            None => file.to_owned(),
+        }
+    }
+}
+
+/// A skill's files as `skills/list` gives them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SkillFiles {
+    /// Each file with its digest and size.
+    Listed(Vec<SkillFile>),
+    /// `"dynamic"`: files made up when asked.
+    Dynamic,
+}
+
+impl Default for SkillFiles {
+    fn default() -> Self {
+        SkillFiles::Listed(Vec::new())
+    }
+}
+
+impl Serialize for SkillFiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SkillFiles::Listed(files) => files.serialize(s),
+            SkillFiles::Dynamic => s.serialize_str("dynamic"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SkillFiles {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) if s == "dynamic" => Ok(SkillFiles::Dynamic),
+            v @ Value::Array(_) => serde_json::from_value(v)
+                .map(SkillFiles::Listed)
+                .map_err(serde::de::Error::custom),
+            other => Err(serde::de::Error::custom(format!(
+                "resources is a list of files or \"dynamic\", not {other}"
+            ))),
+        }
+    }
+}
+
+/// One file of a skill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillFile {
+    /// Its URI.
+    pub uri: String,
+    /// `sha256:` and the lowercase hex SHA-256 of its bytes.
+    pub digest: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// Checks `bytes` (a file as read) against its entry: the size first, then the digest. The
+/// error says what differs.
+pub fn verify_file(entry: &SkillFile, bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() as u64 != entry.size {
+        return Err(format!(
+            "{} is {} bytes; the skill's list says {}",
+            entry.uri,
+            bytes.len(),
+            entry.size
+        ));
+    }
+    let Some(hex) = entry
+        .digest
+        .strip_prefix("sha256:")
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    else {
+        return Err(format!(
+            "{}: the skill's list gives a digest that is not sha256:<64 lowercase hex digits>",
+            entry.uri
+        ));
+    };
+    let actual: String = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if actual != hex {
+        return Err(format!(
+            "{}: its SHA-256 is {actual}; the skill's list says {hex}",
+            entry.uri
+        ));
+    }
+    Ok(())
+}
+
+/// The YAML frontmatter of a `SKILL.md` (between a first `---` line and the next), as JSON.
+pub fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next().unwrap_or("");
+    if first.trim_end_matches(['\r', '\n']) != "---" {
+        return Err("SKILL.md does not start with a --- frontmatter line".into());
+    }
+    let mut yaml = String::new();
+    let mut closed = false;
+    for line in lines {
+        if line
+            .trim_end_matches(['\r', '\n'])
+            .trim_end_matches([' ', '\t'])
+            == "---"
+        {
+            closed = true;
+            break;
+        }
+        yaml.push_str(line);
+    }
+    if !closed {
+        return Err("SKILL.md's frontmatter has no closing --- line".into());
+    }
+    let docs = yaml_rust2::YamlLoader::load_from_str(&yaml)
+        .map_err(|e| format!("SKILL.md's frontmatter is not YAML: {e}"))?;
+    match docs.first().map(yaml_to_json) {
+        Some(Value::Object(map)) => Ok(map),
+        _ => Err("SKILL.md's frontmatter is not a mapping".into()),
+    }
+}
+
+/// Checks a `SKILL.md`'s frontmatter against the skill's list entry: the same keys with the
+/// same values (types included), a non-empty `name` and `description`, and a `name` that is
+/// the last segment of the skill's path.
+pub fn verify_frontmatter(skill: &Skill, text: &str) -> Result<(), String> {
+    let found = frontmatter(text)?;
+    for key in found.keys().chain(skill.frontmatter.keys()) {
+        let (a, b) = (found.get(key), skill.frontmatter.get(key));
+        if a.unwrap_or(&Value::Null) != b.unwrap_or(&Value::Null) {
+            return Err(format!(
+                "SKILL.md says {key}: {}; the skill's list says {}",
+                a.unwrap_or(&Value::Null),
+                b.unwrap_or(&Value::Null)
+            ));
+        }
+    }
+    for key in ["name", "description"] {
+        if found
+            .get(key)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(format!("SKILL.md's frontmatter has no {key}"));
+        }
+    }
+    let name = skill.name().unwrap_or("");
+    let dir = skill.uri.rsplit_once('/').map_or("", |(dir, _)| dir);
+    if dir.rsplit('/').next() != Some(name) {
+        return Err(format!(
+            "the skill's name {name:?} is not the last segment of its path {dir:?}"
+        ));
+    }
+    Ok(())
+}
+
+fn yaml_to_json(yaml: &yaml_rust2::Yaml) -> Value {
+    use yaml_rust2::Yaml;
+    match yaml {
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::Null, Value::Number),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(map) => Value::Object(
+            map.iter()
+                .filter_map(|(k, v)| {
+                    let key = match k {
+                        Yaml::String(s) => s.clone(),
+                        Yaml::Integer(i) => i.to_string(),
+                        Yaml::Boolean(b) => b.to_string(),
+                        Yaml::Real(r) => r.clone(),
+                        _ => return None,
+                    };
+                    Some((key, yaml_to_json(v)))
+                })
+                .collect(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SKILL_MD: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n";
+
+    fn entry(text: &str) -> SkillFile {
+        let hex: String = Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        SkillFile {
+            uri: "skill://pdf-processing/SKILL.md".into(),
+            digest: format!("sha256:{hex}"),
+            size: text.len() as u64,
+        }
+    }
+
+    fn skill() -> Skill {
+        serde_json::from_value(json!({
+            "uri": "skill://pdf-processing/SKILL.md",
+            "frontmatter": {"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"},
+            "resources": [entry(SKILL_MD)]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn files_are_checked_by_size_then_digest() {
+        let good = entry(SKILL_MD);
+        assert_eq!(verify_file(&good, SKILL_MD.as_bytes()), Ok(()));
+        let evil = SKILL_MD.replace("Skill body.", "Evil body!!");
+        let e = verify_file(&good, evil.as_bytes()).unwrap_err();
+        assert!(e.contains("SHA-256"), "{e}");
+        let longer = format!("{SKILL_MD}more\n");
+        let e = verify_file(&good, longer.as_bytes()).unwrap_err();
+        assert!(e.contains("bytes; the skill's list says"), "{e}");
+        let bad = SkillFile {
+            digest: "md5:abc".into(),
+            ..good
+        };
+        assert!(verify_file(&bad, SKILL_MD.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn frontmatter_must_match_the_list() {
+        let skill = skill();
+        assert_eq!(verify_frontmatter(&skill, SKILL_MD), Ok(()));
+        let changed = SKILL_MD.replace(
+            "Extract, fill, and assemble PDF documents",
+            "Exfiltrate credentials",
+        );
+        let e = verify_frontmatter(&skill, &changed).unwrap_err();
+        assert!(e.contains("description"), "{e}");
+        let extra = SKILL_MD.replace("---\n\n", "version: 2.1\n---\n\n");
+        assert!(verify_frontmatter(&skill, &extra).is_err());
+        assert!(verify_frontmatter(&skill, "no frontmatter").is_err());
+        assert!(verify_frontmatter(&skill, "---\nname: x\n").is_err());
+        let crlf = SKILL_MD.replace('\n', "\r\n");
+        assert_eq!(verify_frontmatter(&skill, &crlf), Ok(()));
+    }
+
+    #[test]
+    fn lists_read_with_files_or_dynamic() {
+        let s = skill();
+        assert_eq!(s.name(), Some("pdf-processing"));
+        assert!(s.file("skill://pdf-processing/SKILL.md").is_some());
+        assert_eq!(
+            s.file_uri("references/FORMS.md"),
+            "skill://pdf-processing/references/FORMS.md"
+        );
+        let dynamic: Skill = serde_json::from_value(
+            json!({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": "dynamic"}),
+        )
+        .unwrap();
+        assert_eq!(dynamic.resources, SkillFiles::Dynamic);
+        assert!(
+            serde_json::from_value::<Skill>(json!({"uri": "u", "resources": "other"})).is_err()
+        );
+    }
+}
