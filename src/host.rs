@@ -7,9 +7,9 @@
 
 pub use crate::commands::{command_edits_config, HELP as COMMANDS_HELP};
 pub use crate::loader::{
-    approval_errors, discover_and_load_mcp_tools, discover_mcp_servers, display_path,
-    load_with_manager, loaded_tools, trust_servers, try_load_all_mcp_configs, untrust_server,
-    LoadError, LoadedTool, LoaderOptions, McpLoadResult,
+    all_loaded_tools, approval_errors, discover_and_load_mcp_tools, discover_mcp_servers,
+    display_path, load_with_manager, loaded_tools, trust_servers, try_load_all_mcp_configs,
+    untrust_server, LoadError, LoadedTool, LoaderOptions, McpLoadResult,
 };
 pub use crate::session::{
     create_agent_session, AgentSession, McpFeatures, SchemasOnDemand, SessionOptions, ToolRegistry,

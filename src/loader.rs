@@ -286,8 +286,22 @@ pub fn untrust_server(
     options.trust_store(cwd).revoke(cwd, name)
 }
 
-/// The manager's current tools as [`LoadedTool`]s (for a refresh after startup).
+/// The manager's current tools as [`LoadedTool`]s (for a refresh after startup): the tools a
+/// model may be offered. A tool an MCP App alone may call (its `_meta.ui.visibility` leaves out
+/// `"model"`) is not among them; [`all_loaded_tools`] has those too, for a host's own use.
 pub fn loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
+    let mut tools = all_loaded_tools(manager);
+    tools.retain(|t| {
+        t.tool
+            .mcp_definition()
+            .is_none_or(crate::protocol::Tool::visible_to_model)
+    });
+    tools
+}
+
+/// Every tool of the manager as a [`LoadedTool`], those only an MCP App may call included:
+/// what the host itself may call (a model is offered [`loaded_tools`]).
+pub fn all_loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
     build_tools(manager)
         .into_iter()
         .map(|tool| {

@@ -26,6 +26,10 @@ pub fn subagent_tools(parent: &McpManager, cap: Duration) -> Vec<Arc<dyn AgentTo
     build_tools(parent)
         .into_iter()
         .filter_map(|inner| {
+            // A subagent's model is offered them: no tool only an MCP App may call.
+            if !inner.mcp_definition()?.visible_to_model() {
+                return None;
+            }
             let (server, tool) = inner.mcp_identity()?;
             let proxy = ProxyTool {
                 server: server.to_owned(),

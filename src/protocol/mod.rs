@@ -3,6 +3,7 @@
 //! Every type keeps what it does not model: unknown fields land in an `extra` map and schemas
 //! stay raw JSON, so a host gets back exactly what the server sent.
 
+mod apps;
 mod content;
 mod lifecycle;
 pub(crate) mod member;
@@ -15,6 +16,7 @@ mod tools;
 mod top_level;
 mod version;
 
+pub use apps::{ResourceUi, ToolUi, UiCsp, APP_MIME_TYPE, UI_EXTENSION};
 pub use content::{ContentBlock, EmbeddedResource};
 pub(crate) use lifecycle::InitializeParams;
 pub(crate) use lifecycle::InitializeResult;

@@ -26,6 +26,7 @@ pub struct Flags {
     pub filesystem: Option<String>,
     pub catalogue: Option<String>,
     pub text_tool: bool,
+    pub app: bool,
 }
 
 impl Flags {
@@ -62,6 +63,7 @@ impl Flags {
                 "--filesystem" => flags.filesystem = args.next(),
                 "--catalogue" => flags.catalogue = args.next(),
                 "--text-tool" => flags.text_tool = true,
+                "--app" => flags.app = true,
                 other => {
                     eprintln!("unknown flag {other}");
                     std::process::exit(2);

@@ -27,6 +27,8 @@
 //!                        `path` in the first root, and appends the full path to LOG
 //!   --text-tool          also list `text`: `bytes` bytes of numbered lines, some characters
 //!                        of several bytes
+//!   --app                also list `show_clock` (a UI, `ui://clock/app.html`) and
+//!                        `clock_tick` (visible to its App only)
 //!   --catalogue FILE     list only the tools of FILE (`{"tools": [...]}`, a captured
 //!                        catalogue); a call to one answers `called NAME with ARGUMENTS`
 //!

@@ -53,6 +53,13 @@ impl Server {
             json!({"name": "grandchild_pid", "description": "The grandchild's pid", "inputSchema": object(json!({}))}),
             json!({"name": "stderr", "description": "Writes lines to stderr", "inputSchema": object(json!({"lines": {"type": "integer"}}))}),
         ];
+        if self.flags.app {
+            // An MCP App: a tool with a UI, and a tool only its App may call.
+            tools.push(json!({"name": "show_clock", "description": "Shows a clock", "inputSchema": object(json!({})),
+                              "_meta": {"ui": {"resourceUri": "ui://clock/app.html"}}}));
+            tools.push(json!({"name": "clock_tick", "description": "Advances the clock (for its App only)", "inputSchema": object(json!({})),
+                              "_meta": {"ui": {"resourceUri": "ui://clock/app.html", "visibility": ["app"]}}}));
+        }
         if self.flags.text_tool {
             tools.push(json!({"name": "text", "description": "Answers with `bytes` bytes of text: numbered lines of words, some of several bytes", "inputSchema": object(json!({"bytes": {"type": "integer"}}))}));
         }
@@ -201,6 +208,7 @@ impl Server {
                 }
                 self.text(id, "written");
             }
+            "show_clock" | "clock_tick" => self.text(id, format!("{name} called")),
             "text" => self.text(id, text_of(args["bytes"].as_u64().unwrap_or(1024) as usize)),
             other if other.starts_with("tool_") => self.text(id, format!("{other} called")),
             other => self.result(id, json!({"content": [{"type": "text", "text": format!("Unknown tool: {other}")}], "isError": true})),

@@ -310,7 +310,9 @@ fn print_tools(session: &Session, as_json: bool, tokens: bool) {
                        "definitionTokens": t.tool.definition_tokens(),
                        "inputSchema": definition.map(|d| &d.tool.input_schema),
                        "outputSchema": definition.and_then(|d| d.tool.output_schema.as_ref()),
-                       "annotations": definition.and_then(|d| d.tool.annotations.as_ref())})
+                       "annotations": definition.and_then(|d| d.tool.annotations.as_ref()),
+                       "ui": definition.and_then(|d| d.tool.ui()),
+                       "visibleToModel": definition.is_none_or(|d| d.tool.visible_to_model())})
             })
             .collect();
         outln!("{}", Value::Array(rows));

@@ -13,8 +13,8 @@ use mcp_runtime::config::{
     SourceMeta, TrustState,
 };
 use mcp_runtime::host::{
-    approval_errors, display_path, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool,
-    LoaderOptions,
+    all_loaded_tools, approval_errors, display_path, try_load_all_mcp_configs, LoadError,
+    LoadedTool, LoaderOptions,
 };
 use mcp_runtime::manager::McpManager;
 use mcp_runtime::manager::ToolCache;
@@ -302,7 +302,8 @@ impl Session {
                 error: e.to_string(),
             });
         }
-        self.tools = loaded_tools(&self.manager);
+        // The CLI is a host: it lists and calls the tools only an MCP App may call too.
+        self.tools = all_loaded_tools(&self.manager);
     }
 
     /// Starts every server not started yet.
