@@ -435,8 +435,11 @@ fn a_flood_of_list_changed_is_coalesced() {
     let writes = marker
         .recv_timeout(Duration::from_secs(60))
         .expect("the marker arrives");
+    // Coalesced: far fewer refreshes than notifications. How many exactly depends on how fast a
+    // refresh runs against how fast the notifications arrive (a busy machine saw 104), so the
+    // bound is an order of magnitude, not a count.
     assert!(
-        writes - before < 100,
+        writes - before < 1_000,
         "{} refreshes for 10,000 notifications",
         writes - before
     );
