@@ -121,3 +121,43 @@ fn the_cli_lists_each_tools_ui_and_who_may_call_it() {
     assert!(echo["ui"].is_null());
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn an_apps_page_is_read_once_checked_and_typed() {
+    let manager = manager();
+    let client = manager.client("clock").unwrap();
+    let page = client.read_app("ui://clock/app.html").unwrap();
+    assert_eq!(page.html, "<!doctype html><p>clock</p>");
+    let ui = page.ui.clone().unwrap();
+    assert_eq!(ui.csp.unwrap().connect_domains, ["https://api.example.com"]);
+    assert_eq!(ui.prefers_border, Some(true));
+    // Kept for the connection: the server is not asked again (it counts its reads).
+    let again = client.read_app("ui://clock/app.html").unwrap();
+    assert!(std::sync::Arc::ptr_eq(&page, &again));
+    client.forget_app("ui://clock/app.html");
+    let fresh = client.read_app("ui://clock/app.html").unwrap();
+    let reads = |p: &mcp_runtime::client::AppPage| {
+        let resource = client.read_resource(&p.uri).unwrap();
+        resource.contents[0].extra["_meta"]["ui"]["reads"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(reads(&fresh), 3, "two reads by read_app, and this one");
+    // Pages that are not an App's are refused, typed.
+    for (uri, says) in [
+        ("ui://clock/plain.html", "MIME type"),
+        ("ui://clock/huge.html", "more than the"),
+        ("https://clock/app.html", "ui:// resource"),
+    ] {
+        match client.read_app(uri) {
+            Err(mcp_runtime::Error::Integrity { problem, .. }) => {
+                assert!(problem.contains(says), "{uri}: {problem}")
+            }
+            other => panic!("{uri}: {other:?}"),
+        }
+    }
+    assert!(client
+        .server_extension(mcp_runtime::protocol::UI_EXTENSION)
+        .is_some());
+    manager.close();
+}

@@ -27,6 +27,8 @@ use crate::jsonrpc::Message;
 use crate::protocol::{methods, CallToolResult, ClientCapabilities, Implementation, Tool};
 use crate::transport::Transport;
 
+mod apps;
+pub use apps::{AppPage, MAX_APP_BYTES};
 mod budget;
 mod connect;
 mod era;
@@ -94,6 +96,8 @@ struct Inner {
     listed_at: parking_lot::Mutex<Option<Instant>>,
     /// The tools whose last listing said they must be called as tasks.
     task_tools: parking_lot::Mutex<HashSet<String>>,
+    /// The MCP Apps' `ui://` resources read so far, by URI (see `apps`).
+    apps: apps::AppCache,
 }
 
 impl Drop for Inner {

@@ -64,6 +64,8 @@ struct Server {
     cancelled: Mutex<Vec<Value>>,
     asks: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     extra_tool: std::sync::atomic::AtomicBool,
+    /// How many times an App's page was read.
+    app_reads: AtomicU64,
     extra_prompt: std::sync::atomic::AtomicBool,
     stop_reading: std::sync::atomic::AtomicBool,
     close_stdin: Mutex<Option<Value>>,
@@ -87,6 +89,7 @@ fn main() {
         cancelled: Mutex::new(Vec::new()),
         asks: Mutex::new(HashMap::new()),
         extra_tool: std::sync::atomic::AtomicBool::new(false),
+        app_reads: AtomicU64::new(0),
         extra_prompt: std::sync::atomic::AtomicBool::new(false),
         stop_reading: std::sync::atomic::AtomicBool::new(false),
         close_stdin: Mutex::new(None),
@@ -287,6 +290,10 @@ impl Server {
                 if self.flags.features {
                     features::capabilities(&mut caps);
                 }
+                if self.flags.app {
+                    caps["resources"] = json!({});
+                    caps["extensions"] = json!({"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}});
+                }
                 if !self.flags.no_tools_capability {
                     caps["tools"] = json!({"listChanged": true});
                 }
@@ -320,6 +327,24 @@ impl Server {
                 }
                 let server = Arc::clone(self);
                 std::thread::spawn(move || server.call_tool(&id, &params));
+            }
+            "resources/read" if self.flags.app => {
+                // The App's page, and pages that fail an App's checks.
+                let uri = params["uri"].as_str().unwrap_or("");
+                let (mime, text) = match uri {
+                    "ui://clock/app.html" => (
+                        "text/html;profile=mcp-app",
+                        "<!doctype html><p>clock</p>".to_owned(),
+                    ),
+                    "ui://clock/plain.html" => ("text/html", "<p>not an App</p>".to_owned()),
+                    "ui://clock/huge.html" => {
+                        ("text/html;profile=mcp-app", "x".repeat((8 << 20) + 1))
+                    }
+                    _ => return self.error(&id, -32002, &format!("Resource not found: {uri}")),
+                };
+                let reads = self.app_reads.fetch_add(1, Ordering::SeqCst) + 1;
+                self.result(&id, json!({"contents": [{"uri": uri, "mimeType": mime, "text": text,
+                    "_meta": {"ui": {"csp": {"connectDomains": ["https://api.example.com"]}, "prefersBorder": true, "reads": reads}}}]}));
             }
             _ if self.flags.features && features::answer(self, method, &id, &params) => {}
             _ => self.error(&id, -32601, &format!("Method not found: {method}")),

@@ -55,6 +55,7 @@ impl Client {
                     listing: parking_lot::Mutex::new(crate::protocol::Listing::default()),
                     listed_at: parking_lot::Mutex::new(None),
                     task_tools: parking_lot::Mutex::new(HashSet::new()),
+                    apps: Default::default(),
                 }),
             })),
             Err((error, transport)) => Err(ConnectFailure {
