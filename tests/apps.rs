@@ -119,6 +119,16 @@ fn the_cli_lists_each_tools_ui_and_who_may_call_it() {
     assert_eq!(tick["visibleToModel"], false);
     let echo = find("mcp_clock_echo");
     assert!(echo["ui"].is_null());
+    // What a model is offered costs what it costs: the App's own tool is not counted.
+    let out = common::cli(&root.join("home"))
+        .arg("--config")
+        .arg(&cfg)
+        .args(["tools", "--tokens"])
+        .output()
+        .unwrap();
+    let costs = String::from_utf8_lossy(&out.stdout);
+    assert!(costs.contains("mcp_clock_show_clock"), "{costs}");
+    assert!(!costs.contains("mcp_clock_tick"), "{costs}");
     let _ = std::fs::remove_dir_all(&root);
 }
 

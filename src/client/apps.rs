@@ -4,8 +4,9 @@
 //! over only when it is what an App's page must be: a `ui://` URI, contents of MIME type
 //! `text/html;profile=mcp-app` (parameters in any order, any case), HTML text (or a base64
 //! blob of it) of at most [`MAX_APP_BYTES`]. The page is kept for the connection's life
-//! (servers serve the same page for every call; a `notifications/resources/updated` or a new
-//! connection reads it again), and its `_meta.ui` typed.
+//! (servers serve the same page for every call; a new connection reads it again, and the host
+//! drops it with [`Client::forget_app`] when the server says it changed), at most
+//! [`KEPT_PAGES`] pages, and its `_meta.ui` typed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +20,9 @@ use crate::protocol::{ResourceUi, APP_MIME_TYPE};
 
 /// The largest App page handed over.
 pub const MAX_APP_BYTES: usize = 8 << 20;
+
+/// How many pages a connection keeps (one more drops one of them).
+const KEPT_PAGES: usize = 16;
 
 /// An App's page as read from its server.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,8 +59,7 @@ impl Client {
             .contents
             .iter()
             .find(|c| c.uri == uri)
-            .or_else(|| read.contents.first())
-            .ok_or_else(|| refuse("the server sent no contents".into()))?;
+            .ok_or_else(|| refuse("the server sent no contents for it".into()))?;
         let mime = contents.mime_type.as_deref().unwrap_or("");
         if !is_app_mime(mime) {
             return Err(refuse(format!(
@@ -84,11 +87,13 @@ impl Client {
             html,
             ui: ResourceUi::from_meta(contents.extra.get("_meta")),
         });
-        self.inner
-            .apps
-            .0
-            .lock()
-            .insert(uri.to_owned(), Arc::clone(&page));
+        let mut kept = self.inner.apps.0.lock();
+        if kept.len() >= KEPT_PAGES {
+            if let Some(any) = kept.keys().next().cloned() {
+                kept.remove(&any);
+            }
+        }
+        kept.insert(uri.to_owned(), Arc::clone(&page));
         Ok(page)
     }
 

@@ -62,11 +62,23 @@ impl Client {
     /// whole URI), checked against the list; its bytes. A file the list does not name is
     /// refused unread (unless the skill's files are `dynamic`).
     pub fn read_skill_file(&self, skill: &Skill, file: &str) -> Result<Vec<u8>, Error> {
-        self.read_checked(skill, &skill.file_uri(file))
+        let uri = skill.file_uri(file);
+        if uri == skill.uri {
+            // SKILL.md itself: every check `load_skill` makes.
+            return self.load_skill(skill).map(String::into_bytes);
+        }
+        self.read_checked(skill, &uri)
     }
 
-    /// Reads `uri` and checks it against the skill's entry for it.
+    /// Reads `uri` (a file inside the skill's folder) and checks it against the skill's entry
+    /// for it.
     fn read_checked(&self, skill: &Skill, uri: &str) -> Result<Vec<u8>, Error> {
+        if !skill.holds(uri) {
+            return Err(Error::Integrity {
+                uri: uri.to_owned(),
+                problem: "not a file inside the skill's folder".into(),
+            });
+        }
         let entry = match &skill.resources {
             SkillFiles::Dynamic => None,
             SkillFiles::Listed(_) => Some(skill.file(uri).ok_or_else(|| Error::Integrity {
@@ -92,7 +104,6 @@ fn contents_of(read: &ReadResourceResult, uri: &str) -> Result<Vec<u8>, Error> {
         .contents
         .iter()
         .find(|c| c.uri == uri)
-        .or_else(|| read.contents.first())
         .ok_or_else(|| Error::Protocol {
             message: format!("{} gave no contents for {uri}", methods::RESOURCES_READ),
         })?;

@@ -114,9 +114,22 @@ impl Tool {
         (ui != ToolUi::default()).then_some(ui)
     }
 
-    /// Whether a host may offer the tool to the model (see the module docs).
+    /// Whether a host may offer the tool to the model (see the module docs). A `visibility`
+    /// that is there but not a list of strings naming `"model"` (an off-spec server's) keeps
+    /// the tool from the model: the rule errs on the side it protects.
     pub fn visible_to_model(&self) -> bool {
-        self.ui().is_none_or(|ui| ui.visible_to_model())
+        match self
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("ui"))
+            .map(|ui| ui.get("visibility"))
+        {
+            None | Some(None) | Some(Some(Value::Null)) => true,
+            Some(Some(Value::Array(who))) => {
+                who.iter().all(Value::is_string) && who.iter().any(|w| w == "model")
+            }
+            Some(Some(_)) => false,
+        }
     }
 }
 
@@ -141,6 +154,11 @@ mod tests {
         assert!(!app_only.visible_to_model());
         assert!(app_only.ui().unwrap().visible_to_app());
         assert!(!tool(json!({"ui": {"visibility": []}})).visible_to_model());
+        // Off-spec visibility keeps the tool from the model.
+        assert!(!tool(json!({"ui": {"visibility": "app"}})).visible_to_model());
+        assert!(!tool(json!({"ui": {"visibility": ["app", 1]}})).visible_to_model());
+        assert!(!tool(json!({"ui": {"resourceUri": 5, "visibility": ["app"]}})).visible_to_model());
+        assert!(tool(json!({"ui": 7})).visible_to_model());
     }
 
     #[test]

@@ -60,12 +60,13 @@ pub struct ClientCapabilities {
 
 impl ClientCapabilities {
     /// Whether we declared something a server may ask of us at any time (`roots`,
-    /// `sampling`, `elicitation`, or another capability).
+    /// `sampling`, `elicitation`, or another capability; the extensions we speak ask nothing of
+    /// themselves).
     pub fn invites_requests(&self) -> bool {
         self.roots.is_some()
             || self.sampling.is_some()
             || self.elicitation.is_some()
-            || !self.extra.is_empty()
+            || self.extra.keys().any(|k| k != "extensions")
     }
 }
 

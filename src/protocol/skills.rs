@@ -62,6 +62,23 @@ impl Skill {
             None => file.to_owned(),
         }
     }
+
+    /// Whether `uri` is a file inside the skill's directory: under it, with no `.` or `..`
+    /// segment (plain or percent-encoded) and no backslash.
+    pub fn holds(&self, uri: &str) -> bool {
+        let Some((dir, _)) = self.uri.rsplit_once('/') else {
+            return false;
+        };
+        let Some(rest) = uri.strip_prefix(dir).and_then(|r| r.strip_prefix('/')) else {
+            return false;
+        };
+        !rest.is_empty()
+            && !rest.contains('\\')
+            && rest.split('/').all(|segment| {
+                let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
+                !segment.is_empty() && decoded != "." && decoded != ".."
+            })
+    }
 }
 
 /// A skill's files as `skills/list` gives them.
@@ -186,7 +203,7 @@ pub fn verify_frontmatter(skill: &Skill, text: &str) -> Result<(), String> {
     let found = frontmatter(text)?;
     for key in found.keys().chain(skill.frontmatter.keys()) {
         let (a, b) = (found.get(key), skill.frontmatter.get(key));
-        if a.unwrap_or(&Value::Null) != b.unwrap_or(&Value::Null) {
+        if !same(a.unwrap_or(&Value::Null), b.unwrap_or(&Value::Null)) {
             return Err(format!(
                 "SKILL.md says {key}: {}; the skill's list says {}",
                 a.unwrap_or(&Value::Null),
@@ -211,6 +228,20 @@ pub fn verify_frontmatter(skill: &Skill, text: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// JSON equality, numbers compared by value (YAML's `1.0` is the `1` a server's JSON may say).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
 }
 
 fn yaml_to_json(yaml: &yaml_rust2::Yaml) -> Value {
@@ -304,6 +335,32 @@ mod tests {
         assert!(verify_frontmatter(&skill, "---\nname: x\n").is_err());
         let crlf = SKILL_MD.replace('\n', "\r\n");
         assert_eq!(verify_frontmatter(&skill, &crlf), Ok(()));
+    }
+
+    #[test]
+    fn files_stay_inside_the_skills_folder() {
+        let s = skill();
+        assert!(s.holds("skill://pdf-processing/references/FORMS.md"));
+        assert!(s.holds("skill://pdf-processing/SKILL.md"));
+        for outside in [
+            "skill://pdf-processing/../other/SKILL.md",
+            "skill://pdf-processing/a/%2E%2E/b",
+            "skill://pdf-processing/./x",
+            "skill://pdf-processing/a\\b",
+            "skill://pdf-processing/",
+            "skill://pdf-processing-evil/x",
+            "file:///etc/passwd",
+        ] {
+            assert!(!s.holds(outside), "{outside}");
+        }
+    }
+
+    #[test]
+    fn numbers_are_compared_by_value() {
+        let mut s = skill();
+        s.frontmatter.insert("version".into(), json!(1));
+        let text = SKILL_MD.replace("---\n\n", "version: 1.0\n---\n\n");
+        assert_eq!(verify_frontmatter(&s, &text), Ok(()));
     }
 
     #[test]

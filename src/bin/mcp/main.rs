@@ -335,9 +335,9 @@ fn print_tools(session: &Session, as_json: bool, tokens: bool) {
 
 /// `tools --tokens`: each tool's estimated definition tokens, then each server's and the total.
 fn print_tool_tokens(session: &Session) {
-    let width = output::column_width(session.tools.iter().map(|t| t.tool.name()));
+    let width = output::column_width(session.model_tools().map(|t| t.tool.name()));
     let mut servers: Vec<(String, usize, usize)> = Vec::new();
-    for t in &session.tools {
+    for t in session.model_tools() {
         let cost = t.tool.definition_tokens();
         outln!("{:width$}  {cost:>6}", t.tool.name());
         let server = t.tool.mcp_identity().map_or("", |(s, _)| s).to_owned();
@@ -367,7 +367,7 @@ fn print_status(session: &Session, as_json: bool) {
     // Each server's exposed tools and their definitions' estimated tokens.
     let mut tokens: std::collections::HashMap<&str, (usize, usize)> =
         std::collections::HashMap::new();
-    for t in &session.tools {
+    for t in session.model_tools() {
         if let Some((server, _)) = t.tool.mcp_identity() {
             let entry = tokens.entry(server).or_default();
             entry.0 += 1;

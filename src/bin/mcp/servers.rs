@@ -306,6 +306,16 @@ impl Session {
         self.tools = all_loaded_tools(&self.manager);
     }
 
+    /// The tools a model may be offered (those only an MCP App may call left out): what
+    /// `tools --tokens`, `status` and `search` speak of.
+    pub fn model_tools(&self) -> impl Iterator<Item = &LoadedTool> {
+        self.tools.iter().filter(|t| {
+            t.tool
+                .mcp_definition()
+                .is_none_or(mcp_runtime::protocol::Tool::visible_to_model)
+        })
+    }
+
     /// Starts every server not started yet.
     pub fn connect_all(&mut self) {
         let names: Vec<String> = self.configs.keys().cloned().collect();

@@ -52,10 +52,10 @@ fn list(session: &Session, as_json: bool) -> Result<u8, String> {
         let rows: Vec<Value> = listed
             .iter()
             .map(|(server, _, skill)| {
-                let mut row = json!({"server": server, "name": skill.name()});
-                if let (Some(row), Value::Object(fields)) = (row.as_object_mut(), json!(skill)) {
-                    row.extend(fields);
-                }
+                // The server's own fields first: `server` and `name` are ours to say.
+                let mut row = json!(skill);
+                row["server"] = json!(server);
+                row["name"] = json!(skill.name());
                 row
             })
             .collect();
