@@ -12,15 +12,13 @@
 //! Prints a table; the README's "Hundreds of tools" has the figures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_runtime::host::{AgentTool, ToolIndex, ToolOutput};
-use mcp_runtime::manager::exposed_names;
+use mcp_runtime::host::{AgentTool, ToolIndex};
 use mcp_runtime::protocol::Tool;
-use mcp_runtime::{CallOptions, Client, Error};
+use mcp_runtime::Client;
 use serde_json::Value;
 
 /// Counts the bytes allocated and not yet freed.
@@ -49,36 +47,8 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// A listed tool as a host's tool object shows it.
-struct Listed {
-    name: String,
-    server: String,
-    definition: Tool,
-}
-
-impl AgentTool for Listed {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn label(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        self.definition.description.as_deref().unwrap_or("")
-    }
-    fn parameters(&self) -> &Value {
-        &self.definition.input_schema
-    }
-    fn execute(&self, _: Value, _: CallOptions<'_>) -> Result<ToolOutput, Error> {
-        Err(Error::Cancelled)
-    }
-    fn mcp_identity(&self) -> Option<(&str, &str)> {
-        Some((&self.server, &self.definition.name))
-    }
-    fn mcp_definition(&self) -> Option<&Tool> {
-        Some(&self.definition)
-    }
-}
+#[path = "../tests/common/catalogue.rs"]
+mod catalogue;
 
 /// A `tools/list` result, read as the client reads one.
 #[derive(serde::Deserialize)]
@@ -86,37 +56,16 @@ struct Listing {
     tools: Vec<Tool>,
 }
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalogue")
-}
-
 /// Every captured definition, as JSON values.
 fn captured() -> Vec<Value> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .expect("tests/fixtures/catalogue")
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == "json")
-                && !p
-                    .file_stem()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("queries")
-        })
-        .collect();
-    files.sort();
-    let mut tools = Vec::new();
-    for file in files {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-        tools.extend(v["tools"].as_array().unwrap().iter().cloned());
-    }
-    tools
+    catalogue::raw().into_iter().map(|(_, t)| t).collect()
 }
 
 fn queries() -> Vec<String> {
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("queries.json")).unwrap())
-            .unwrap();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(catalogue::dir().join("queries.json")).unwrap(),
+    )
+    .unwrap();
     v.as_array()
         .unwrap()
         .iter()
@@ -205,21 +154,9 @@ fn main() {
             let listed: Listing = serde_json::from_str(text).unwrap();
             definitions.extend(listed.tools.into_iter().map(|t| (server.clone(), t)));
         }
-        let identities: Vec<(&str, &str)> = definitions
-            .iter()
-            .map(|(s, t)| (s.as_str(), t.name.as_str()))
-            .collect();
-        let names = exposed_names(&identities);
-        let tools: Vec<Arc<dyn AgentTool>> = definitions
+        let tools: Vec<Arc<dyn AgentTool>> = catalogue::named(definitions)
             .into_iter()
-            .zip(names)
-            .map(|((server, definition), name)| {
-                Arc::new(Listed {
-                    name,
-                    server,
-                    definition,
-                }) as Arc<dyn AgentTool>
-            })
+            .map(|t| t as Arc<dyn AgentTool>)
             .collect();
         reads.push(started.elapsed());
         let listing = median(reads);

@@ -17,6 +17,19 @@ pub(crate) fn home_dir() -> PathBuf {
         .unwrap_or_default()
 }
 
+/// Makes a directory of mode 0700 (its missing parents too with `all`, and then one already
+/// there is fine; without `all`, one already there is an error).
+pub(crate) fn private_dir(dir: &Path, all: bool) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(all);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
 /// Writes `bytes` to `path` atomically.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let io =
@@ -26,16 +39,7 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     if !dir.exists() {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder
-            .create(dir)
-            .map_err(|e| io("creating the directory of", e))?;
+        private_dir(dir, true).map_err(|e| io("creating the directory of", e))?;
     }
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path

@@ -9,13 +9,7 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-fn catalogue(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/catalogue")
-        .join(format!("{name}.json"))
-        .display()
-        .to_string()
-}
+use common::catalogue::file as catalogue;
 
 fn setup(name: &str) -> (PathBuf, String) {
     let root = common::temp_dir(&format!("cli-search-{name}"));

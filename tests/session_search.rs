@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,28 +17,7 @@ use mcp_runtime::manager::{ConnectionState, FileToolCache};
 use mcp_runtime::{CallOptions, LoaderOptions, ManagerOptions};
 use serde_json::{json, Value};
 
-fn catalogue(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/catalogue")
-        .join(format!("{name}.json"))
-        .display()
-        .to_string()
-}
-
-/// Every captured catalogue in the fixtures, by server name.
-fn catalogues() -> Vec<String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalogue");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().to_string_lossy().into_owned();
-            let stem = name.strip_suffix(".json")?;
-            (!stem.starts_with("queries")).then(|| stem.to_owned())
-        })
-        .collect();
-    names.sort();
-    names
-}
+use common::catalogue::{file as catalogue, servers as catalogues};
 
 fn options(root: &std::path::Path, servers: Value, when: SchemasOnDemand) -> SessionOptions {
     let cwd = root.join("project");

@@ -158,17 +158,8 @@ impl Drop for SpillDir {
     }
 }
 
-/// Makes a directory of mode 0700 (its parents too with `all`); one already there is fine with
-/// `all`.
+/// [`crate::files::private_dir`], its error saying which directory.
 fn make_dir(dir: &Path, all: bool) -> Result<(), Error> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(all);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder
-        .create(dir)
+    crate::files::private_dir(dir, all)
         .map_err(|e| Error::io(format_args!("creating {}", dir.display()), e))
 }

@@ -152,6 +152,33 @@ struct Inner {
     needs_approval: Mutex<Vec<DiscoveredServer>>,
 }
 
+impl Inner {
+    /// A session's state with nothing loaded yet.
+    fn new(
+        cwd: PathBuf,
+        config: DiscoveryOptions,
+        registry: ToolRegistry,
+        manager: Option<McpManager>,
+    ) -> Inner {
+        Inner {
+            cwd,
+            config,
+            manager,
+            registry: Mutex::new(registry),
+            on_demand: Mutex::new(OnDemand::default()),
+            snapshots: AtomicU64::new(0),
+            delivered: Mutex::new(0),
+            listeners: Mutex::new(Vec::new()),
+            features: Mutex::new(McpFeatures::default()),
+            refreshing: Mutex::new(()),
+            features_listeners: Mutex::new(Vec::new()),
+            startup_errors: Vec::new(),
+            exa_api_keys: Vec::new(),
+            needs_approval: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 /// Creates a session: registers the host's tools, then (with MCP on) discovers, connects and
 /// registers the MCP tools, logging each server's error.
 pub fn create_agent_session(options: SessionOptions) -> AgentSession {
@@ -162,22 +189,7 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     let config = options.load.config.clone();
     if !options.enable_mcp {
         return AgentSession {
-            inner: Arc::new(Inner {
-                cwd: options.cwd,
-                config,
-                manager: None,
-                registry: Mutex::new(registry),
-                on_demand: Mutex::new(OnDemand::default()),
-                snapshots: AtomicU64::new(0),
-                delivered: Mutex::new(0),
-                listeners: Mutex::new(Vec::new()),
-                features: Mutex::new(McpFeatures::default()),
-                refreshing: Mutex::new(()),
-                features_listeners: Mutex::new(Vec::new()),
-                startup_errors: Vec::new(),
-                exa_api_keys: Vec::new(),
-                needs_approval: Mutex::new(Vec::new()),
-            }),
+            inner: Arc::new(Inner::new(options.cwd, config, registry, None)),
         };
     }
     let manager = McpManager::new(options.load.manager_options(&options.cwd));
@@ -189,23 +201,13 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
         log::warn!("MCP: {}: {}", e.path, e.error);
     }
     registry.replace_mcp_tools(loaded.tools);
+    let mut inner = Inner::new(options.cwd, config, registry, Some(loaded.manager.clone()));
+    inner.on_demand = Mutex::new(OnDemand::new(options.tool_search.clone()));
+    inner.startup_errors = loaded.errors;
+    inner.exa_api_keys = loaded.exa_api_keys;
+    inner.needs_approval = Mutex::new(loaded.needs_approval);
     let session = AgentSession {
-        inner: Arc::new(Inner {
-            cwd: options.cwd,
-            config,
-            manager: Some(loaded.manager.clone()),
-            registry: Mutex::new(registry),
-            on_demand: Mutex::new(OnDemand::new(options.tool_search.clone())),
-            snapshots: AtomicU64::new(0),
-            delivered: Mutex::new(0),
-            listeners: Mutex::new(Vec::new()),
-            features: Mutex::new(McpFeatures::default()),
-            refreshing: Mutex::new(()),
-            features_listeners: Mutex::new(Vec::new()),
-            startup_errors: loaded.errors,
-            exa_api_keys: loaded.exa_api_keys,
-            needs_approval: Mutex::new(loaded.needs_approval),
-        }),
+        inner: Arc::new(inner),
     };
     {
         let mut registry = session.inner.registry.lock();

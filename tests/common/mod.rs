@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: the test server, process checks, a log capture.
 #![allow(dead_code)]
 
+pub mod catalogue;
 pub mod everything;
 pub mod fixture;
 pub mod fleet;
