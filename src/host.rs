@@ -1,10 +1,15 @@
 //! The host layer as a host author meets it: the loader (the one call at startup), the
 //! session (a tool registry that follows the servers), the `/mcp` commands, the tools a
-//! subagent is given, and the tool objects themselves ([`AgentTool`], [`McpTool`]).
+//! subagent is given, the tool objects themselves ([`AgentTool`], [`McpTool`]), and the host's
+//! side of an MCP App ([`AppBridge`]).
 //!
 //! Defined in the crate's `loader`, `session`, `commands`, `subagent` and `tool` modules (one
 //! concern per file); this module is where a host finds them.
 
+pub use crate::app_host::{
+    AppBridge, AppHostOptions, AppRequest, AppSandbox, ViewRequestId, APPS_PROTOCOL_VERSION,
+    APP_SANDBOX_PROXY_HTML, MAX_PENDING, VIEW_SANDBOX,
+};
 pub use crate::commands::{command_edits_config, HELP as COMMANDS_HELP};
 pub use crate::loader::{
     all_loaded_tools, approval_errors, discover_and_load_mcp_tools, discover_mcp_servers,

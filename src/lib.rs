@@ -112,6 +112,7 @@ pub mod manager;
 pub mod protocol;
 pub mod transport;
 
+mod app_host;
 mod cache;
 mod cancel;
 mod commands;

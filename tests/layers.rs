@@ -17,7 +17,7 @@ fn layer(module: &[&str]) -> Option<(u8, &'static str)> {
         ["config", ..] => (4, "config"),
         ["manager" | "cache", ..] => (5, "manager"),
         ["tool", ..] => (6, "tools"),
-        ["loader" | "session" | "commands" | "subagent" | "host", ..] => (7, "host"),
+        ["loader" | "session" | "commands" | "subagent" | "app_host" | "host", ..] => (7, "host"),
         _ => return None,
     })
 }

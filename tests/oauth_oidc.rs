@@ -26,7 +26,6 @@ use mcp_runtime::{Client, Endpoint};
 use serde_json::{json, Value};
 
 const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
-const PUPPETEER_CORE: &str = "puppeteer-core@25.16.0";
 
 /// The npm packages' folder, installed on first use.
 fn modules() -> Option<PathBuf> {
@@ -35,7 +34,7 @@ fn modules() -> Option<PathBuf> {
     }
     npm::install(
         "oidc",
-        &[OIDC_PROVIDER, PUPPETEER_CORE],
+        &[OIDC_PROVIDER, npm::PUPPETEER_CORE],
         "node_modules/puppeteer-core/lib/puppeteer/puppeteer-core.js",
     )
     .map(|_| npm::interop_dir().join("oidc/node_modules"))
@@ -45,18 +44,6 @@ fn script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/interop")
         .join(name)
-}
-
-/// The system's Chromium, or `None` (said) where it is not installed.
-fn chromium() -> Option<PathBuf> {
-    for path in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
-        if Path::new(path).exists() {
-            return Some(PathBuf::from(path));
-        }
-    }
-    npm::missing(
-        "chromium is not installed (apt-get install chromium); the browser tests did not run",
-    )
 }
 
 /// The authorization server and the MCP server it protects. Dropping it ends them.
@@ -367,7 +354,7 @@ fn step_up_to_a_scope_the_server_asks_for() {
 
 /// The browser's environment: the script, puppeteer-core and Chromium.
 fn browser_env(cmd: &mut Command, paste: bool) -> Option<()> {
-    let chromium = chromium()?;
+    let chromium = npm::chromium()?;
     let modules = modules()?;
     cmd.env(
         "PUPPETEER_CORE",

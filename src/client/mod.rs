@@ -32,6 +32,7 @@ pub use apps::{AppPage, MAX_APP_BYTES};
 mod budget;
 mod connect;
 mod era;
+mod extensions;
 mod features;
 mod handler;
 mod listen;
@@ -45,6 +46,7 @@ mod tasks;
 
 pub use budget::MAX_RESULT_VALUES;
 pub use era::MAX_INPUT_ROUNDS;
+pub use extensions::Extension;
 pub use handler::{ClientHandler, TraceContext};
 pub(crate) use options::ProgressFn;
 pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice};

@@ -87,6 +87,11 @@ impl Router {
         }
     }
 
+    /// The capabilities the client declared (extensions included).
+    pub(crate) fn declared(&self) -> &ClientCapabilities {
+        &self.declared
+    }
+
     /// Notes an open (`open`) or ended `subscriptions/listen` request.
     pub(crate) fn subscription(&self, id: i64, open: bool) {
         let mut subs = self.subscriptions.lock();

@@ -8,7 +8,6 @@
 //! an [`Error::Integrity`] and nothing of it is returned.
 
 use base64::Engine;
-use serde_json::Value;
 
 use super::Client;
 use crate::error::Error;
@@ -21,17 +20,6 @@ impl Client {
     /// Whether the server declared the skills extension (`capabilities.extensions`).
     pub fn offers_skills(&self) -> bool {
         self.server_extension(SKILLS_EXTENSION).is_some()
-    }
-
-    /// The settings the server declared for extension `name` (`capabilities.extensions`),
-    /// when it declared it.
-    pub fn server_extension(&self, name: &str) -> Option<Value> {
-        self.initialize_result()
-            .capabilities
-            .extra
-            .get("extensions")
-            .and_then(|e| e.get(name))
-            .cloned()
     }
 
     /// Every skill of the server (all pages); empty when it did not declare the extension.

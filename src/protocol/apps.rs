@@ -118,6 +118,16 @@ impl Tool {
     /// that is there but not a list of strings naming `"model"` (an off-spec server's) keeps
     /// the tool from the model: the rule errs on the side it protects.
     pub fn visible_to_model(&self) -> bool {
+        self.visible_to("model")
+    }
+
+    /// Whether an App of the tool's server may call it: no `visibility`, or one that names
+    /// `"app"`; an off-spec `visibility` refuses it, as for the model.
+    pub fn visible_to_app(&self) -> bool {
+        self.visible_to("app")
+    }
+
+    fn visible_to(&self, who: &str) -> bool {
         match self
             .meta
             .as_ref()
@@ -125,8 +135,8 @@ impl Tool {
             .map(|ui| ui.get("visibility"))
         {
             None | Some(None) | Some(Some(Value::Null)) => true,
-            Some(Some(Value::Array(who))) => {
-                who.iter().all(Value::is_string) && who.iter().any(|w| w == "model")
+            Some(Some(Value::Array(list))) => {
+                list.iter().all(Value::is_string) && list.iter().any(|w| w == who)
             }
             Some(Some(_)) => false,
         }
@@ -153,6 +163,10 @@ mod tests {
         let app_only = tool(json!({"ui": {"resourceUri": "ui://a/b", "visibility": ["app"]}}));
         assert!(!app_only.visible_to_model());
         assert!(app_only.ui().unwrap().visible_to_app());
+        assert!(app_only.visible_to_app());
+        assert!(tool(json!({})).visible_to_app());
+        assert!(!tool(json!({"ui": {"visibility": ["model"]}})).visible_to_app());
+        assert!(!tool(json!({"ui": {"visibility": "app"}})).visible_to_app());
         assert!(!tool(json!({"ui": {"visibility": []}})).visible_to_model());
         // Off-spec visibility keeps the tool from the model.
         assert!(!tool(json!({"ui": {"visibility": "app"}})).visible_to_model());

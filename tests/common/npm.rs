@@ -127,3 +127,16 @@ pub fn output_within_child(
         }
     }
 }
+
+/// puppeteer-core, pinned: it drives the system's Chromium and downloads no browser.
+pub const PUPPETEER_CORE: &str = "puppeteer-core@25.16.0";
+
+/// The system's Chromium, or `None` (said) where it is not installed.
+pub fn chromium() -> Option<PathBuf> {
+    for path in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
+        if std::path::Path::new(path).exists() {
+            return Some(PathBuf::from(path));
+        }
+    }
+    missing("chromium is not installed (apt-get install chromium); the browser tests did not run")
+}

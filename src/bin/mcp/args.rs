@@ -35,6 +35,12 @@ commands:
                          against the list (size, SHA-256 digest, frontmatter) and printed,
                          then each FILE (relative to the skill, e.g. references/FORMS.md),
                          each checked; a file that fails its check stops it (exit 65)
+  app [--no-open] TOOL [ARGS_JSON | KEY=VALUE...]
+                         show a tool's App (MCP Apps): calls the tool, serves a page on
+                         127.0.0.1 that renders the App in a sandboxed frame bridged to its
+                         server, and opens the browser (--no-open: prints the URL only); the
+                         App's messages are printed; runs until the App closes, its page is
+                         gone, or Ctrl-C
   resources              every server's resources
   read URI               read a resource (from the server that lists it, or --server NAME)
   templates              every server's resource templates
@@ -153,6 +159,11 @@ pub enum Command {
         tool: String,
         args: Vec<String>,
     },
+    /// `app TOOL [ARGS...]`.
+    App {
+        tool: String,
+        args: Vec<String>,
+    },
     Resources,
     Read(String),
     Templates,
@@ -211,6 +222,8 @@ pub struct Args {
     pub full: bool,
     /// `search --limit N`.
     pub limit: Option<usize>,
+    /// `app --no-open`.
+    pub no_open: bool,
     pub trust_project: bool,
     pub no_project_config: bool,
     /// `--server NAME`...: only these servers.
@@ -237,6 +250,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         tokens: false,
         full: false,
         limit: None,
+        no_open: false,
         trust_project: false,
         no_project_config: false,
         servers: Vec::new(),
@@ -272,6 +286,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--call-all" => args.call_all = true,
             "--tokens" => args.tokens = true,
             "--full" => args.full = true,
+            "--no-open" => args.no_open = true,
             "--limit" => {
                 let v = value("--limit")?;
                 args.limit = Some(
@@ -418,6 +433,13 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 args: words.by_ref().collect(),
             }
         }
+        Some("app") => {
+            let tool = words.next().ok_or("app needs a TOOL")?;
+            Command::App {
+                tool,
+                args: words.by_ref().collect(),
+            }
+        }
         Some("skills") => Command::Skills,
         Some("skill") => Command::Skill {
             name: words.next().ok_or("skill needs a NAME")?,
@@ -458,6 +480,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
                 | Command::Skills
                 | Command::Skill { .. }
                 | Command::Call { .. }
+                | Command::App { .. }
                 | Command::Resources
                 | Command::Read(_)
                 | Command::Templates
@@ -511,6 +534,9 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     }
     if args.full && !matches!(args.command, Command::Call { .. }) {
         return Err("--full goes with call".into());
+    }
+    if args.no_open && !matches!(args.command, Command::App { .. }) {
+        return Err("--no-open goes with app".into());
     }
     if args.limit.is_some() && !matches!(args.command, Command::Search(_)) {
         return Err("--limit goes with search".into());

@@ -38,7 +38,7 @@ pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<
 
 /// The tool `name` names: its exposed name (`mcp_<server>_<tool>`), or the tool's own name on
 /// its server when one tool has it; else the nearest names.
-fn find<'a>(session: &'a Session, name: &str) -> Result<&'a LoadedTool, String> {
+pub(crate) fn find<'a>(session: &'a Session, name: &str) -> Result<&'a LoadedTool, String> {
     if let Some(t) = session.tools.iter().find(|t| t.tool.name() == name) {
         return Ok(t);
     }

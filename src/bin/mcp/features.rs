@@ -303,14 +303,29 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
         );
         return Ok(1);
     };
+    // The server's tools that have an App (MCP Apps), and who may call each.
+    let apps: Vec<Value> = session
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let tool = t.tool.mcp_definition()?;
+            let (server, _) = t.tool.mcp_identity()?;
+            let ui = tool.ui().filter(|_| server == name)?;
+            Some(json!({"tool": tool.name, "ui": ui, "visibleToModel": tool.visible_to_model()}))
+        })
+        .collect();
     if as_json {
         print_json(json!({
             "name": name,
+            "apps": apps,
             "serverInfo": client.server_info(),
             "protocolVersion": client.protocol_version().as_str(),
             "transport": client.transport_kind(),
             "proxy": client.proxy(),
             "capabilities": client.server_capabilities(),
+            "extensions": client.extensions().iter().map(|e| {
+                json!({"name": e.name, "agreed": e.agreed(), "client": e.client, "server": e.server})
+            }).collect::<Vec<_>>(),
             "instructions": client.instructions(),
         }));
         return Ok(0);
@@ -332,6 +347,33 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
         outln!("proxy:        {proxy}");
     }
     outln!("capabilities: {}", json!(client.server_capabilities()));
+    let extensions = client.extensions();
+    if extensions.is_empty() {
+        outln!("extensions:   (none)");
+    } else {
+        outln!("extensions:");
+        for e in &extensions {
+            let (state, settings) = match (&e.client, &e.server) {
+                (Some(_), Some(server)) => ("agreed", server.to_string()),
+                (Some(ours), None) => ("not offered by the server", ours.to_string()),
+                (None, Some(server)) => ("the server's only", server.to_string()),
+                (None, None) => continue,
+            };
+            outln!("  {}  {state}  {settings}", e.name);
+        }
+    }
+    for app in &apps {
+        outln!(
+            "app:          {} -> {}{}",
+            app["tool"].as_str().unwrap_or(""),
+            app["ui"]["resourceUri"].as_str().unwrap_or("(no page)"),
+            if app["visibleToModel"] == true {
+                ""
+            } else {
+                " (for its App only)"
+            }
+        );
+    }
     match &client.instructions() {
         Some(text) => {
             outln!("instructions:");

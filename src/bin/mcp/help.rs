@@ -258,6 +258,7 @@ mod tests {
             "search",
             "skills",
             "skill",
+            "app",
             "call",
             "probe",
             "help",

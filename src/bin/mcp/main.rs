@@ -3,6 +3,8 @@
 
 #[macro_use]
 mod output;
+mod app;
+mod app_http;
 mod approve;
 mod args;
 mod auth;
@@ -173,6 +175,7 @@ fn run(args: &Args) -> Result<u8, String> {
             Ok(0)
         }
         Command::Call { tool, args: words } => call::run(args, &project, tool, words),
+        Command::App { tool, args: words } => app::run(args, &project, tool, words, !args.no_open),
     }
 }
 
@@ -223,6 +226,11 @@ pub fn connect_options(args: &Args) -> ConnectOptions {
     options.extensions.insert(
         mcp_runtime::protocol::SKILLS_EXTENSION.to_owned(),
         json!({}),
+    );
+    // MCP Apps: `mcp app` renders them.
+    options.extensions.insert(
+        mcp_runtime::protocol::UI_EXTENSION.to_owned(),
+        json!({"mimeTypes": [mcp_runtime::protocol::APP_MIME_TYPE]}),
     );
     if let Some(ms) = args.timeout_ms {
         options.timeout = Duration::from_millis(ms);
