@@ -69,7 +69,8 @@ fn a_stateless_server_is_spoken_to_without_a_handshake() {
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({})
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+        "the tasks extension is declared by default"
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"]["name"],
@@ -268,7 +269,7 @@ fn input_required_is_answered_through_the_handler_and_retried_with_the_state() {
     let out = client.call_tool("meta", json!({})).unwrap();
     assert_eq!(
         out.structured_content.unwrap()["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {}}),
+        json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
         "the declared capabilities travel with each request"
     );
 }

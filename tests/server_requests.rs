@@ -80,13 +80,18 @@ fn declares_exactly_what_the_handler_implements() {
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert_eq!(
         init["capabilities"],
-        json!({"roots": {"listChanged": false}, "sampling": {}, "elicitation": {}})
+        json!({"roots": {"listChanged": false}, "sampling": {}, "elicitation": {},
+               "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     assert_eq!(init["clientInfo"]["name"], "mcp-runtime");
 
     let plain = common::connect("no-caps", &[]);
     let init = plain.call_tool("client_info", json!({})).unwrap();
-    assert_eq!(init.structured_content.unwrap()["capabilities"], json!({}));
+    assert_eq!(
+        init.structured_content.unwrap()["capabilities"],
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+        "the tasks extension, which a call follows by itself, is declared by default"
+    );
 }
 
 #[test]

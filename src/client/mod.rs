@@ -42,6 +42,7 @@ mod renewal;
 mod reply;
 mod router;
 mod skills;
+mod task_extension;
 mod tasks;
 
 pub use budget::MAX_RESULT_VALUES;
@@ -414,7 +415,29 @@ impl Client {
             return self.call_tool_as_task(name, arguments, options);
         }
         let params = json!({ "name": name, "arguments": arguments });
-        self.request_as(methods::TOOLS_CALL, Some(params), options)
+        let mut options = options;
+        let bounds = task_extension::Bounds {
+            timeout: options.timeout.unwrap_or(self.inner.request_timeout),
+            deadline: Instant::now() + options.timeout.unwrap_or(self.inner.request_timeout),
+            cancel: options.cancel.clone(),
+        };
+        let first = CallOptions {
+            timeout: options.timeout,
+            cancel: options.cancel.clone(),
+            on_progress: options
+                .on_progress
+                .as_mut()
+                .map(|cb| Box::new(|p: &_| cb(p)) as ProgressFn<'_>),
+        };
+        let raw = self.request_raw(methods::TOOLS_CALL, Some(params), first)?;
+        // The tasks extension: the server runs it as a task, which the call follows.
+        if self.may_answer_with_tasks()
+            && crate::protocol::ResultType::of_json(&raw) == Ok(crate::protocol::ResultType::Task)
+        {
+            let created: Value = parse_result(methods::TOOLS_CALL, &raw)?;
+            return self.follow_task(created, bounds, &mut options.on_progress);
+        }
+        parse_result(methods::TOOLS_CALL, &raw)
     }
 
     /// Sends `ping` and waits for the answer (2026-07-28 has no `ping`: `server/discover`

@@ -116,7 +116,10 @@ pub struct ConnectOptions {
     /// The extensions the host enables, by name, with their settings (SEP-2133): declared in
     /// the client's capabilities as `extensions` (in `initialize`, or in every request's
     /// `_meta` in the stateless era), beside any the handler declares. What a server declared
-    /// is [`Client::server_extension`](super::Client::server_extension). Default: none.
+    /// is [`Client::server_extension`](super::Client::server_extension). Default: the tasks
+    /// extension ([`TASKS_EXTENSION`](crate::protocol::TASKS_EXTENSION)), which a call follows
+    /// to its end without the host doing anything; remove it to have servers run every call the
+    /// ordinary way.
     pub extensions: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -134,7 +137,10 @@ impl Default for ConnectOptions {
             era: EraChoice::Detect,
             probe_timeout: Duration::from_secs(5),
             on_era_found: None,
-            extensions: serde_json::Map::new(),
+            extensions: serde_json::Map::from_iter([(
+                crate::protocol::TASKS_EXTENSION.to_owned(),
+                serde_json::json!({}),
+            )]),
         }
     }
 }

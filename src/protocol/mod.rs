@@ -16,6 +16,11 @@ mod tools;
 mod top_level;
 mod version;
 
+/// The tasks extension's name (SEP-2663, 2026-07-28): a `tools/call` the server runs as a
+/// task, followed with `tasks/get`, answered with `tasks/update`, cancelled with
+/// `tasks/cancel`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 pub use apps::{ResourceUi, ToolUi, UiCsp, APP_MIME_TYPE, UI_EXTENSION};
 pub use content::{ContentBlock, EmbeddedResource};
 pub(crate) use lifecycle::InitializeParams;
@@ -83,11 +88,14 @@ pub(crate) mod methods {
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
     /// Client → server: the level of the log messages the server sends.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// Client → server: a task's status (2025-11-25).
+    /// Client → server: a task's status (2025-11-25; and the tasks extension of 2026-07-28,
+    /// where it carries the result too).
     pub const TASKS_GET: &str = "tasks/get";
+    /// Client → server: answers to a task's `inputRequests` (the tasks extension).
+    pub const TASKS_UPDATE: &str = "tasks/update";
     /// Client → server: a task's result, waiting until it is done (2025-11-25).
     pub const TASKS_RESULT: &str = "tasks/result";
-    /// Client → server: cancel a task (2025-11-25).
+    /// Client → server: cancel a task (2025-11-25, and the tasks extension).
     pub const TASKS_CANCEL: &str = "tasks/cancel";
     /// Server → client: the tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";

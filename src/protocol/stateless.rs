@@ -97,6 +97,9 @@ pub enum ResultType {
     Complete,
     /// `input_required`: answer `inputRequests`, then retry with `inputResponses`.
     InputRequired,
+    /// `task` (the tasks extension, `tools/call` only): the server runs it as a task, to be
+    /// followed with `tasks/get`.
+    Task,
 }
 
 impl ResultType {
@@ -137,6 +140,7 @@ impl ResultType {
             None | Some(Value::Null) => Ok(ResultType::Complete),
             Some(Value::String(s)) if s == "complete" => Ok(ResultType::Complete),
             Some(Value::String(s)) if s == "input_required" => Ok(ResultType::InputRequired),
+            Some(Value::String(s)) if s == "task" => Ok(ResultType::Task),
             Some(other) => Err(other.to_string()),
         }
     }
@@ -158,7 +162,11 @@ mod tests {
             ResultType::of(&json!({"resultType": "input_required"})),
             Ok(ResultType::InputRequired)
         );
-        assert!(ResultType::of(&json!({"resultType": "task"})).is_err());
+        assert_eq!(
+            ResultType::of(&json!({"resultType": "task"})),
+            Ok(ResultType::Task)
+        );
+        assert!(ResultType::of(&json!({"resultType": "tasks"})).is_err());
         assert!(ResultType::of(&json!({"resultType": 1})).is_err());
         let raw = |v: Value| serde_json::value::to_raw_value(&v).unwrap();
         for v in [

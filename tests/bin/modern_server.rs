@@ -10,6 +10,7 @@
 //!                  with another version gets -32022 listing these and `2025-11-25` in dual mode
 //!   --log PATH     append one line per process start (`start`) and per request (its method)
 //!   --ttl MS       the `ttlMs` of `tools/list` (default 60000)
+//!   --tasks        also list the tasks extension's tools (`modern_tasks.rs`)
 //!
 //! Tools: echo (`message` back), meta (the request's `_meta` as structuredContent), ask (an
 //! `elicitation/create` round, then what was answered), state (one round with only
@@ -24,6 +25,8 @@ use std::io::{BufRead, Write};
 
 use serde_json::{json, Value};
 
+mod modern_tasks;
+
 const PV: &str = "io.modelcontextprotocol/protocolVersion";
 const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
 
@@ -36,6 +39,8 @@ struct Server {
     out: std::io::Stdout,
     /// The id of the open `subscriptions/listen`.
     listen: Option<Value>,
+    /// `--tasks`: the tasks extension's tools and methods.
+    tasks: Option<modern_tasks::Tasks>,
 }
 
 fn main() {
@@ -48,8 +53,13 @@ fn main() {
         initialized: false,
         out: std::io::stdout(),
         listen: None,
+        tasks: None,
     };
     while let Some(flag) = args.next() {
+        if flag == "--tasks" {
+            server.tasks = Some(modern_tasks::Tasks::default());
+            continue;
+        }
         let value = args.next().unwrap_or_default();
         match flag.as_str() {
             "--mode" => server.mode = value,
@@ -109,6 +119,13 @@ impl Server {
         self.send(json!({"jsonrpc": "2.0", "id": id, "error": error}));
     }
 
+    fn reply(&mut self, id: Value, reply: modern_tasks::Reply) {
+        match reply {
+            modern_tasks::Reply::Result(result) => self.result(id, result),
+            modern_tasks::Reply::Error(code, message, data) => self.error(id, code, &message, data),
+        }
+    }
+
     fn stateless(&self) -> bool {
         self.mode == "modern" || self.mode == "dual"
     }
@@ -160,10 +177,13 @@ impl Server {
         }
         match method {
             "server/discover" => {
-                let result = json!({"resultType": "complete", "supportedVersions": self.supported(),
+                let mut result = json!({"resultType": "complete", "supportedVersions": self.supported(),
                     "capabilities": {"tools": {"listChanged": true}, "logging": {}}, "instructions": "Stateless.",
                     "ttlMs": 60000, "cacheScope": "public",
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-test-server", "version": "2"}}});
+                if self.tasks.is_some() {
+                    result["capabilities"]["extensions"] = json!({modern_tasks::TASKS: {}});
+                }
                 self.result(id, result)
             }
             "tools/list" => {
@@ -177,6 +197,11 @@ impl Server {
                     "needs_roots",
                 ]
                 .iter()
+                .chain(
+                    self.tasks
+                        .as_ref()
+                        .map_or(&[][..], |_| &modern_tasks::TOOLS[..]),
+                )
                 .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
                 .collect::<Vec<_>>();
                 self.result(
@@ -184,7 +209,22 @@ impl Server {
                     json!({"resultType": "complete", "tools": tools, "ttlMs": self.ttl, "cacheScope": "public"}),
                 )
             }
-            "tools/call" => self.call(id, params),
+            "tools/call" => {
+                let name = params["name"].as_str().unwrap_or("");
+                match self.tasks.as_mut() {
+                    Some(tasks) if modern_tasks::TOOLS.contains(&name) => {
+                        let reply = tasks.call(name, params);
+                        self.reply(id, reply)
+                    }
+                    _ => self.call(id, params),
+                }
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel" if self.tasks.is_some() => {
+                let reply = self.tasks.as_mut().and_then(|t| t.handle(method, params));
+                if let Some(reply) = reply {
+                    self.reply(id, reply)
+                }
+            }
             "subscriptions/listen" => {
                 let granted =
                     json!({"toolsListChanged": params["notifications"]["toolsListChanged"]});

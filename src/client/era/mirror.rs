@@ -15,7 +15,8 @@ use crate::protocol::{methods, Tool};
 
 /// `Mcp-Method`, on every request.
 const METHOD_HEADER: &str = "mcp-method";
-/// `Mcp-Name`, on `tools/call`, `prompts/get`, `resources/read`.
+/// `Mcp-Name`, on `tools/call`, `prompts/get`, `resources/read`, and the tasks extension's
+/// `tasks/get`, `tasks/update`, `tasks/cancel` (the `taskId`).
 const NAME_HEADER: &str = "mcp-name";
 
 /// The largest integer an `x-mcp-header` integer may carry (±(2^53−1)).
@@ -35,6 +36,10 @@ pub(crate) fn headers(message: &Message, tools: &ToolHeaders) -> Vec<(String, St
     let named = match request.method.as_str() {
         methods::TOOLS_CALL | methods::PROMPTS_GET => params.and_then(|p| p.get("name")),
         methods::RESOURCES_READ => params.and_then(|p| p.get("uri")),
+        // The tasks extension: a task's requests name it.
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
+            params.and_then(|p| p.get("taskId"))
+        }
         _ => None,
     };
     if let Some(value) = named.and_then(Value::as_str).map(encoded) {
@@ -256,5 +261,19 @@ mod tests {
                 ("mcp-param-Region".to_owned(), "eu-west".to_owned())
             ]
         );
+    }
+
+    #[test]
+    fn a_tasks_request_names_its_task() {
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let msg = Message::request(8, method, Some(json!({"taskId": "t-1"})));
+            assert_eq!(
+                headers(&msg, &ToolHeaders::new()),
+                [
+                    ("mcp-method".to_owned(), method.to_owned()),
+                    ("mcp-name".to_owned(), "t-1".to_owned())
+                ]
+            );
+        }
     }
 }

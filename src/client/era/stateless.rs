@@ -117,6 +117,13 @@ impl Stateless {
             };
             match ResultType::of_json(&result) {
                 Ok(ResultType::Complete) => return Ok(result),
+                // A task (the tasks extension): the caller follows it.
+                Ok(ResultType::Task) if method == methods::TOOLS_CALL => return Ok(result),
+                Ok(ResultType::Task) => {
+                    return Err(Error::protocol(format!(
+                        "invalid {method} result: only tools/call may become a task"
+                    )))
+                }
                 Ok(ResultType::InputRequired) => {
                     let deadline = hard_deadline.min(Instant::now() + timeout);
                     let result: Value = crate::client::parse_result(method, &result)?;
@@ -137,7 +144,7 @@ impl Stateless {
     /// Answers one `input_required` result: every `inputRequests` entry through the handler
     /// (on a thread of its own, so the deadline and cancel hold however long the host takes),
     /// and the retry's extra params: `inputResponses` and `requestState`, echoed exactly.
-    fn answer(
+    pub(crate) fn answer(
         &self,
         conn: &Connection,
         method: &str,
