@@ -7,8 +7,8 @@
 //! concern per file); this module is where a host finds them.
 
 pub use crate::app_host::{
-    AppBridge, AppHostOptions, AppRequest, AppSandbox, ViewRequestId, APPS_PROTOCOL_VERSION,
-    APP_SANDBOX_PROXY_HTML, MAX_PENDING, VIEW_SANDBOX,
+    AppBridge, AppEvent, AppHostOptions, AppSandbox, ViewRequestId, APPS_PROTOCOL_VERSION,
+    APP_MAX_PENDING, APP_SANDBOX_PROXY_HTML, VIEW_SANDBOX,
 };
 pub use crate::commands::{command_edits_config, HELP as COMMANDS_HELP};
 pub use crate::loader::{

@@ -105,37 +105,77 @@ fn start(root: &std::path::Path, cfg: &std::path::Path) -> (Child, String) {
     (child, line.trim().to_owned())
 }
 
-/// The page's relay, as its script speaks it.
+/// The page's relay, as its script speaks it: the run's token, and the page it is.
 struct Page {
     at: String,
     token: String,
+    view: String,
 }
 
 impl Page {
+    /// Loads the host page (a new View); its HTML.
+    fn load(at: &str, token: &str) -> (Page, String) {
+        let (status, _, html) = http(at, at, &format!("GET /?t={token}"), "");
+        assert_eq!(status, 200);
+        let view = between(&html, "const view = \"", "\"");
+        let page = Page {
+            at: at.to_owned(),
+            token: token.to_owned(),
+            view,
+        };
+        (page, html)
+    }
+
+    fn post(&self, message: Value) -> u16 {
+        let headers = [
+            ("X-Mcp-App", self.token.as_str()),
+            ("X-Mcp-App-Page", &self.view),
+        ];
+        http_with(&self.at, "POST /from-view", &headers, &message.to_string()).0
+    }
+
     fn send(&self, message: Value) {
-        let (status, body) = http_with(
-            &self.at,
-            "POST /from-view",
-            &[("X-Mcp-App", &self.token)],
-            &message.to_string(),
-        );
-        assert_eq!(status, 200, "{body}");
+        assert_eq!(self.post(message), 200);
+    }
+
+    /// One request for messages: its status and the messages.
+    fn poll(&self) -> (u16, Vec<Value>) {
+        let headers = [
+            ("X-Mcp-App", self.token.as_str()),
+            ("X-Mcp-App-Page", &self.view),
+        ];
+        let (status, body) = http_with(&self.at, "GET /to-view", &headers, "");
+        (status, serde_json::from_str(&body).unwrap_or_default())
     }
 
     /// Messages for the View until `fact` holds of one (bounded).
     fn until(&self, what: &str, fact: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
-            let (status, body) =
-                http_with(&self.at, "GET /to-view", &[("X-Mcp-App", &self.token)], "");
-            assert_eq!(status, 200, "{body}");
-            let messages: Vec<Value> = serde_json::from_str(&body).unwrap();
+            let (status, messages) = self.poll();
+            assert_eq!(status, 200, "{what}");
             if let Some(m) = messages.into_iter().find(&fact) {
                 return m;
             }
         }
         panic!("no message for the View: {what}");
     }
+
+    fn initialize(&self) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ui/initialize", "params": {
+            "protocolVersion": "2026-01-26", "appInfo": {"name": "t", "version": "1"},
+            "appCapabilities": {}}}),
+        );
+    }
+}
+
+fn between(text: &str, start: &str, end: &str) -> String {
+    text.split(start)
+        .nth(1)
+        .and_then(|s| s.split(end).next())
+        .unwrap_or_else(|| panic!("no {start:?} in the page"))
+        .to_owned()
 }
 
 #[test]
@@ -144,40 +184,38 @@ fn the_pages_answer_only_their_own_host_and_token_and_the_bridge_decides() {
     let (mut child, url) = start(&root, &cfg);
     let rest = url.strip_prefix("http://").unwrap();
     let (at, query) = rest.split_once("/?t=").unwrap();
-    let page = Page {
-        at: at.to_owned(),
-        token: query.to_owned(),
-    };
 
-    // Another host name (DNS rebinding), a wrong token, no token on the relay: refused.
-    assert_eq!(
-        http(at, "evil.example:80", &format!("GET /?t={query}"), "").0,
-        403
-    );
+    // Another host name (DNS rebinding), a wrong token, no token on the relay, another
+    // method (a preflight): refused.
+    let evil = http(at, "evil.example:80", &format!("GET /?t={query}"), "");
+    assert_eq!(evil.0, 403);
     assert_eq!(http(at, at, "GET /?t=guess", "").0, 403);
     assert_eq!(http(at, at, "POST /from-view", "{}").0, 403);
     assert_eq!(http(at, at, "GET /to-view", "").0, 403);
+    assert_eq!(http(at, at, "OPTIONS /from-view", "").0, 405);
+    let wrong = [("X-Mcp-App", "guess"), ("X-Mcp-App-Page", "1")];
+    assert_eq!(http_with(at, "POST /from-view", &wrong, "{}").0, 403);
 
     // The host page: its own policy, and the sandbox proxy on another origin.
-    let (status, head, html) = http(at, at, &format!("GET /?t={query}"), "");
-    assert_eq!(status, 200);
+    let (_, head, _) = http(at, at, &format!("GET /?t={query}"), "");
     assert!(
         head.contains("Content-Security-Policy: default-src 'none'"),
         "{head}"
     );
-    let sandbox_at = html
-        .split("const sandboxOrigin = \"http://")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .expect("the sandbox's origin")
-        .to_owned();
+    let (page, html) = Page::load(at, query);
+    let sandbox_at = between(&html, "const sandboxOrigin = \"http://", "\"");
     assert_ne!(sandbox_at, at);
     let (status, head, proxy) = http(&sandbox_at, &sandbox_at, "GET /sandbox", "");
     assert_eq!(status, 200);
     assert!(proxy.contains("sandbox-proxy-ready"));
-    // The page's own CSP (connect-src from its _meta.ui.csp), as a header for the proxy.
+    // The page's own CSP (connect-src from its _meta.ui.csp) as the proxy's header, which
+    // only the host page may frame.
     assert!(
         head.contains("connect-src https://api.example.com"),
+        "{head}"
+    );
+    assert!(
+        head.contains(&format!("frame-ancestors http://{at} ")),
         "{head}"
     );
     assert_eq!(http(&sandbox_at, "evil.example", "GET /sandbox", "").0, 403);
@@ -193,16 +231,16 @@ fn the_pages_answer_only_their_own_host_and_token_and_the_bridge_decides() {
     assert!(view_html.contains("http-equiv=\"Content-Security-Policy\""));
     assert!(view_html.contains("<p>clock</p>"));
 
-    // Initialize: answered; the tool's input and result only after `initialized`.
-    page.send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "ui/initialize", "params": {
-        "protocolVersion": "2026-01-26", "appInfo": {"name": "t", "version": "1"},
-        "appCapabilities": {}}}),
-    );
-    let init = page.until("initialize's answer", |m| m["id"] == 1);
-    assert_eq!(init["result"]["hostInfo"]["name"], "mcp");
+    // Initialize: answered (at once: the answer is waiting when the post returns); the tool's
+    // input and result only after `initialized`.
+    page.initialize();
+    let (status, first) = page.poll();
+    assert_eq!(status, 200);
+    assert_eq!(first.len(), 1, "the answer alone: {first:?}");
+    assert_eq!(first[0]["id"], 1);
+    assert_eq!(first[0]["result"]["hostInfo"]["name"], "mcp");
     assert_eq!(
-        init["result"]["hostContext"]["toolInfo"]["tool"]["name"],
+        first[0]["result"]["hostContext"]["toolInfo"]["tool"]["name"],
         "show_clock"
     );
     page.send(json!({"jsonrpc": "2.0", "method": "ui/notifications/initialized"}));
@@ -224,6 +262,12 @@ fn the_pages_answer_only_their_own_host_and_token_and_the_bridge_decides() {
     let refused = page.until("a refusal", |m| m["id"] == 3);
     assert_eq!(refused["error"]["code"], -32602);
 
+    // A log line: no escape reaches the terminal, whatever the level says.
+    page.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {
+        "level": "warning\u{1b}]0;x\u{7}", "data": "tick\u{1b}[2J"}}),
+    );
+
     // A message for the conversation: the command's output.
     page.send(
         json!({"jsonrpc": "2.0", "id": 4, "method": "ui/message", "params": {
@@ -240,9 +284,57 @@ fn the_pages_answer_only_their_own_host_and_token_and_the_bridge_decides() {
     page.send(json!({"jsonrpc": "2.0", "id": teardown["id"], "result": {}}));
     let out = wait_output(&mut child);
     let stdout = String::from_utf8_lossy(&out.0);
-    assert_eq!(out.2, Some(0), "{}", String::from_utf8_lossy(&out.1));
+    let stderr = String::from_utf8_lossy(&out.1);
+    assert_eq!(out.2, Some(0), "{stderr}");
     assert!(stdout.contains("hello from the App[31m"), "{stdout:?}");
-    assert!(!stdout.contains('\u{1b}'), "no escape reaches the terminal");
+    assert!(stderr.contains("the App logs [info] tick[2J"), "{stderr:?}");
+    assert!(
+        !stdout.contains('\u{1b}') && !stderr.contains('\u{1b}'),
+        "no escape reaches the terminal"
+    );
+    assert!(stderr.contains("the App calls clock_tick"), "{stderr}");
+}
+
+#[test]
+fn a_reloaded_page_is_a_new_view_and_the_old_one_is_told_it_is_gone() {
+    let (root, cfg) = setup("reload");
+    let (mut child, url) = start(&root, &cfg);
+    let rest = url.strip_prefix("http://").unwrap();
+    let (at, token) = rest.split_once("/?t=").unwrap();
+    let (old, _) = Page::load(at, token);
+    old.initialize();
+    old.send(json!({"jsonrpc": "2.0", "method": "ui/notifications/initialized"}));
+    old.until("the old page's result", |m| {
+        m["method"] == "ui/notifications/tool-result"
+    });
+    // An old page's request for messages, waiting when the page is reloaded, ends with 410.
+    let waiting = {
+        let (at, token, view) = (old.at.clone(), old.token.clone(), old.view.clone());
+        std::thread::spawn(move || {
+            let headers = [
+                ("X-Mcp-App", token.as_str()),
+                ("X-Mcp-App-Page", view.as_str()),
+            ];
+            http_with(&at, "GET /to-view", &headers, "").0
+        })
+    };
+    let (new, _) = Page::load(at, token);
+    assert_ne!(new.view, old.view);
+    assert_eq!(waiting.join().unwrap(), 410);
+    assert_eq!(old.poll().0, 410);
+    let teardown = json!({"jsonrpc": "2.0", "method": "ui/notifications/request-teardown"});
+    assert_eq!(old.post(teardown.clone()), 410);
+    // The new page is shown the tool's input and result again, once initialized.
+    new.initialize();
+    new.send(json!({"jsonrpc": "2.0", "method": "ui/notifications/initialized"}));
+    let result = new.until("the new page's result", |m| {
+        m["method"] == "ui/notifications/tool-result"
+    });
+    assert_eq!(result["params"]["content"][0]["text"], "show_clock called");
+    new.send(teardown);
+    let asked = new.until("the teardown", |m| m["method"] == "ui/resource-teardown");
+    new.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {}}));
+    assert_eq!(wait_output(&mut child).2, Some(0));
 }
 
 fn wait_output(child: &mut Child) -> (Vec<u8>, Vec<u8>, Option<i32>) {

@@ -4,17 +4,17 @@
 //!
 //! A host renders the View in a frame ([`AppBridge::sandbox`] says how), hands every message
 //! the frame posts to [`AppBridge::receive`], posts what [`AppBridge::take_messages`] returns
-//! back to the frame, and acts on the [`AppRequest`]s: calls a tool of the App's server,
+//! back to the frame, and acts on the [`AppEvent`]s: calls a tool of the App's server,
 //! reads a resource, opens a link, takes a message for the conversation. What the extension
 //! decides is decided here: `ui/initialize` is answered with the host's capabilities and the
 //! tool's context; nothing reaches the View before it says it is initialized (the tool's
 //! input and result wait); a View calls only tools of its own server whose visibility names
 //! `"app"`; a link is opened only when it is `http` or `https`; requests the host did not
-//! enable are refused with "method not found"; a View gets at most [`MAX_PENDING`] requests
+//! enable are refused with "method not found"; a View gets at most [`APP_MAX_PENDING`] requests
 //! in flight.
 //!
 //! ```
-//! use mcp_runtime::host::{AppBridge, AppHostOptions, AppRequest};
+//! use mcp_runtime::host::{AppBridge, AppHostOptions, AppEvent};
 //! use mcp_runtime::client::AppPage;
 //! use mcp_runtime::protocol::Tool;
 //! use serde_json::json;
@@ -29,11 +29,11 @@
 //!                "appCapabilities": {}}}));
 //! assert_eq!(bridge.take_messages().len(), 1); // the answer; the result waits
 //! let ready = bridge.receive(&json!({"jsonrpc": "2.0", "method": "ui/notifications/initialized"}));
-//! assert!(matches!(ready, Some(AppRequest::Ready)));
+//! assert!(matches!(ready, Some(AppEvent::Ready)));
 //! assert_eq!(bridge.take_messages()[0]["method"], "ui/notifications/tool-result");
 //! let call = bridge.receive(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
 //!     "params": {"name": "get-time", "arguments": {}}}));
-//! let Some(AppRequest::CallTool { id, name, .. }) = call else { panic!() };
+//! let Some(AppEvent::CallTool { id, name, .. }) = call else { panic!() };
 //! assert_eq!(name, "get-time");
 //! bridge.answer(&id, Ok(json!({"content": []})));
 //! assert_eq!(bridge.take_messages()[0]["id"], 2);
@@ -57,11 +57,16 @@ pub use sandbox::{AppSandbox, APP_SANDBOX_PROXY_HTML, VIEW_SANDBOX};
 pub const APPS_PROTOCOL_VERSION: &str = "2026-01-26";
 
 /// The most requests a View may have waiting on the host; one more is refused.
-pub const MAX_PENDING: usize = 64;
+pub const APP_MAX_PENDING: usize = 64;
 
 /// The most notifications held for a View that is not initialized yet, beside its tool's
 /// input and result (older ones are dropped).
 const MAX_HELD: usize = 32;
+
+/// The most messages waiting for the host to take them; past it, what the bridge would answer
+/// by itself (pings, listings, refusals) is dropped: a View that floods the host gets no more
+/// answers until the host catches up.
+const MAX_OUTBOX: usize = 1024;
 
 /// A View's request, as the host answers it with [`AppBridge::answer`].
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +74,7 @@ pub struct ViewRequestId(Value);
 
 /// What a View asks of the host (already checked; see the module docs).
 #[derive(Debug, Clone, PartialEq)]
-pub enum AppRequest {
+pub enum AppEvent {
     /// The View is initialized; what was held for it is in [`AppBridge::take_messages`].
     Ready,
     /// Call `name` on the App's server (a tool whose visibility names `"app"`) and answer with
@@ -162,11 +167,11 @@ pub struct AppHostOptions {
     /// Whether it opens links (`ui/open-link`).
     pub open_links: bool,
     /// Whether it takes messages for the conversation (`ui/message`).
-    pub messages: bool,
+    pub accept_messages: bool,
     /// Whether it takes context for the model (`ui/update-model-context`).
-    pub model_context: bool,
+    pub accept_model_context: bool,
     /// Whether it downloads files (`ui/download-file`).
-    pub downloads: bool,
+    pub accept_downloads: bool,
     /// The display modes it offers (`inline`, `fullscreen`, `pip`).
     pub display_modes: Vec<String>,
     /// Browser permissions it grants when a page asks (`camera`, `microphone`, `geolocation`,
@@ -183,9 +188,9 @@ impl Default for AppHostOptions {
             host_name: env!("CARGO_PKG_NAME").to_owned(),
             host_version: env!("CARGO_PKG_VERSION").to_owned(),
             open_links: false,
-            messages: false,
-            model_context: false,
-            downloads: false,
+            accept_messages: false,
+            accept_model_context: false,
+            accept_downloads: false,
             display_modes: vec!["inline".to_owned()],
             permissions: Vec::new(),
             context: Map::new(),
@@ -218,6 +223,9 @@ pub struct AppBridge {
     app_modes: Option<Vec<String>>,
     held_input: Option<Value>,
     held_result: Option<Value>,
+    /// The last input and result sent, for a View that initializes again (it reloaded).
+    last_input: Option<Value>,
+    last_result: Option<Value>,
     held: Vec<Value>,
     outbox: Vec<Value>,
     pending: HashSet<String>,
@@ -251,6 +259,8 @@ impl AppBridge {
             app_modes: None,
             held_input: None,
             held_result: None,
+            last_input: None,
+            last_result: None,
             held: Vec::new(),
             outbox: Vec::new(),
             pending: HashSet::new(),
@@ -281,8 +291,8 @@ impl AppBridge {
         AppSandbox {
             html: sandbox::with_policy(&self.html, &csp),
             csp,
-            sandbox: VIEW_SANDBOX,
-            allow: sandbox::allow_attribute(&granted),
+            frame_sandbox: VIEW_SANDBOX,
+            frame_allow: sandbox::allow_attribute(&granted),
         }
     }
 
@@ -303,6 +313,7 @@ impl AppBridge {
             "ui/notifications/tool-input",
             json!({"arguments": arguments}),
         );
+        self.last_input = Some(message.clone());
         if self.phase == Phase::Ready {
             self.outbox.push(message);
         } else {
@@ -325,6 +336,7 @@ impl AppBridge {
     /// View is initialized.
     pub fn tool_result(&mut self, result: Value) {
         let message = notification("ui/notifications/tool-result", result);
+        self.last_result = Some(message.clone());
         if self.phase == Phase::Ready {
             self.outbox.push(message);
         } else {
@@ -353,7 +365,7 @@ impl AppBridge {
         ));
     }
 
-    /// Asks the View to clean up (`ui/resource-teardown`); [`AppRequest::TornDown`] follows
+    /// Asks the View to clean up (`ui/resource-teardown`); [`AppEvent::TornDown`] follows
     /// its answer. A View that is not initialized has nothing to clean up: `false`, and the
     /// host removes it at once.
     pub fn teardown(&mut self) -> bool {
@@ -391,6 +403,22 @@ impl AppBridge {
             }
             self.held.push(message);
         }
+    }
+
+    /// Queues a message the bridge answers by itself, unless the host is [`MAX_OUTBOX`]
+    /// behind.
+    fn reply(&mut self, message: Value) {
+        if self.outbox.len() < MAX_OUTBOX {
+            self.outbox.push(message);
+        }
+    }
+
+    /// The View initializes again (it reloaded): what it was shown is shown again once it is.
+    fn restart(&mut self) {
+        self.phase = Phase::Initializing;
+        self.pending.clear();
+        self.held_input = self.last_input.clone();
+        self.held_result = self.last_result.clone();
     }
 
     fn become_ready(&mut self) {

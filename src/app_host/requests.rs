@@ -1,14 +1,24 @@
 //! What a View sends, taken apart: its requests answered here or handed to the host, its
-//! notifications turned into [`AppRequest`]s, its answers to the host's requests.
+//! notifications turned into [`AppEvent`]s, its answers to the host's requests.
 
 use serde_json::{json, Map, Value};
 
 use super::{
-    error, notification, sandbox, AppBridge, AppRequest, Phase, ViewRequestId,
-    APPS_PROTOCOL_VERSION, MAX_PENDING,
+    error, notification, sandbox, AppBridge, AppEvent, Phase, ViewRequestId, APPS_PROTOCOL_VERSION,
+    APP_MAX_PENDING,
 };
 
 const METHOD_NOT_FOUND: i64 = -32601;
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 const INVALID_PARAMS: i64 = -32602;
 const INVALID_REQUEST: i64 = -32600;
 
@@ -16,7 +26,7 @@ impl AppBridge {
     /// Takes one message the frame posted. Answers go to [`AppBridge::take_messages`]; what
     /// the host must act on is returned. Anything malformed is refused (a request) or
     /// dropped (anything else), and changes nothing.
-    pub fn receive(&mut self, message: &Value) -> Option<AppRequest> {
+    pub fn receive(&mut self, message: &Value) -> Option<AppEvent> {
         let object = message.as_object()?;
         if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             return None;
@@ -36,43 +46,53 @@ impl AppBridge {
         }
     }
 
-    fn request(&mut self, id: &Value, method: &str, params: Value) -> Option<AppRequest> {
+    fn request(&mut self, id: &Value, method: &str, params: Value) -> Option<AppEvent> {
         let refuse = |bridge: &mut AppBridge, code: i64, message: &str| {
-            bridge.outbox.push(error(id, code, message));
+            bridge.reply(error(id, code, message));
             None
         };
+        if self.phase == Phase::TearingDown {
+            return refuse(self, INVALID_REQUEST, "the View is being torn down");
+        }
         if self.pending.contains(&id.to_string()) {
             return refuse(self, INVALID_REQUEST, "a request with this id is in flight");
         }
         match method {
             "ui/initialize" => {
+                if self.phase != Phase::New {
+                    self.restart();
+                }
                 self.initialize(id, &params);
                 return None;
             }
             "ping" => {
-                self.outbox
-                    .push(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+                self.reply(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
                 return None;
             }
             "tools/list" => {
-                self.outbox
-                    .push(json!({"jsonrpc": "2.0", "id": id, "result": {"tools": self.app_tools}}));
+                let tools = json!({"tools": self.app_tools});
+                self.reply(json!({"jsonrpc": "2.0", "id": id, "result": tools}));
                 return None;
             }
             "ui/request-display-mode" => {
                 let asked = params.get("mode").and_then(Value::as_str).unwrap_or("");
                 let changed = self.display_mode_for(asked);
-                self.outbox.push(
+                self.reply(
                     json!({"jsonrpc": "2.0", "id": id, "result": {"mode": self.display_mode}}),
                 );
-                return changed.map(AppRequest::DisplayMode);
+                if let Some(mode) = &changed {
+                    let mut context = Map::new();
+                    context.insert("displayMode".into(), json!(mode));
+                    self.context_changed(context);
+                }
+                return changed.map(AppEvent::DisplayMode);
             }
             _ => {}
         }
         if self.phase == Phase::New {
             return refuse(self, INVALID_REQUEST, "ui/initialize comes first");
         }
-        if self.pending.len() >= MAX_PENDING {
+        if self.pending.len() >= APP_MAX_PENDING {
             return refuse(self, INVALID_REQUEST, "too many requests in flight");
         }
         let request_id = ViewRequestId(id.clone());
@@ -101,44 +121,46 @@ impl AppBridge {
                     Some(args @ Value::Object(_)) => args.clone(),
                     Some(_) => return refuse(self, INVALID_PARAMS, "arguments are an object"),
                 };
-                AppRequest::CallTool {
+                AppEvent::CallTool {
                     id: request_id,
                     name,
                     arguments,
                 }
             }
             "resources/read" => match text("uri") {
-                Some(uri) => AppRequest::ReadResource {
+                Some(uri) => AppEvent::ReadResource {
                     id: request_id,
                     uri,
                 },
                 None => return refuse(self, INVALID_PARAMS, "resources/read needs a uri"),
             },
             "ui/open-link" if self.options.open_links => match text("url") {
-                Some(url) if is_web_link(&url) => AppRequest::OpenLink {
+                Some(url) if is_web_link(&url) => AppEvent::OpenLink {
                     id: request_id,
                     url,
                 },
                 _ => {
                     // Not a web link: refused as the extension says, with isError.
-                    self.outbox
-                        .push(json!({"jsonrpc": "2.0", "id": id, "result": {"isError": true}}));
+                    self.reply(json!({"jsonrpc": "2.0", "id": id, "result": {"isError": true}}));
                     return None;
                 }
             },
-            "ui/message" if self.options.messages => AppRequest::Message {
-                id: request_id,
-                role: text("role").unwrap_or_else(|| "user".to_owned()),
-                content: list("content"),
+            "ui/message" if self.options.accept_messages => match text("role").as_deref() {
+                Some("user") => AppEvent::Message {
+                    id: request_id,
+                    role: "user".to_owned(),
+                    content: list("content"),
+                },
+                _ => return refuse(self, INVALID_PARAMS, "a message's role is \"user\""),
             },
-            "ui/update-model-context" if self.options.model_context => {
-                AppRequest::UpdateModelContext {
+            "ui/update-model-context" if self.options.accept_model_context => {
+                AppEvent::UpdateModelContext {
                     id: request_id,
                     content: list("content"),
                     structured_content: params.get("structuredContent").cloned(),
                 }
             }
-            "ui/download-file" if self.options.downloads => AppRequest::DownloadFile {
+            "ui/download-file" if self.options.accept_downloads => AppEvent::DownloadFile {
                 id: request_id,
                 contents: list("contents"),
             },
@@ -170,13 +192,13 @@ impl AppBridge {
         if o.open_links {
             caps.insert("openLinks".into(), json!({}));
         }
-        if o.downloads {
+        if o.accept_downloads {
             caps.insert("downloadFile".into(), json!({}));
         }
-        if o.messages {
+        if o.accept_messages {
             caps.insert("message".into(), json!({"text": {}}));
         }
-        if o.model_context {
+        if o.accept_model_context {
             caps.insert(
                 "updateModelContext".into(),
                 json!({"text": {}, "structuredContent": {}}),
@@ -200,13 +222,12 @@ impl AppBridge {
         context
             .entry("userAgent")
             .or_insert_with(|| json!(format!("{}/{}", o.host_name, o.host_version)));
-        self.outbox
-            .push(json!({"jsonrpc": "2.0", "id": id, "result": {
-                "protocolVersion": APPS_PROTOCOL_VERSION,
-                "hostInfo": {"name": o.host_name, "version": o.host_version},
-                "hostCapabilities": caps,
-                "hostContext": context,
-            }}));
+        self.reply(json!({"jsonrpc": "2.0", "id": id, "result": {
+            "protocolVersion": APPS_PROTOCOL_VERSION,
+            "hostInfo": {"name": o.host_name, "version": o.host_version},
+            "hostCapabilities": caps,
+            "hostContext": context,
+        }}));
     }
 
     /// The mode the View shows in after asking for `asked`: it, when the host offers it and
@@ -224,11 +245,11 @@ impl AppBridge {
         Some(self.display_mode.clone())
     }
 
-    fn notified(&mut self, method: &str, params: Value) -> Option<AppRequest> {
+    fn notified(&mut self, method: &str, params: Value) -> Option<AppEvent> {
         match method {
             "ui/notifications/initialized" if self.phase == Phase::Initializing => {
                 self.become_ready();
-                Some(AppRequest::Ready)
+                Some(AppEvent::Ready)
             }
             "ui/notifications/sandbox-proxy-ready" => {
                 let page = self.sandbox();
@@ -239,8 +260,8 @@ impl AppBridge {
                     .as_ref()
                     .and_then(|u| u.csp.as_ref())
                     .map(sandbox::allowed_origins);
-                let mut params = json!({"html": page.html, "sandbox": page.sandbox,
-                                        "permissions": granted, "allow": page.allow});
+                let mut params = json!({"html": page.html, "sandbox": page.frame_sandbox,
+                                        "permissions": granted, "allow": page.frame_allow});
                 if let Some(csp) = csp {
                     params["csp"] = json!(csp);
                 }
@@ -250,14 +271,16 @@ impl AppBridge {
                 ));
                 None
             }
-            "ui/notifications/size-changed" => Some(AppRequest::SizeChanged {
+            "ui/notifications/size-changed" => Some(AppEvent::SizeChanged {
                 width: params.get("width").and_then(Value::as_f64),
                 height: params.get("height").and_then(Value::as_f64),
             }),
-            "notifications/message" => Some(AppRequest::Log {
+            "notifications/message" => Some(AppEvent::Log {
+                // One of the eight syslog levels MCP names; anything else is `info`.
                 level: params
                     .get("level")
                     .and_then(Value::as_str)
+                    .filter(|l| LEVELS.contains(l))
                     .unwrap_or("info")
                     .to_owned(),
                 logger: params
@@ -266,12 +289,12 @@ impl AppBridge {
                     .map(str::to_owned),
                 data: params.get("data").cloned().unwrap_or(Value::Null),
             }),
-            "ui/notifications/request-teardown" => Some(AppRequest::RequestTeardown),
+            "ui/notifications/request-teardown" => Some(AppEvent::RequestTeardown),
             "notifications/cancelled" => {
                 let id = params.get("requestId")?;
                 self.pending
                     .remove(&id.to_string())
-                    .then(|| AppRequest::Cancelled {
+                    .then(|| AppEvent::Cancelled {
                         id: ViewRequestId(id.clone()),
                     })
             }
@@ -279,10 +302,10 @@ impl AppBridge {
         }
     }
 
-    fn answered(&mut self, id: &Value) -> Option<AppRequest> {
+    fn answered(&mut self, id: &Value) -> Option<AppEvent> {
         if self.teardown_id.is_some() && id.as_u64() == self.teardown_id {
             self.teardown_id = None;
-            return Some(AppRequest::TornDown);
+            return Some(AppEvent::TornDown);
         }
         None
     }

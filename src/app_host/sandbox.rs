@@ -12,7 +12,10 @@ use crate::protocol::{ResourceUi, UiCsp};
 pub const VIEW_SANDBOX: &str = "allow-scripts allow-same-origin allow-forms";
 
 /// The sandbox proxy: the page a web host loads, from an origin other than its own, in a frame
-/// with [`VIEW_SANDBOX`]'s `allow-scripts allow-same-origin`. It tells its parent
+/// with `allow-scripts allow-same-origin`, served with [`AppSandbox::csp`] as its
+/// `Content-Security-Policy` header (the View's frame inherits it, beside the copy written into
+/// the page) and a `frame-ancestors` naming the host. It refuses to run without a referrer (it
+/// answers only the page that framed it). It tells its parent
 /// `ui/notifications/sandbox-proxy-ready`, loads the page the parent sends in
 /// `ui/notifications/sandbox-resource-ready` (from [`AppBridge`](super::AppBridge), its policy
 /// already written into it) into an inner frame, and relays every other message between the
@@ -24,12 +27,12 @@ pub const APP_SANDBOX_PROXY_HTML: &str = include_str!("sandbox_proxy.html");
 pub struct AppSandbox {
     /// The `Content-Security-Policy` (for a header, and already in [`AppSandbox::html`]).
     pub csp: String,
-    /// The frame's `sandbox` attribute.
-    pub sandbox: &'static str,
-    /// The frame's `allow` attribute: the browser permissions both asked for and granted
-    /// (`camera`, `microphone`, `geolocation`, `clipboard-write`), `;`-separated.
-    pub allow: String,
-    /// The page, with a `<meta http-equiv="Content-Security-Policy">` first in its head.
+    /// The View's frame's `sandbox` attribute.
+    pub frame_sandbox: &'static str,
+    /// The View's frame's `allow` attribute: the browser permissions both asked for and
+    /// granted (`camera`, `microphone`, `geolocation`, `clipboard-write`), `;`-separated.
+    pub frame_allow: String,
+    /// The page, with a `<meta http-equiv="Content-Security-Policy">` before anything else.
     pub html: String,
 }
 
@@ -151,48 +154,28 @@ pub(crate) fn allow_attribute(granted: &Map<String, Value>) -> String {
         .join("; ")
 }
 
-/// `html` with a `<meta http-equiv="Content-Security-Policy">` for `policy` first in its head
-/// (after `<head>`; else after `<html>`, after the doctype, or first of all).
+/// `html` with a `<meta http-equiv="Content-Security-Policy">` for `policy` before anything
+/// else in it (after a leading doctype, which must stay first): the parser puts it in the
+/// head, before any script can run, wherever the page's own `<head>` is.
 pub(crate) fn with_policy(html: &str, policy: &str) -> String {
     let meta = format!(
         "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
         policy.replace('&', "&amp;").replace('"', "&quot;")
     );
-    let at = after_open_tag(html, "head")
-        .or_else(|| after_open_tag(html, "html"))
-        .or_else(|| after_open_tag(html, "!doctype"))
-        .unwrap_or(0);
+    let lead = html.len() - html.trim_start().len();
+    let at = if html[lead..]
+        .get(..9)
+        .is_some_and(|s| s.eq_ignore_ascii_case("<!doctype"))
+    {
+        html[lead..].find('>').map_or(0, |end| lead + end + 1)
+    } else {
+        0
+    };
     let mut out = String::with_capacity(html.len() + meta.len());
     out.push_str(&html[..at]);
     out.push_str(&meta);
     out.push_str(&html[at..]);
     out
-}
-
-/// The byte after the `>` of the first `<name ...>` tag (any case), outside comments.
-fn after_open_tag(html: &str, name: &str) -> Option<usize> {
-    let lower = html.to_ascii_lowercase();
-    let needle = format!("<{name}");
-    let mut from = 0;
-    while let Some(found) = lower[from..].find(&needle) {
-        let start = from + found;
-        // A comment before it may hold anything: skip whole comments.
-        if let Some(comment) = lower[from..start].rfind("<!--") {
-            let comment = from + comment;
-            if !lower[comment..start].contains("-->") {
-                from = lower[comment..].find("-->").map(|e| comment + e + 3)?;
-                continue;
-            }
-        }
-        let after = start + needle.len();
-        match lower.as_bytes().get(after) {
-            Some(b'>') | Some(b' ') | Some(b'\t') | Some(b'\n') | Some(b'\r') | Some(b'/') => {
-                return lower[after..].find('>').map(|e| after + e + 1);
-            }
-            _ => from = after,
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -244,22 +227,19 @@ mod tests {
     }
 
     #[test]
-    fn the_policy_goes_first_in_the_head() {
+    fn the_policy_goes_before_anything_but_the_doctype() {
         let p = "default-src 'none'";
         let meta = "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">";
         assert_eq!(
-            with_policy("<!DOCTYPE html><html><HEAD lang=x><title>t</title>", p),
-            format!("<!DOCTYPE html><html><HEAD lang=x>{meta}<title>t</title>")
+            with_policy("<!DOCTYPE html><html><head><title>t</title>", p),
+            format!("<!DOCTYPE html>{meta}<html><head><title>t</title>")
         );
         assert_eq!(
-            with_policy("<!doctype html><header>x</header>", p),
-            format!("<!doctype html>{meta}<header>x</header>")
-        );
-        assert_eq!(
-            with_policy("<!-- <head> --><html><head>", p),
-            format!("<!-- <head> --><html><head>{meta}")
+            with_policy("\n <!doctype html>\n<script>x='<head>'</script><head>", p),
+            format!("\n <!doctype html>{meta}\n<script>x='<head>'</script><head>")
         );
         assert_eq!(with_policy("<p>hi", p), format!("{meta}<p>hi"));
+        assert_eq!(with_policy("", p), meta);
         assert!(with_policy("<head>", "a\"b&").contains("content=\"a&quot;b&amp;\""));
     }
 

@@ -41,7 +41,7 @@ fn ready(options: AppHostOptions) -> AppBridge {
     ));
     assert_eq!(
         b.receive(&note("ui/notifications/initialized")),
-        Some(AppRequest::Ready)
+        Some(AppEvent::Ready)
     );
     b.take_messages();
     b
@@ -81,7 +81,7 @@ fn initialize_is_answered_and_nothing_reaches_the_view_before_it_is_ready() {
 
     assert_eq!(
         b.receive(&note("ui/notifications/initialized")),
-        Some(AppRequest::Ready)
+        Some(AppEvent::Ready)
     );
     let held = b.take_messages();
     let methods: Vec<&str> = held.iter().map(|m| m["method"].as_str().unwrap()).collect();
@@ -104,7 +104,7 @@ fn initialize_is_answered_and_nothing_reaches_the_view_before_it_is_ready() {
 #[test]
 fn a_view_calls_only_its_servers_tools_that_are_for_apps() {
     let mut b = ready(AppHostOptions::default());
-    let Some(AppRequest::CallTool {
+    let Some(AppEvent::CallTool {
         id,
         name,
         arguments,
@@ -170,7 +170,7 @@ fn requests_the_host_did_not_enable_are_not_found_and_links_are_web_links() {
     }
     let mut b = ready(AppHostOptions {
         open_links: true,
-        messages: true,
+        accept_messages: true,
         ..AppHostOptions::default()
     });
     for bad in [
@@ -187,12 +187,12 @@ fn requests_the_host_did_not_enable_are_not_found_and_links_are_web_links() {
     }
     assert!(matches!(
         b.receive(&request(3, "ui/open-link", json!({"url": "https://example.com/x"}))),
-        Some(AppRequest::OpenLink { url, .. }) if url == "https://example.com/x"
+        Some(AppEvent::OpenLink { url, .. }) if url == "https://example.com/x"
     ));
     assert!(matches!(
         b.receive(&request(4, "ui/message",
             json!({"role": "user", "content": [{"type": "text", "text": "hi"}]}))),
-        Some(AppRequest::Message { content, .. }) if content.len() == 1
+        Some(AppEvent::Message { content, .. }) if content.len() == 1
     ));
 }
 
@@ -206,7 +206,7 @@ fn pings_notifications_cancels_and_bounds() {
             &json!({"jsonrpc": "2.0", "method": "ui/notifications/size-changed",
                           "params": {"height": 240}})
         ),
-        Some(AppRequest::SizeChanged {
+        Some(AppEvent::SizeChanged {
             width: None,
             height: Some(240.0)
         })
@@ -214,10 +214,10 @@ fn pings_notifications_cancels_and_bounds() {
     assert!(matches!(
         b.receive(&json!({"jsonrpc": "2.0", "method": "notifications/message",
                           "params": {"level": "info", "data": "hello"}})),
-        Some(AppRequest::Log { level, data, .. }) if level == "info" && data == "hello"
+        Some(AppEvent::Log { level, data, .. }) if level == "info" && data == "hello"
     ));
     // A cancelled request's answer is dropped.
-    let Some(AppRequest::CallTool { id, .. }) =
+    let Some(AppEvent::CallTool { id, .. }) =
         b.receive(&request(9, "tools/call", json!({"name": "show"})))
     else {
         panic!()
@@ -227,7 +227,7 @@ fn pings_notifications_cancels_and_bounds() {
             &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                           "params": {"requestId": 9}})
         ),
-        Some(AppRequest::Cancelled { id: id.clone() })
+        Some(AppEvent::Cancelled { id: id.clone() })
     );
     b.answer(&id, Ok(json!({})));
     assert!(b.take_messages().is_empty());
@@ -235,8 +235,8 @@ fn pings_notifications_cancels_and_bounds() {
     b.receive(&request(10, "tools/call", json!({"name": "show"})));
     b.receive(&request(10, "tools/call", json!({"name": "show"})));
     assert_eq!(b.take_messages()[0]["error"]["code"], -32600);
-    // At most MAX_PENDING in flight.
-    for i in 100..(100 + MAX_PENDING as u64) {
+    // At most APP_MAX_PENDING in flight.
+    for i in 100..(100 + APP_MAX_PENDING as u64) {
         b.receive(&request(i, "tools/call", json!({"name": "show"})));
     }
     assert_eq!(b.take_messages().len(), 1, "the one over the bound");
@@ -274,7 +274,7 @@ fn display_modes_and_teardown() {
             "ui/request-display-mode",
             json!({"mode": "fullscreen"})
         )),
-        Some(AppRequest::DisplayMode("fullscreen".into()))
+        Some(AppEvent::DisplayMode("fullscreen".into()))
     );
     assert_eq!(b.take_messages()[0]["result"]["mode"], "fullscreen");
     assert_eq!(
@@ -289,7 +289,7 @@ fn display_modes_and_teardown() {
 
     assert_eq!(
         b.receive(&note("ui/notifications/request-teardown")),
-        Some(AppRequest::RequestTeardown)
+        Some(AppEvent::RequestTeardown)
     );
     assert!(b.teardown());
     let asked = b.take_messages();
@@ -297,7 +297,7 @@ fn display_modes_and_teardown() {
     let id = asked[0]["id"].clone();
     assert_eq!(
         b.receive(&json!({"jsonrpc": "2.0", "id": id, "result": {}})),
-        Some(AppRequest::TornDown)
+        Some(AppEvent::TornDown)
     );
     assert!(!b.teardown());
 }
@@ -309,7 +309,90 @@ fn the_sandbox_proxy_gets_the_page_with_its_policy() {
     let sent = b.take_messages();
     assert_eq!(sent[0]["method"], "ui/notifications/sandbox-resource-ready");
     let html = sent[0]["params"]["html"].as_str().unwrap();
-    assert!(html.starts_with("<html><head><meta http-equiv=\"Content-Security-Policy\""));
+    assert!(html.starts_with("<meta http-equiv=\"Content-Security-Policy\""));
     assert_eq!(sent[0]["params"]["sandbox"], VIEW_SANDBOX);
     assert!(APP_SANDBOX_PROXY_HTML.contains("ui/notifications/sandbox-proxy-ready"));
+}
+
+#[test]
+fn a_view_that_initializes_again_is_shown_its_input_and_result_again() {
+    let mut b = bridge(AppHostOptions::default());
+    b.tool_input(json!({"a": 1}));
+    b.tool_result(json!({"content": []}));
+    let init = || {
+        request(
+            1,
+            "ui/initialize",
+            json!({"protocolVersion": "2026-01-26",
+            "appInfo": {"name": "v", "version": "1"}, "appCapabilities": {}}),
+        )
+    };
+    b.receive(&init());
+    b.receive(&note("ui/notifications/initialized"));
+    assert_eq!(b.take_messages().len(), 3);
+    // A call in flight when it reloads: its answer is dropped.
+    let Some(AppEvent::CallTool { id, .. }) =
+        b.receive(&request(2, "tools/call", json!({"name": "show"})))
+    else {
+        panic!()
+    };
+    b.receive(&init());
+    assert_eq!(
+        b.take_messages().len(),
+        1,
+        "the answer only; the rest waits"
+    );
+    b.answer(&id, Ok(json!({})));
+    assert!(
+        b.take_messages().is_empty(),
+        "the old page's answer is dropped"
+    );
+    assert_eq!(
+        b.receive(&note("ui/notifications/initialized")),
+        Some(AppEvent::Ready)
+    );
+    let again: Vec<Value> = b.take_messages();
+    assert_eq!(again[0]["method"], "ui/notifications/tool-input");
+    assert_eq!(again[1]["method"], "ui/notifications/tool-result");
+}
+
+#[test]
+fn what_a_view_says_is_checked() {
+    let mut b = ready(AppHostOptions {
+        accept_messages: true,
+        ..AppHostOptions::default()
+    });
+    b.receive(&request(
+        2,
+        "ui/message",
+        json!({"role": "assistant", "content": []}),
+    ));
+    assert_eq!(b.take_messages()[0]["error"]["code"], -32602);
+    assert!(matches!(
+        b.receive(&json!({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info\u{1b}[31m", "data": "x"}})),
+        Some(AppEvent::Log { level, .. }) if level == "info"
+    ));
+    // Once it is being torn down, it asks nothing more.
+    assert!(b.teardown());
+    b.take_messages();
+    b.receive(&request(3, "tools/call", json!({"name": "show"})));
+    assert_eq!(b.take_messages()[0]["error"]["code"], -32600);
+}
+
+#[test]
+fn a_new_display_mode_is_announced_as_a_context_change() {
+    let mut b = ready(AppHostOptions {
+        display_modes: vec!["inline".into(), "fullscreen".into()],
+        ..AppHostOptions::default()
+    });
+    b.receive(&request(
+        2,
+        "ui/request-display-mode",
+        json!({"mode": "fullscreen"}),
+    ));
+    let sent = b.take_messages();
+    assert_eq!(sent[0]["result"]["mode"], "fullscreen");
+    assert_eq!(sent[1]["method"], "ui/notifications/host-context-changed");
+    assert_eq!(sent[1]["params"]["displayMode"], "fullscreen");
 }

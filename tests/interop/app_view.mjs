@@ -77,9 +77,11 @@ try {
   report.host = await view.evaluate(() => {
     try { return window.top.document.title === undefined ? "unreadable" : "read"; } catch (_) { return "blocked"; }
   });
-  report.network = await view.evaluate(async (origin) => {
-    try { await fetch(origin + "/"); return "fetched"; } catch (_) { return "blocked"; }
-  }, new URL(url).origin);
+  // Its own origin's page (the proxy's), which nothing but its policy's connect-src 'none'
+  // keeps it from (no-cors: no CORS rule in the way).
+  report.network = await view.evaluate(async () => {
+    try { await fetch(new URL("/sandbox", document.baseURI), { mode: "no-cors" }); return "fetched"; } catch (_) { return "blocked"; }
+  });
   clearTimeout(timer);
   await finish(0);
 } catch (e) {

@@ -5,24 +5,25 @@
 //! its server; its messages (`ui/message`) are printed on stdout; its logs on stderr.
 //!
 //! Runs until the App asks to be closed, the page has been gone for [`GONE_AFTER`] (or no page
-//! came within [`NO_PAGE_AFTER`]), or a signal. The pages answer only requests that name
-//! `127.0.0.1:<port>` as their host (no DNS rebinding) and, for the relay, carry the run's
-//! token in a header (which no other site's page can send without a preflight we refuse).
+//! came within [`NO_PAGE_AFTER`]), or a signal; the View is asked to clean up
+//! (`ui/resource-teardown`) first. The pages answer only requests that name `127.0.0.1:<port>`
+//! as their host (no DNS rebinding) and, for the relay, carry the run's token in a header
+//! (which no other site's page can send without a preflight we refuse). Links the App opens
+//! are `http`/`https` to other machines, one every [`LINK_GAP`] at most.
 
-use std::net::TcpListener;
+use std::net::{IpAddr, TcpListener};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_runtime::client::AppPage;
-use mcp_runtime::host::{AppBridge, AppHostOptions, AppRequest, APP_SANDBOX_PROXY_HTML};
-use mcp_runtime::protocol::Tool;
+use mcp_runtime::host::{AppBridge, AppEvent, AppHostOptions};
 use mcp_runtime::Client;
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
 
-use crate::app_http::{serve, Request, Response};
+use crate::app_http::serve;
+use crate::app_pages::{HostPages, SandboxPages, Shared, View};
 use crate::args::Args;
 use crate::servers::{owners_of, start_with};
 
@@ -30,24 +31,14 @@ use crate::servers::{owners_of, start_with};
 const GONE_AFTER: Duration = Duration::from_secs(10);
 /// How long the command waits for the first page.
 const NO_PAGE_AFTER: Duration = Duration::from_secs(600);
-/// How long a request for messages waits for one.
-const POLL_WAIT: Duration = Duration::from_secs(20);
-/// How long a View has to clean up when it asked to be closed.
+/// How long a View has to clean up when it is closed.
 const TEARDOWN_WAIT: Duration = Duration::from_secs(5);
+/// The View's events waiting for the command; past it, requests are refused as busy.
+const EVENTS: usize = 256;
+/// The least time between two links an App opens.
+const LINK_GAP: Duration = Duration::from_secs(2);
 
 const HOST_PAGE: &str = include_str!("app_page.html");
-
-/// What the pages' threads and the command's share.
-struct Shared {
-    bridge: Mutex<AppBridge>,
-    wake: Condvar,
-    /// Requests for messages in flight, and when the last one began or ended.
-    polls: Mutex<(usize, Option<Instant>)>,
-    closed: AtomicBool,
-    requests: crossbeam_channel::Sender<AppRequest>,
-    /// For a reload: the bridge made anew with the tool's input and result.
-    fresh: Box<dyn Fn() -> AppBridge + Send + Sync>,
-}
 
 /// Runs the command; the exit status.
 pub fn run(
@@ -104,6 +95,7 @@ fn host(
         Ok(tools) => tools,
         Err(e) => return failed(e),
     };
+    let token = token()?;
     let (result, call_failed) = match client.call_tool(&tool.name, arguments.clone()) {
         Ok(result) => (serde_json::to_value(&result).unwrap_or(Value::Null), false),
         // The App is shown the failure as the tool's (error) result.
@@ -119,14 +111,13 @@ fn host(
     let options = AppHostOptions {
         host_name: "mcp".into(),
         open_links: true,
-        messages: true,
-        model_context: true,
+        accept_messages: true,
+        accept_model_context: true,
         permissions: vec!["clipboardWrite".into()],
         ..AppHostOptions::default()
     };
     let fresh = {
         let (tool, page, tools) = (tool.clone(), Arc::clone(&page), tools.clone());
-        let (arguments, result) = (arguments.clone(), result.clone());
         move || {
             let mut bridge = AppBridge::new(&tool, &page, &tools, options.clone());
             bridge.tool_input(arguments.clone());
@@ -134,19 +125,83 @@ fn host(
             bridge
         }
     };
-    let (tx, rx) = crossbeam_channel::unbounded();
+    let sandbox = fresh().sandbox();
+    if page.ui.as_ref().is_some_and(|ui| ui.csp.is_some()) {
+        // The origins the App may reach, as its server declared them: the user's to know.
+        eprintln!("mcp: the App's content security policy: {}", sandbox.csp);
+    }
+    let (events_tx, events) = crossbeam_channel::bounded(EVENTS);
     let shared = Arc::new(Shared {
-        bridge: Mutex::new(fresh()),
+        view: Mutex::new(View {
+            generation: 0,
+            bridge: fresh(),
+        }),
         wake: Condvar::new(),
         polls: Mutex::new((0, None)),
         closed: AtomicBool::new(false),
-        requests: tx,
+        torn_down: AtomicBool::new(false),
+        events: events_tx,
         fresh: Box::new(fresh),
     });
-    let url = match start_pages(&shared, tool, &page, loaded.tool.name()) {
-        Ok(url) => url,
-        Err(e) => return Err(format!("cannot serve the App's page: {e}")),
+
+    let bind = || TcpListener::bind("127.0.0.1:0");
+    let (host_listener, sandbox_listener) = bind()
+        .and_then(|h| Ok((h, bind()?)))
+        .map_err(|e| format!("cannot serve the App's page: {e}"))?;
+    let port = |l: &TcpListener| l.local_addr().map(|a| a.port()).unwrap_or(0);
+    let host_at = format!("127.0.0.1:{}", port(&host_listener));
+    let sandbox_at = format!("127.0.0.1:{}", port(&sandbox_listener));
+    let title = html_text(&format!(
+        "{}{}",
+        loaded.tool.name(),
+        tool.title
+            .as_deref()
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default()
+    ));
+    let allow = if sandbox.frame_allow.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "frame.setAttribute(\"allow\", {});",
+            json!(sandbox.frame_allow)
+        )
     };
+    // The title (the server's words) goes in last: nothing in it is taken for a placeholder.
+    let page_html = HOST_PAGE
+        .replace("{{TOKEN}}", &token)
+        .replace("{{SANDBOX_ORIGIN}}", &format!("http://{sandbox_at}"))
+        .replace("{{ALLOW}}", &allow)
+        .replace("{{TITLE}}", &title);
+    let host_pages = HostPages {
+        shared: Arc::clone(&shared),
+        host_at: host_at.clone(),
+        token: token.clone(),
+        page_html,
+        policy: format!(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+             connect-src 'self'; frame-src http://{sandbox_at}; base-uri 'none'; \
+             form-action 'none'; frame-ancestors 'none'"
+        ),
+    };
+    let sandbox_pages = SandboxPages {
+        sandbox_at: sandbox_at.clone(),
+        // Framed by the host page only (the View's frame, inside it, is the proxy's own).
+        policy: format!(
+            "{}; frame-ancestors http://{host_at} http://{sandbox_at}",
+            sandbox.csp
+        ),
+    };
+    let servers = serve(host_listener, Arc::new(host_pages))
+        .and_then(|h| Ok((h, serve(sandbox_listener, Arc::new(sandbox_pages))?)))
+        .map_err(|e| format!("cannot serve the App's page: {e}"))?;
+    {
+        // A signal: the View is asked to clean up (the servers are closed by then).
+        let shared = Arc::clone(&shared);
+        crate::signals::on_signal(move || shared.close_view(TEARDOWN_WAIT));
+    }
+
+    let url = format!("http://{host_at}/?t={token}");
     outln!("{url}");
     crate::output::flush();
     eprintln!(
@@ -158,168 +213,22 @@ fn host(
             eprintln!("mcp: {e}; open {url} yourself");
         }
     }
-    let code = relay(&shared, &client, &rx, open);
-    shared.closed.store(true, Ordering::SeqCst);
-    shared.wake.notify_all();
+    let code = relay(&shared, &client, &events, open);
+    shared.close_view(TEARDOWN_WAIT);
+    drop(servers);
     Ok(if call_failed { code.max(1) } else { code })
 }
 
-/// Serves the host page and the sandbox proxy, each on a port of its own; the host page's
-/// URL.
-fn start_pages(
-    shared: &Arc<Shared>,
-    tool: &Tool,
-    page: &AppPage,
-    title: &str,
-) -> std::io::Result<String> {
-    let host_listener = TcpListener::bind("127.0.0.1:0")?;
-    let sandbox_listener = TcpListener::bind("127.0.0.1:0")?;
-    let host_at = format!("127.0.0.1:{}", host_listener.local_addr()?.port());
-    let sandbox_at = format!("127.0.0.1:{}", sandbox_listener.local_addr()?.port());
-    let token = token();
-    let sandbox = shared.bridge.lock().sandbox();
-    let allow = if sandbox.allow.is_empty() {
-        String::new()
-    } else {
-        format!("frame.setAttribute(\"allow\", {});", json!(sandbox.allow))
-    };
-    let title = html_text(&format!(
-        "{title}{}",
-        tool.title
-            .as_deref()
-            .map(|t| format!(" ({t})"))
-            .unwrap_or_default()
-    ));
-    // The title (the server's words) goes in last: nothing in it is taken for a placeholder.
-    let page_html = HOST_PAGE
-        .replace("{{TOKEN}}", &token)
-        .replace("{{SANDBOX_ORIGIN}}", &format!("http://{sandbox_at}"))
-        .replace("{{ALLOW}}", &allow)
-        .replace("{{TITLE}}", &title);
-    log::info!(
-        "the App's page {} is framed with the policy {}",
-        page.uri,
-        sandbox.csp
-    );
-    let host_policy = format!(
-        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-         connect-src 'self'; frame-src http://{sandbox_at}; base-uri 'none'; form-action 'none'"
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    let host_handler = {
-        let (shared, host_at, token) = (Arc::clone(shared), host_at.clone(), token.clone());
-        move |r: Request| host_request(&shared, &host_at, &token, &page_html, &host_policy, r)
-    };
-    let sandbox_handler = {
-        let (sandbox_at, csp) = (sandbox_at.clone(), sandbox.csp.clone());
-        move |r: Request| {
-            if r.header("host") != Some(sandbox_at.as_str()) {
-                return Response::text(403, "wrong host");
-            }
-            match (r.method.as_str(), r.path.as_str()) {
-                ("GET", "/sandbox") => {
-                    Response::new(200, "text/html; charset=utf-8", APP_SANDBOX_PROXY_HTML)
-                        .with("Content-Security-Policy", csp.clone())
-                }
-                _ => Response::text(404, "not found"),
-            }
-        }
-    };
-    serve(host_listener, Arc::clone(&stop), Arc::new(host_handler))?;
-    serve(
-        sandbox_listener,
-        Arc::clone(&stop),
-        Arc::new(sandbox_handler),
-    )?;
-    // The listeners' threads end with the process (the command's last act); `stop` is set when
-    // the relay ends so they stop accepting first.
-    let closing = Arc::clone(shared);
-    std::thread::Builder::new()
-        .name("mcp-app-stop".into())
-        .spawn(move || loop {
-            if closing.closed.load(Ordering::SeqCst) {
-                stop.store(true, Ordering::SeqCst);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        })?;
-    Ok(format!("http://{host_at}/?t={token}"))
-}
-
-fn host_request(
-    shared: &Shared,
-    host_at: &str,
-    token: &str,
-    page_html: &str,
-    policy: &str,
-    r: Request,
-) -> Response {
-    if r.header("host") != Some(host_at) {
-        return Response::text(403, "wrong host");
-    }
-    let from_page = r.header("x-mcp-app") == Some(token);
-    match (r.method.as_str(), r.path.as_str()) {
-        ("GET", "/") if r.param("t") == Some(token) => {
-            // A new page (or a reload): a View of its own, with the tool's input and result.
-            *shared.bridge.lock() = (shared.fresh)();
-            Response::new(200, "text/html; charset=utf-8", page_html)
-                .with("Content-Security-Policy", policy)
-                .with("Referrer-Policy", "origin")
-        }
-        ("POST", "/from-view") if from_page => {
-            let Ok(message) = serde_json::from_slice::<Value>(&r.body) else {
-                return Response::text(400, "not JSON");
-            };
-            let request = shared.bridge.lock().receive(&message);
-            shared.wake.notify_all();
-            if let Some(request) = request {
-                let _ = shared.requests.send(request);
-            }
-            Response::new(200, "application/json", "{}")
-        }
-        ("GET", "/to-view") if from_page => poll(shared),
-        ("GET", _) | ("POST", _) => Response::text(403, "not for this page"),
-        _ => Response::text(405, "method not allowed"),
-    }
-}
-
-/// Waits (at most [`POLL_WAIT`]) for messages for the View; 410 once the command ends.
-fn poll(shared: &Shared) -> Response {
-    let mark = |delta: isize| {
-        let mut polls = shared.polls.lock();
-        polls.0 = polls.0.saturating_add_signed(delta);
-        polls.1 = Some(Instant::now());
-    };
-    mark(1);
-    let deadline = Instant::now() + POLL_WAIT;
-    let messages = {
-        let mut bridge = shared.bridge.lock();
-        loop {
-            let messages = bridge.take_messages();
-            if !messages.is_empty() || shared.closed.load(Ordering::SeqCst) {
-                break messages;
-            }
-            if shared.wake.wait_until(&mut bridge, deadline).timed_out() {
-                break Vec::new();
-            }
-        }
-    };
-    mark(-1);
-    if messages.is_empty() && shared.closed.load(Ordering::SeqCst) {
-        return Response::text(410, "the App was closed");
-    }
-    Response::new(200, "application/json", Value::Array(messages).to_string())
-}
-
-/// Acts on the View's requests until it is closed or gone; the exit status.
+/// Acts on the View's events until it is closed or gone; the exit status.
 fn relay(
     shared: &Shared,
     client: &Client,
-    requests: &crossbeam_channel::Receiver<AppRequest>,
+    events: &crossbeam_channel::Receiver<(u64, AppEvent)>,
     opens_links: bool,
 ) -> u8 {
     let started = Instant::now();
     let mut closing: Option<Instant> = None;
+    let mut last_link: Option<Instant> = None;
     loop {
         if crate::signals::interrupted() {
             return 130;
@@ -339,42 +248,50 @@ fn relay(
             }
             _ => {}
         }
-        let Ok(request) = requests.recv_timeout(Duration::from_millis(250)) else {
+        let Ok((generation, event)) = events.recv_timeout(Duration::from_millis(250)) else {
             continue;
         };
-        let answer = |id, outcome| {
-            shared.bridge.lock().answer(&id, outcome);
-            shared.wake.notify_all();
-        };
-        match request {
-            AppRequest::Ready => eprintln!("mcp: the App is showing"),
-            AppRequest::CallTool {
+        if shared.view.lock().generation != generation {
+            // A page that was replaced: nothing it asked is done.
+            continue;
+        }
+        let answer = |id, outcome| shared.answer(generation, &id, outcome);
+        match event {
+            AppEvent::Ready => eprintln!("mcp: the App is showing"),
+            AppEvent::CallTool {
                 id,
                 name,
                 arguments,
             } => {
-                eprintln!("mcp: the App calls {name}");
+                eprintln!("mcp: the App calls {}", printable(&name));
                 let outcome = client
                     .call_tool(&name, arguments)
                     .map(|r| serde_json::to_value(&r).unwrap_or(Value::Null))
                     .map_err(|e| e.to_string());
                 answer(id, outcome);
             }
-            AppRequest::ReadResource { id, uri } => {
+            AppEvent::ReadResource { id, uri } => {
                 let outcome = client
                     .read_resource(&uri)
                     .map(|r| serde_json::to_value(&r).unwrap_or(Value::Null))
                     .map_err(|e| e.to_string());
                 answer(id, outcome);
             }
-            AppRequest::OpenLink { id, url } => {
-                let opened = opens_links
+            AppEvent::OpenLink { id, url } => {
+                let allowed = opens_links
+                    && !names_a_local_host(&url)
+                    && last_link.is_none_or(|at| at.elapsed() >= LINK_GAP);
+                let opened = allowed
                     && mcp_runtime::auth::BrowserAuthorizer::new()
                         .open(&url)
                         .is_ok();
+                if opened {
+                    last_link = Some(Instant::now());
+                }
                 eprintln!(
-                    "mcp: the App {} {url}",
-                    if opened { "opened" } else { "asks to open" }
+                    "mcp: the App {} {}",
+                    if opened { "opened" } else { "asked to open" },
+                    printable(&url)
                 );
                 answer(
                     id,
@@ -385,7 +302,7 @@ fn relay(
                     }),
                 );
             }
-            AppRequest::Message { id, content, .. } => {
+            AppEvent::Message { id, content, .. } => {
                 for block in &content {
                     if let Some(text) = block.get("text").and_then(Value::as_str) {
                         // The App's words: no control character reaches the terminal.
@@ -399,45 +316,88 @@ fn relay(
                 crate::output::flush();
                 answer(id, Ok(json!({})));
             }
-            AppRequest::UpdateModelContext { id, content, .. } => {
+            AppEvent::UpdateModelContext { id, content, .. } => {
                 eprintln!(
                     "mcp: the App gives the model context ({} block(s))",
                     content.len()
                 );
                 answer(id, Ok(json!({})));
             }
-            AppRequest::DownloadFile { id, .. } => answer(id, Ok(json!({"isError": true}))),
-            AppRequest::Log { level, data, .. } => {
+            AppEvent::DownloadFile { id, .. } => answer(id, Ok(json!({"isError": true}))),
+            AppEvent::Log { level, data, .. } => {
                 let text = data
                     .as_str()
                     .map(str::to_owned)
                     .unwrap_or_else(|| data.to_string());
-                let text: String = text.chars().filter(|c| !c.is_control()).collect();
-                eprintln!("mcp: the App logs [{level}] {text}");
+                eprintln!(
+                    "mcp: the App logs [{}] {}",
+                    printable(&level),
+                    printable(&text)
+                );
             }
-            AppRequest::RequestTeardown => {
-                let asked = shared.bridge.lock().teardown();
+            AppEvent::RequestTeardown => {
+                let asked = shared.view.lock().bridge.teardown();
                 shared.wake.notify_all();
                 if !asked {
                     return 0;
                 }
                 closing = Some(Instant::now());
             }
-            AppRequest::TornDown => return 0,
-            AppRequest::SizeChanged { .. }
-            | AppRequest::Cancelled { .. }
-            | AppRequest::DisplayMode(_) => {}
+            AppEvent::TornDown => return 0,
+            AppEvent::SizeChanged { .. }
+            | AppEvent::Cancelled { .. }
+            | AppEvent::DisplayMode(_) => {}
         }
     }
 }
 
-/// A token no other page can guess: 128 bits from the standard library's randomly keyed
-/// hashers (seeded by the operating system).
-fn token() -> String {
-    use std::hash::{BuildHasher, RandomState};
-    let (a, b) = (RandomState::new(), RandomState::new());
-    let now = format!("{:?}{}", Instant::now(), std::process::id());
-    format!("{:016x}{:016x}", a.hash_one(&now), b.hash_one(&now))
+/// Whether `url` names this machine or a private network (an App is not let at local
+/// services through the user's browser).
+fn names_a_local_host(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = host.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host.split(':').next().unwrap_or("")
+    }
+    .trim_end_matches('.')
+    .to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") || host.is_empty() {
+        return true;
+    }
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => {
+            ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified()
+        }
+        Ok(IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_private() || v4.is_unspecified())
+        }
+        Err(_) => false,
+    }
+}
+
+/// The App's words as the terminal gets them: no control characters.
+fn printable(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// A token no other page can guess: 128 bits from the system's random source.
+fn token() -> Result<String, String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "no random source for the page's token".to_owned())?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn html_text(text: &str) -> String {
@@ -445,4 +405,36 @@ fn html_text(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_to_this_machine_or_a_private_network_are_not_opened() {
+        for local in [
+            "http://localhost:8080/x",
+            "http://app.localhost/",
+            "http://127.0.0.1/",
+            "http://user:pw@127.0.0.2:9/",
+            "http://10.1.2.3/",
+            "http://192.168.0.1",
+            "http://169.254.169.254/latest",
+            "http://[::1]:80/",
+            "http://[fd00::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://0.0.0.0/",
+            "http:///x",
+        ] {
+            assert!(names_a_local_host(local), "{local}");
+        }
+        for remote in [
+            "https://modelcontextprotocol.io/",
+            "http://8.8.8.8/",
+            "https://[2001:db8::1]/",
+        ] {
+            assert!(!names_a_local_host(remote), "{remote}");
+        }
+    }
 }

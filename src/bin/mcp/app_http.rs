@@ -1,19 +1,53 @@
 //! The little HTTP server `mcp app` serves its pages with: HTTP/1.1 on 127.0.0.1, one request a
-//! connection, a thread a connection (at most [`MAX_CONNECTIONS`] at once), bounded reads.
+//! connection, a thread a connection (at most [`MAX_CONNECTIONS`] at once), a whole request
+//! read within one deadline, a body read only once its head was admitted.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Connections served at once; more are closed unanswered.
 const MAX_CONNECTIONS: usize = 32;
-/// The longest request head and body taken (a View's message is small; a page's 8 MB at most).
+/// The longest request head and body taken (a View's message is small; an image in a message
+/// or a tool's arguments may not be).
 const MAX_HEAD: usize = 16 << 10;
-const MAX_BODY: usize = 16 << 20;
-/// How long a client has to send its request.
+const MAX_BODY: usize = 8 << 20;
+/// How long a client has to send its whole request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the end of a server waits for its requests in flight (each bounded itself).
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What answers a server's requests.
+pub trait Handler: Send + Sync {
+    /// A refusal for a request seen by its head alone (its body is then never read), or
+    /// `None` to read it and [`Handler::handle`] it.
+    fn admit(&self, head: &Request) -> Option<Response>;
+    /// The answer to a whole request.
+    fn handle(&self, request: Request) -> Response;
+}
+
+/// A running server; dropping it stops it: no connection is taken after, and the requests in
+/// flight are waited for (bounded).
+pub struct Server {
+    stop: Arc<AtomicBool>,
+    open: Arc<AtomicUsize>,
+    accept: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+        let deadline = Instant::now() + DRAIN;
+        while self.open.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
 
 /// A request, as far as the pages need one.
 pub struct Request {
@@ -70,61 +104,97 @@ impl Response {
     }
 }
 
-/// Serves `listener` until `stop` is set, each request answered by `handle` on a thread of its
-/// own. The accept loop wakes every 100 ms to look at `stop`.
-pub fn serve(
-    listener: TcpListener,
-    stop: Arc<AtomicBool>,
-    handle: Arc<dyn Fn(Request) -> Response + Send + Sync>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
+/// Serves `listener`, each request on a thread of its own, until the [`Server`] is dropped.
+/// The accept loop wakes every 50 ms to see whether it should stop.
+pub fn serve(listener: TcpListener, handler: Arc<dyn Handler>) -> std::io::Result<Server> {
     listener.set_nonblocking(true)?;
-    std::thread::Builder::new()
-        .name("mcp-app-http".into())
-        .spawn(move || {
-            let open = Arc::new(AtomicUsize::new(0));
-            while !stop.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                            open.fetch_sub(1, Ordering::SeqCst);
-                            continue;
-                        }
-                        let (open, handle) = (Arc::clone(&open), Arc::clone(&handle));
-                        let spawned = std::thread::Builder::new()
-                            .name("mcp-app-request".into())
-                            .spawn(move || {
-                                let _ = answer(stream, &*handle);
+    let stop = Arc::new(AtomicBool::new(false));
+    let open = Arc::new(AtomicUsize::new(0));
+    let accept = {
+        let (stop, open) = (Arc::clone(&stop), Arc::clone(&open));
+        std::thread::Builder::new()
+            .name("mcp-app-http".into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
                                 open.fetch_sub(1, Ordering::SeqCst);
-                            });
-                        if spawned.is_err() {
-                            log::warn!("mcp app: no thread for a request");
+                                continue;
+                            }
+                            let (open, handler) = (Arc::clone(&open), Arc::clone(&handler));
+                            let spawned = std::thread::Builder::new()
+                                .name("mcp-app-request".into())
+                                .spawn(move || {
+                                    let _ = answer(stream, &*handler);
+                                    open.fetch_sub(1, Ordering::SeqCst);
+                                });
+                            if spawned.is_err() {
+                                log::warn!("mcp app: no thread for a request");
+                            }
                         }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                    Err(e) => {
-                        log::warn!("mcp app: accept: {e}");
-                        std::thread::sleep(Duration::from_millis(100));
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        Err(e) => {
+                            log::warn!("mcp app: accept: {e}");
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
                     }
                 }
-            }
-        })
-}
-
-fn answer(stream: TcpStream, handle: &dyn Fn(Request) -> Response) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(READ_TIMEOUT))?;
-    stream.set_write_timeout(Some(READ_TIMEOUT))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let response = match read_request(&mut reader) {
-        Ok(request) => handle(request),
-        Err(problem) => Response::text(400, problem),
+            })?
     };
-    write_response(stream, &response)
+    Ok(Server {
+        stop,
+        open,
+        accept: Some(accept),
+    })
 }
 
-fn read_request(reader: &mut impl BufRead) -> Result<Request, &'static str> {
+/// Reads from a stream within one deadline for the whole request (a client sending a byte at
+/// a time gets no longer).
+struct Deadline<'a> {
+    stream: &'a TcpStream,
+    until: Instant,
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        (&*self.stream).read(buf)
+    }
+}
+
+fn answer(stream: TcpStream, handler: &dyn Handler) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_write_timeout(Some(READ_TIMEOUT))?;
+    let mut reader = BufReader::new(Deadline {
+        stream: &stream,
+        until: Instant::now() + READ_TIMEOUT,
+    });
+    let response = match read_head(&mut reader) {
+        Err(problem) => Response::text(400, problem),
+        Ok((mut request, length)) => match handler.admit(&request) {
+            Some(refusal) => refusal,
+            None => match read_body(&mut reader, length) {
+                Ok(body) => {
+                    request.body = body;
+                    handler.handle(request)
+                }
+                Err(problem) => Response::text(400, problem),
+            },
+        },
+    };
+    drop(reader);
+    write_response(&stream, &response)
+}
+
+/// The request's head, and the length of the body that follows.
+fn read_head(reader: &mut impl BufRead) -> Result<(Request, usize), &'static str> {
     let mut head = Vec::new();
     loop {
         let mut line = Vec::new();
@@ -163,20 +233,29 @@ fn read_request(reader: &mut impl BufRead) -> Result<Request, &'static str> {
     if length > MAX_BODY {
         return Err("request body too large");
     }
-    let mut body = vec![0; length];
-    reader
-        .read_exact(&mut body)
-        .map_err(|_| "incomplete request body")?;
-    Ok(Request {
+    let request = Request {
         method,
         path: path.to_owned(),
         query: query.to_owned(),
         headers,
-        body,
-    })
+        body: Vec::new(),
+    };
+    Ok((request, length))
 }
 
-fn write_response(mut stream: TcpStream, response: &Response) -> std::io::Result<()> {
+fn read_body(reader: &mut impl Read, length: usize) -> Result<Vec<u8>, &'static str> {
+    let mut body = Vec::new();
+    reader
+        .take(length as u64)
+        .read_to_end(&mut body)
+        .map_err(|_| "incomplete request body")?;
+    if body.len() < length {
+        return Err("incomplete request body");
+    }
+    Ok(body)
+}
+
+fn write_response(mut stream: &TcpStream, response: &Response) -> std::io::Result<()> {
     let reason = match response.status {
         200 => "OK",
         400 => "Bad Request",

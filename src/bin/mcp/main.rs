@@ -5,6 +5,7 @@
 mod output;
 mod app;
 mod app_http;
+mod app_pages;
 mod approve;
 mod args;
 mod auth;
