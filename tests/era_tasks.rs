@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mcp_runtime::protocol::{ClientCapabilities, RpcError, TASKS_EXTENSION};
 use mcp_runtime::{
-    CallOptions, CancelToken, Client, ClientHandler, ConnectOptions, Endpoint, Error,
+    CallOptions, CancelToken, Client, ClientHandler, ConnectOptions, Endpoint, EraChoice, Error,
 };
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -35,12 +35,36 @@ fn methods(log: &str) -> Vec<String> {
 }
 
 fn connect(log: &str, options: ConnectOptions) -> Client {
+    connect_in("modern", log, options)
+}
+
+/// The server in `mode` (`modern`: 2026-07-28 only; `dual`: the handshake too).
+fn connect_in(mode: &str, log: &str, options: ConnectOptions) -> Client {
     let server = common::example_path("mcp-modern-server");
     let endpoint = Endpoint::stdio(
         server.display().to_string(),
-        ["--mode", "modern", "--tasks", "--log", log],
+        ["--mode", mode, "--tasks", "--log", log],
     );
     Client::connect("tasks", &endpoint, options).expect("connect")
+}
+
+/// The log holds `method` `n` times, within a bound (a task is cancelled on a thread of its
+/// own: the call does not wait for it).
+fn logged(log: &str, method: &str, n: usize) {
+    common::eventually(
+        &format!("{method} x{n} in the server's log"),
+        Duration::from_secs(20),
+        || methods(log).iter().filter(|m| *m == method).count() == n,
+    );
+}
+
+fn approving() -> (Arc<Approver>, ConnectOptions) {
+    let host = Arc::new(Approver(Mutex::new(Vec::new())));
+    let options = ConnectOptions {
+        handler: host.clone(),
+        ..common::options()
+    };
+    (host, options)
 }
 
 /// A host that approves every elicitation, and counts them.
@@ -79,7 +103,11 @@ fn a_task_is_followed_to_its_inline_result_with_its_status_as_progress() {
         .call_tool_with("task_slow", json!({}), options)
         .unwrap();
     assert_eq!(out.text(), "slow done after 3 polls");
-    assert_eq!(*seen.lock(), ["started", "step 1", "step 2", "completed"]);
+    assert_eq!(
+        *seen.lock(),
+        ["started", "step 1", "step 2"],
+        "news, once each"
+    );
     let calls = methods(&log);
     assert_eq!(
         calls,
@@ -97,11 +125,7 @@ fn a_task_is_followed_to_its_inline_result_with_its_status_as_progress() {
 #[test]
 fn a_tasks_input_is_answered_once_through_the_handler_and_sent_with_tasks_update() {
     let log = log_path("input");
-    let host = Arc::new(Approver(Mutex::new(Vec::new())));
-    let options = ConnectOptions {
-        handler: host.clone(),
-        ..common::options()
-    };
+    let (host, options) = approving();
     let client = connect(&log, options);
     let out = client.call_tool("task_input", json!({})).unwrap();
     assert_eq!(out.text(), "confirmed: accept {\"ok\":true}");
@@ -113,6 +137,13 @@ fn a_tasks_input_is_answered_once_through_the_handler_and_sent_with_tasks_update
         1,
         "{calls:?}"
     );
+
+    // A key asked again beside a new one: only the new one is answered (the server fails the
+    // task if a key is answered twice).
+    let out = client.call_tool("task_two", json!({})).unwrap();
+    assert_eq!(out.text(), "both answered");
+    let asked: Vec<Value> = host.0.lock().iter().map(|p| p["message"].clone()).collect();
+    assert_eq!(asked, ["Delete it?", "confirm?", "again?"]);
 }
 
 #[test]
@@ -121,8 +152,47 @@ fn a_task_that_needs_input_the_host_cannot_give_fails_the_call() {
     let client = connect(&log, common::options());
     let err = client.call_tool("task_input", json!({})).unwrap_err();
     assert!(err.to_string().contains("elicitation/create"), "{err}");
-    // Nothing was sent for the input that could not be had.
+    // Nothing was sent for the input that could not be had, and the task was cancelled.
+    logged(&log, "tasks/cancel", 1);
     assert!(!methods(&log).contains(&"tasks/update".to_owned()));
+}
+
+#[test]
+fn a_task_in_an_unknown_status_is_a_protocol_error_and_is_cancelled() {
+    let log = log_path("weird");
+    let client = connect(&log, common::options());
+    let err = client.call_tool("task_weird", json!({})).unwrap_err();
+    assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
+    assert!(err.to_string().contains("pondering"), "{err}");
+    logged(&log, "tasks/cancel", 1);
+}
+
+#[test]
+fn a_task_created_already_done_gets_its_result_from_tasks_get() {
+    let log = log_path("instant");
+    let client = connect(&log, common::options());
+    assert_eq!(
+        client.call_tool("task_instant", json!({})).unwrap().text(),
+        "instant"
+    );
+}
+
+#[test]
+fn the_handshake_era_follows_tasks_too_when_both_sides_declared_the_extension() {
+    let log = log_path("handshake");
+    let (host, mut options) = approving();
+    options.era = EraChoice::Handshake;
+    let client = connect_in("dual", &log, options);
+    assert_eq!(client.protocol_version().as_str(), "2025-11-25");
+    assert!(client.agreed_extension(TASKS_EXTENSION).is_some());
+    assert_eq!(
+        client.call_tool("task_slow", json!({})).unwrap().text(),
+        "slow done after 3 polls"
+    );
+    // Input is answered through the handler in this era too.
+    let out = client.call_tool("task_input", json!({})).unwrap();
+    assert_eq!(out.text(), "confirmed: accept {\"ok\":true}");
+    assert_eq!(host.0.lock().len(), 1);
 }
 
 #[test]
@@ -150,12 +220,8 @@ fn a_call_that_times_out_or_is_cancelled_cancels_its_task() {
         )
         .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    logged(&log, "tasks/cancel", 1);
     let calls = methods(&log);
-    assert_eq!(
-        calls.last().map(String::as_str),
-        Some("tasks/cancel"),
-        "{calls:?}"
-    );
 
     let cancel = CancelToken::new();
     let trigger = cancel.clone();
@@ -176,10 +242,11 @@ fn a_call_that_times_out_or_is_cancelled_cancels_its_task() {
     trigger.cancel();
     let err = waiter.join().unwrap().unwrap_err();
     assert!(matches!(err, Error::Cancelled), "{err:?}");
+    logged(&log, "tasks/cancel", 2);
+    // A task is cancelled with tasks/cancel, never with notifications/cancelled.
     let after = methods(&log);
-    assert_eq!(
-        after.iter().filter(|m| *m == "tasks/cancel").count(),
-        2,
+    assert!(
+        !after.contains(&"notifications/cancelled".to_owned()),
         "{after:?}"
     );
 }

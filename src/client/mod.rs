@@ -343,6 +343,18 @@ impl Client {
         params: Option<Value>,
         options: CallOptions<'_>,
     ) -> Result<Box<RawValue>, Error> {
+        self.request_raw_with(method, params, options, true)
+    }
+
+    /// [`Client::request_raw`]; `notify_cancel: false` sends no `notifications/cancelled` when
+    /// the wait is given up (a task's requests: the task is cancelled with `tasks/cancel`).
+    pub(crate) fn request_raw_with(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: CallOptions<'_>,
+        notify_cancel: bool,
+    ) -> Result<Box<RawValue>, Error> {
         let inner = &*self.inner;
         let timeout = options.timeout.unwrap_or(inner.request_timeout);
         let hard = if options.on_progress.is_some() {
@@ -355,7 +367,7 @@ impl Client {
             hard_deadline: Instant::now() + hard,
             cancel: options.cancel,
             on_progress: options.on_progress,
-            notify_cancel: true,
+            notify_cancel,
         };
         let params = match inner.conn.handler.trace_context(&inner.conn.name) {
             Some(trace) => Some(trace.apply(params)),
@@ -411,16 +423,16 @@ impl Client {
         arguments: Value,
         options: CallOptions<'_>,
     ) -> Result<CallToolResult, Error> {
-        if self.server_runs_tool_tasks() && self.inner.task_tools.lock().contains(name) {
+        // 2025-11-25's tasks are the handshake era's (2026-07-28 has the extension).
+        if matches!(self.inner.era, SessionEra::Handshake)
+            && self.server_runs_tool_tasks()
+            && self.inner.task_tools.lock().contains(name)
+        {
             return self.call_tool_as_task(name, arguments, options);
         }
         let params = json!({ "name": name, "arguments": arguments });
         let mut options = options;
-        let bounds = task_extension::Bounds {
-            timeout: options.timeout.unwrap_or(self.inner.request_timeout),
-            deadline: Instant::now() + options.timeout.unwrap_or(self.inner.request_timeout),
-            cancel: options.cancel.clone(),
-        };
+        let bounds = task_extension::Bounds::of(self, &options);
         let first = CallOptions {
             timeout: options.timeout,
             cancel: options.cancel.clone(),
@@ -430,10 +442,10 @@ impl Client {
                 .map(|cb| Box::new(|p: &_| cb(p)) as ProgressFn<'_>),
         };
         let raw = self.request_raw(methods::TOOLS_CALL, Some(params), first)?;
-        // The tasks extension: the server runs it as a task, which the call follows.
-        if self.may_answer_with_tasks()
+        if self.may_answer_with_a_task()
             && crate::protocol::ResultType::of_json(&raw) == Ok(crate::protocol::ResultType::Task)
         {
+            // The tasks extension: the server runs it as a task, which the call follows.
             let created: Value = parse_result(methods::TOOLS_CALL, &raw)?;
             return self.follow_task(created, bounds, &mut options.on_progress);
         }

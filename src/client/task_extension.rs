@@ -3,10 +3,14 @@
 //! task: `taskId`, `status`, `pollIntervalMs`, ...) instead of the result. The call follows it:
 //! `tasks/get` at the server's interval (the result comes inline once `completed`, the error
 //! once `failed`); the requests a task waits on (`input_required`: `inputRequests`, keyed) are
-//! answered through the host's handler, each key once, and sent with `tasks/update`; a call
-//! that ends early (its timeout, its cancel) sends `tasks/cancel` and does not wait for the
-//! task to stop. Status messages arrive as progress. No `params.task` is sent and neither
-//! `tasks/result` nor `tasks/list` exist here (they are 2025-11-25's: `client::tasks`).
+//! answered through the host's handler, each key once, and sent with `tasks/update` (at most
+//! `MAX_INPUT_ROUNDS` times); a call that gives up on its task (its timeout, its cancel, a
+//! failure of its own) sends `tasks/cancel` and does not wait for it, and none of the task's
+//! requests is ever cancelled with `notifications/cancelled`. A new status or status message
+//! arrives as progress and, for a caller that follows progress, keeps the call alive as
+//! progress does (up to `max_request_timeout`). A missing or unknown status is a protocol
+//! error. No `params.task` is sent and neither `tasks/result` nor `tasks/list` exist here
+//! (they are 2025-11-25's: `client::tasks`).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -24,33 +28,67 @@ const MIN_POLL: Duration = Duration::from_millis(20);
 const MAX_POLL: Duration = Duration::from_secs(5);
 /// The poll interval when the server suggests none.
 const DEFAULT_POLL: Duration = Duration::from_millis(500);
-/// How long a `tasks/cancel` for a call that ended may take.
+/// How long a `tasks/cancel` sent for a call that ended may take (on a thread of its own: the
+/// call does not wait for it).
 const CANCEL_BOUND: Duration = Duration::from_secs(2);
 
 /// The whole call's bounds, kept across its requests.
 pub(super) struct Bounds {
-    pub(super) timeout: Duration,
-    pub(super) deadline: Instant,
-    pub(super) cancel: Option<CancelToken>,
+    timeout: Duration,
+    deadline: Instant,
+    /// How far news of the task may push `deadline` (as progress pushes a call's): the
+    /// connection's `max_request_timeout` when the caller follows progress, else `deadline`.
+    furthest: Instant,
+    cancel: Option<CancelToken>,
+}
+
+impl Bounds {
+    /// A call's bounds, from its options, taken when it starts.
+    pub(super) fn of(client: &Client, options: &CallOptions<'_>) -> Bounds {
+        let now = Instant::now();
+        let timeout = options.timeout.unwrap_or(client.inner.request_timeout);
+        let furthest = if options.on_progress.is_some() {
+            now + client.inner.max_request_timeout.max(timeout)
+        } else {
+            now + timeout
+        };
+        Bounds {
+            timeout,
+            deadline: now + timeout,
+            furthest,
+            cancel: options.cancel.clone(),
+        }
+    }
+
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+}
+
+/// How a followed task ended, for whether it must be cancelled.
+enum Ended {
+    /// The server said it is over (completed, failed, cancelled).
+    ByServer(Result<CallToolResult, Error>),
+    /// The call gave up on it (its deadline, its cancel, a failure of ours).
+    ByUs(Error),
 }
 
 impl Client {
-    /// Whether a `tools/call` result may be a task: always from a 2026-07-28 server (whose
-    /// results all say their `resultType`, read anyway), and from a handshake-era one when
-    /// both sides declared the extension (else its results are not looked at twice).
-    pub(super) fn may_answer_with_tasks(&self) -> bool {
-        if matches!(self.inner.era, SessionEra::Stateless(_)) {
-            return true;
-        }
-        let ours = self.inner.conn.router.declared().extra.get("extensions");
-        ours.and_then(|e| e.get(TASKS_EXTENSION)).is_some()
-            && self
-                .initialize_result()
-                .capabilities
-                .extra
-                .get("extensions")
-                .and_then(|e| e.get(TASKS_EXTENSION))
-                .is_some()
+    /// Whether a `tools/call` result may be a task, so is worth looking at: always from a
+    /// 2026-07-28 server (whose results all say their `resultType`, read anyway), and from a
+    /// handshake-era one when the client declared the extension.
+    pub(super) fn may_answer_with_a_task(&self) -> bool {
+        matches!(self.inner.era, SessionEra::Stateless(_)) || self.declares_tasks()
+    }
+
+    fn declares_tasks(&self) -> bool {
+        self.inner
+            .conn
+            .declared
+            .extra
+            .get("extensions")
+            .and_then(|e| e.get(TASKS_EXTENSION))
+            .is_some()
     }
 
     /// Follows the task `created` (a `tools/call` result with `resultType: "task"`) to its end
@@ -58,99 +96,185 @@ impl Client {
     pub(super) fn follow_task(
         &self,
         created: Value,
-        bounds: Bounds,
+        mut bounds: Bounds,
         on_progress: &mut Option<ProgressFn<'_>>,
     ) -> Result<CallToolResult, Error> {
+        if !self.declares_tasks() {
+            return Err(Error::protocol(
+                "the server answered with a task, which this client did not ask for \
+                 (the tasks extension is not declared)",
+            ));
+        }
         let task_id = created
             .get("taskId")
             .filter(|id| id.is_string())
             .cloned()
             .ok_or_else(|| Error::protocol("a task without a taskId (a string)"))?;
-        let left = || bounds.deadline.saturating_duration_since(Instant::now());
-        let timed_out = || Error::Timeout {
-            method: methods::TOOLS_CALL.to_owned(),
-            after: bounds.timeout,
-        };
-        let step = |method: &str, params: Value| {
-            self.request(
+        let timeout = bounds.timeout;
+        match self.follow(&task_id, created, &mut bounds, on_progress) {
+            Ended::ByServer(outcome) => outcome,
+            Ended::ByUs(e) => {
+                if !matches!(e, Error::TransportClosed { .. }) {
+                    // Cooperative: the task may go on; the call does not wait to see.
+                    let client = self.clone();
+                    let params = json!({ "taskId": task_id });
+                    let _ = std::thread::Builder::new()
+                        .name("mcp-task-cancel".into())
+                        .spawn(move || {
+                            let _ = client.request_raw_with(
+                                methods::TASKS_CANCEL,
+                                Some(params),
+                                CallOptions::timeout(CANCEL_BOUND),
+                                false,
+                            );
+                        });
+                }
+                Err(match e {
+                    Error::Timeout { .. } => Error::Timeout {
+                        method: methods::TOOLS_CALL.to_owned(),
+                        after: timeout,
+                    },
+                    other => other,
+                })
+            }
+        }
+    }
+
+    fn follow(
+        &self,
+        task_id: &Value,
+        created: Value,
+        bounds: &mut Bounds,
+        on_progress: &mut Option<ProgressFn<'_>>,
+    ) -> Ended {
+        let step = |bounds: &Bounds, method: &str, params: Value| -> Result<Value, Error> {
+            let raw = self.request_raw_with(
                 method,
                 Some(params),
                 CallOptions {
-                    timeout: Some(left()),
+                    timeout: Some(bounds.left()),
                     cancel: bounds.cancel.clone(),
                     on_progress: None,
                 },
-            )
+                false,
+            )?;
+            super::parse_result(method, &raw)
         };
-        let mut answered: HashSet<String> = HashSet::new();
+        let get = |bounds: &Bounds| step(bounds, methods::TASKS_GET, json!({ "taskId": task_id }));
         let mut task = created;
-        let mut rounds = 0.0;
-        let outcome = loop {
-            let status = task
+        let mut seen: Option<(String, Option<String>)> = None;
+        let mut reports = 0.0;
+        let mut answered: HashSet<String> = HashSet::new();
+        let mut input_rounds = 0;
+        let mut fetched_again = false;
+        loop {
+            let Some(status) = task
                 .get("status")
                 .and_then(Value::as_str)
-                .unwrap_or("working")
-                .to_owned();
-            if let Some(report) = on_progress.as_mut() {
-                rounds += 1.0;
-                report(&Progress {
-                    progress_token: task_id.clone(),
-                    progress: rounds,
-                    total: None,
-                    message: task
-                        .get("statusMessage")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                        .or_else(|| Some(status.clone())),
-                });
+                .map(str::to_owned)
+            else {
+                return Ended::ByUs(Error::protocol("a task without a status"));
+            };
+            let message = task
+                .get("statusMessage")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let news = (status.clone(), message.clone());
+            if seen.as_ref() != Some(&news) {
+                if seen.is_some() && on_progress.is_some() {
+                    // News of the task keeps the call alive, as progress does (bounded).
+                    bounds.deadline = (Instant::now() + bounds.timeout).min(bounds.furthest);
+                }
+                seen = Some(news);
+                if let (Some(report), "working" | "input_required") =
+                    (on_progress.as_mut(), status.as_str())
+                {
+                    reports += 1.0;
+                    report(&Progress {
+                        progress_token: task_id.clone(),
+                        progress: reports,
+                        total: None,
+                        message: message.or_else(|| Some(status.clone())),
+                    });
+                }
             }
             match status.as_str() {
-                "completed" => {
-                    break match task.get("result") {
-                        Some(result) => CallToolResult::from_value(result.clone())
-                            .map_err(|e| Error::protocol(format!("invalid task result: {e}"))),
-                        None => Err(Error::protocol("a completed task without its result")),
+                "completed" | "failed"
+                    if !fetched_again
+                        && task.get("result").is_none()
+                        && task.get("error").is_none() =>
+                {
+                    // Over already when it was created: its outcome comes with tasks/get.
+                    fetched_again = true;
+                    match get(bounds) {
+                        Ok(next) => {
+                            task = next;
+                            continue;
+                        }
+                        Err(e) => return Ended::ByUs(e),
                     }
                 }
-                "failed" => break Err(task_failure(&task)),
+                "completed" => {
+                    return Ended::ByServer(match task.get_mut("result").map(Value::take) {
+                        Some(result) => CallToolResult::from_value(result)
+                            .map_err(|e| Error::protocol(format!("invalid task result: {e}"))),
+                        None => Err(Error::protocol("a completed task without its result")),
+                    })
+                }
+                "failed" => return Ended::ByServer(Err(task_failure(&task))),
                 "cancelled" => {
-                    break Err(Error::protocol(format!(
+                    return Ended::ByServer(Err(Error::protocol(format!(
                         "the server cancelled the task{}",
                         task.get("statusMessage")
                             .and_then(Value::as_str)
                             .map(|m| format!(": {m}"))
                             .unwrap_or_default()
-                    )))
+                    ))))
                 }
                 "input_required" => {
-                    match self.task_input(&task, &mut answered, bounds.deadline, &bounds) {
-                        Ok(Some(responses)) => {
-                            let update = json!({"taskId": task_id, "inputResponses": responses});
-                            if let Err(e) = step(methods::TASKS_UPDATE, update) {
-                                break Err(e);
-                            }
-                            // The answers change the task now: look again at once.
-                            match step(methods::TASKS_GET, json!({ "taskId": task_id })) {
-                                Ok(next) => {
-                                    task = next;
-                                    continue;
-                                }
-                                Err(e) => break Err(e),
-                            }
+                    let responses = match self.task_input(&task, &mut answered, bounds) {
+                        Ok(responses) => responses,
+                        Err(e) => return Ended::ByUs(e),
+                    };
+                    if let Some(responses) = responses {
+                        input_rounds += 1;
+                        if input_rounds > super::MAX_INPUT_ROUNDS {
+                            return Ended::ByUs(Error::protocol(format!(
+                                "the task still asked for input after {} rounds",
+                                super::MAX_INPUT_ROUNDS
+                            )));
                         }
-                        Ok(None) => {}
-                        Err(e) => break Err(e),
+                        let update = json!({"taskId": task_id, "inputResponses": responses});
+                        if let Err(e) = step(bounds, methods::TASKS_UPDATE, update) {
+                            return Ended::ByUs(e);
+                        }
+                        // The answers change the task now: look again at once.
+                        match get(bounds) {
+                            Ok(next) => {
+                                task = next;
+                                continue;
+                            }
+                            Err(e) => return Ended::ByUs(e),
+                        }
                     }
                 }
-                _ => {}
+                "working" => {}
+                other => {
+                    return Ended::ByUs(Error::protocol(format!(
+                        "a task in an unknown status {other:?}"
+                    )))
+                }
             }
             let poll = task
                 .get("pollIntervalMs")
                 .and_then(Value::as_u64)
                 .map_or(DEFAULT_POLL, Duration::from_millis)
                 .clamp(MIN_POLL, MAX_POLL);
-            if left().is_zero() {
-                break Err(timed_out());
+            if bounds.left().is_zero() {
+                return Ended::ByUs(Error::Timeout {
+                    method: methods::TOOLS_CALL.to_owned(),
+                    after: bounds.timeout,
+                });
             }
             let never = crossbeam_channel::never();
             let cancelled = bounds
@@ -159,28 +283,14 @@ impl Client {
                 .map(CancelToken::receiver)
                 .unwrap_or(&never);
             select! {
-                recv(cancelled) -> _ => break Err(Error::Cancelled),
-                default(poll.min(left())) => {}
+                recv(cancelled) -> _ => return Ended::ByUs(Error::Cancelled),
+                default(poll.min(bounds.left())) => {}
             }
-            match step(methods::TASKS_GET, json!({ "taskId": task_id })) {
+            match get(bounds) {
                 Ok(next) => task = next,
-                Err(e) => break Err(e),
-            }
-        };
-        if let Err(e) = &outcome {
-            if matches!(e, Error::Timeout { .. } | Error::Cancelled) {
-                // Cooperative: the task may go on; the call does not wait to see.
-                let _ = self.request(
-                    methods::TASKS_CANCEL,
-                    Some(json!({ "taskId": task_id })),
-                    CallOptions::timeout(CANCEL_BOUND),
-                );
+                Err(e) => return Ended::ByUs(e),
             }
         }
-        outcome.map_err(|e| match e {
-            Error::Timeout { .. } => timed_out(),
-            other => other,
-        })
     }
 
     /// The answers to the task's `inputRequests` not answered before (each key once, for the
@@ -189,14 +299,8 @@ impl Client {
         &self,
         task: &Value,
         answered: &mut HashSet<String>,
-        deadline: Instant,
         bounds: &Bounds,
     ) -> Result<Option<Map<String, Value>>, Error> {
-        let SessionEra::Stateless(session) = &self.inner.era else {
-            return Err(Error::protocol(
-                "a task asked for input outside the 2026-07-28 era (whose input rounds it uses)",
-            ));
-        };
         let asked = match task.get("inputRequests") {
             Some(Value::Object(asked)) => asked,
             None | Some(Value::Null) => return Ok(None),
@@ -210,11 +314,14 @@ impl Client {
         if fresh.is_empty() {
             return Ok(None);
         }
-        let extra = session.answer(
-            &self.inner.conn,
+        let conn = &self.inner.conn;
+        let extra = super::era::answer_input(
+            &conn.handler,
+            &conn.declared,
+            conn,
             methods::TOOLS_CALL,
             &json!({ "inputRequests": fresh }),
-            deadline,
+            bounds.deadline,
             bounds.cancel.as_ref(),
         )?;
         answered.extend(fresh.keys().cloned());

@@ -41,6 +41,8 @@ struct Server {
     listen: Option<Value>,
     /// `--tasks`: the tasks extension's tools and methods.
     tasks: Option<modern_tasks::Tasks>,
+    /// The capabilities `initialize` declared (the handshake).
+    handshake_caps: Value,
 }
 
 fn main() {
@@ -54,6 +56,7 @@ fn main() {
         out: std::io::stdout(),
         listen: None,
         tasks: None,
+        handshake_caps: Value::Null,
     };
     while let Some(flag) = args.next() {
         if flag == "--tasks" {
@@ -119,6 +122,29 @@ impl Server {
         self.send(json!({"jsonrpc": "2.0", "id": id, "error": error}));
     }
 
+    /// Answers a tasks extension's request (`--tasks`): whether it was one.
+    fn tasks_answer(&mut self, id: &Value, method: &str, params: &Value, caps: &Value) -> bool {
+        let Some(tasks) = self.tasks.as_mut() else {
+            return false;
+        };
+        let declared = caps["extensions"].get(modern_tasks::TASKS).is_some();
+        let reply = match method {
+            "tools/call" => {
+                let name = params["name"].as_str().unwrap_or("");
+                if !modern_tasks::TOOLS.contains(&name) {
+                    return false;
+                }
+                tasks.call(name, declared)
+            }
+            _ => match tasks.handle(method, params) {
+                Some(reply) => reply,
+                None => return false,
+            },
+        };
+        self.reply(id.clone(), reply);
+        true
+    }
+
     fn reply(&mut self, id: Value, reply: modern_tasks::Reply) {
         match reply {
             modern_tasks::Reply::Result(result) => self.result(id, result),
@@ -146,9 +172,14 @@ impl Server {
                 return self.error(id, -32022, "Unsupported protocol version", Some(data));
             }
             self.initialized = true;
+            self.handshake_caps = params["capabilities"].clone();
+            let mut caps = json!({"tools": {}});
+            if self.tasks.is_some() {
+                caps["extensions"] = json!({modern_tasks::TASKS: {}});
+            }
             return self.result(
                 id,
-                json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                json!({"protocolVersion": "2025-11-25", "capabilities": caps,
                        "serverInfo": {"name": "modern-test-server", "version": "1"}}),
             );
         }
@@ -209,22 +240,9 @@ impl Server {
                     json!({"resultType": "complete", "tools": tools, "ttlMs": self.ttl, "cacheScope": "public"}),
                 )
             }
-            "tools/call" => {
-                let name = params["name"].as_str().unwrap_or("");
-                match self.tasks.as_mut() {
-                    Some(tasks) if modern_tasks::TOOLS.contains(&name) => {
-                        let reply = tasks.call(name, params);
-                        self.reply(id, reply)
-                    }
-                    _ => self.call(id, params),
-                }
-            }
-            "tasks/get" | "tasks/update" | "tasks/cancel" if self.tasks.is_some() => {
-                let reply = self.tasks.as_mut().and_then(|t| t.handle(method, params));
-                if let Some(reply) = reply {
-                    self.reply(id, reply)
-                }
-            }
+            "tools/call" | "tasks/get" | "tasks/update" | "tasks/cancel"
+                if self.tasks_answer(&id, method, params, &params["_meta"][CAPS]) => {}
+            "tools/call" => self.call(id, params),
             "subscriptions/listen" => {
                 let granted =
                     json!({"toolsListChanged": params["notifications"]["toolsListChanged"]});
@@ -251,6 +269,10 @@ impl Server {
     }
 
     fn legacy(&mut self, id: Value, method: &str, params: &Value) {
+        let caps = self.handshake_caps.clone();
+        if self.tasks_answer(&id, method, params, &caps) {
+            return;
+        }
         match method {
             "tools/list" => self.result(
                 id,

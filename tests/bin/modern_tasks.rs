@@ -3,22 +3,35 @@
 //! and `tasks/get`, `tasks/update`, `tasks/cancel`.
 //!
 //! Tools: task_slow (working for two polls, then completed), task_input (input_required with
-//! an `elicitation/create` keyed `confirm`, completed with what was answered), task_fail
-//! (failed with a JSON-RPC error), task_endless (working until cancelled).
+//! an `elicitation/create` keyed `confirm`, completed with what was answered), task_two
+//! (asks `confirm`, then `confirm` again beside `again`: a key answered twice fails the task),
+//! task_fail (failed with a JSON-RPC error), task_endless (working until cancelled),
+//! task_weird (a status no one knows), task_instant (created already completed: its result
+//! comes with `tasks/get`).
 
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
 pub const TASKS: &str = "io.modelcontextprotocol/tasks";
-const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
 
-pub const TOOLS: [&str; 4] = ["task_slow", "task_input", "task_fail", "task_endless"];
+pub const TOOLS: [&str; 7] = [
+    "task_slow",
+    "task_input",
+    "task_two",
+    "task_fail",
+    "task_endless",
+    "task_weird",
+    "task_instant",
+];
 
 struct Task {
     tool: String,
     polls: u32,
     answer: Option<Value>,
+    again: Option<Value>,
+    /// A key was answered twice.
+    twice: bool,
     cancelled: bool,
 }
 
@@ -34,14 +47,10 @@ pub enum Reply {
     Error(i64, String, Option<Value>),
 }
 
-fn declared(params: &Value) -> bool {
-    params["_meta"][CAPS]["extensions"].get(TASKS).is_some()
-}
-
 impl Tasks {
-    /// A `tools/call` of one of [`TOOLS`].
-    pub fn call(&mut self, name: &str, params: &Value) -> Reply {
-        if !declared(params) {
+    /// A `tools/call` of one of [`TOOLS`], from a client that `declared` the extension or not.
+    pub fn call(&mut self, name: &str, declared: bool) -> Reply {
+        if !declared {
             let data = json!({"requiredCapabilities": {"extensions": {TASKS: {}}}});
             return Reply::Error(
                 -32021,
@@ -57,6 +66,8 @@ impl Tasks {
                 tool: name.to_owned(),
                 polls: 0,
                 answer: None,
+                again: None,
+                twice: false,
                 cancelled: false,
             },
         );
@@ -82,7 +93,15 @@ impl Tasks {
                 Reply::Result(view)
             }
             "tasks/update" => {
-                task.answer = params["inputResponses"].get("confirm").cloned();
+                let answers = &params["inputResponses"];
+                if let Some(confirm) = answers.get("confirm") {
+                    task.twice |= task.answer.is_some();
+                    task.answer = Some(confirm.clone());
+                }
+                if let Some(again) = answers.get("again") {
+                    task.twice |= task.again.is_some();
+                    task.again = Some(again.clone());
+                }
                 Reply::Result(json!({"resultType": "complete"}))
             }
             _ => {
@@ -98,11 +117,34 @@ impl Tasks {
         let mut view = json!({"taskId": id, "createdAt": "2026-12-01T00:00:00Z",
             "lastUpdatedAt": "2026-12-01T00:00:00Z", "ttlMs": null, "pollIntervalMs": 20});
         let text = |t: String| json!({"content": [{"type": "text", "text": t}]});
+        let ask = |keys: &[&str]| {
+            let mut asked = serde_json::Map::new();
+            for key in keys {
+                asked.insert((*key).to_owned(), json!({"method": "elicitation/create",
+                    "params": {"message": format!("{key}?"), "requestedSchema": {"type": "object"}}}));
+            }
+            json!({"inputRequests": asked})
+        };
         let (status, extra) = if task.cancelled {
             ("cancelled", json!({}))
+        } else if task.twice {
+            (
+                "failed",
+                json!({"error": {"code": -32000, "message": "a key was answered twice"}}),
+            )
         } else {
             match (task.tool.as_str(), task.polls) {
+                ("task_instant", 0) => ("completed", json!({})),
+                ("task_instant", _) => ("completed", json!({"result": text("instant".into())})),
+                ("task_weird", _) => ("pondering", json!({})),
                 (_, 0) => ("working", json!({"statusMessage": "started"})),
+                ("task_two", _) => match (&task.answer, &task.again) {
+                    (None, _) => ("input_required", ask(&["confirm"])),
+                    (Some(_), None) => ("input_required", ask(&["confirm", "again"])),
+                    (Some(_), Some(_)) => {
+                        ("completed", json!({"result": text("both answered".into())}))
+                    }
+                },
                 ("task_slow", 1 | 2) => (
                     "working",
                     json!({"statusMessage": format!("step {}", task.polls)}),

@@ -31,7 +31,7 @@ mod stateless;
 
 pub(crate) use negotiate::ProbeKind;
 pub use stateless::MAX_INPUT_ROUNDS;
-pub(crate) use stateless::{is_stateless_refusal, stamp, Stateless};
+pub(crate) use stateless::{answer_input, is_stateless_refusal, stamp, Stateless};
 
 /// The era a session negotiated: it alone decides how a request goes.
 pub(crate) enum SessionEra {

@@ -141,10 +141,8 @@ impl Stateless {
         )))
     }
 
-    /// Answers one `input_required` result: every `inputRequests` entry through the handler
-    /// (on a thread of its own, so the deadline and cancel hold however long the host takes),
-    /// and the retry's extra params: `inputResponses` and `requestState`, echoed exactly.
-    pub(crate) fn answer(
+    /// Answers one `input_required` result (see [`answer_input`]).
+    fn answer(
         &self,
         conn: &Connection,
         method: &str,
@@ -152,66 +150,90 @@ impl Stateless {
         deadline: Instant,
         cancel: Option<&CancelToken>,
     ) -> Result<Map<String, Value>, Error> {
-        let requests = match result.get("inputRequests") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(m)) => m.clone(),
-            Some(_) => {
-                return Err(Error::protocol(format!(
-                    "invalid {method} result: inputRequests is not an object"
-                )))
-            }
-        };
-        let state = result.get("requestState").cloned();
-        if requests.is_empty() && state.is_none() {
+        answer_input(
+            &self.handler,
+            &self.declared,
+            conn,
+            method,
+            result,
+            deadline,
+            cancel,
+        )
+    }
+}
+
+/// Answers one `input_required` result (or a task's `inputRequests`): every entry through
+/// the handler (on a thread of its own, so the deadline and cancel hold however long the host
+/// takes), and the retry's extra params: `inputResponses` and `requestState`, echoed exactly.
+/// A request for a capability the client did not declare fails it.
+pub(crate) fn answer_input(
+    handler: &Arc<dyn ClientHandler>,
+    declared: &ClientCapabilities,
+    conn: &Connection,
+    method: &str,
+    result: &Value,
+    deadline: Instant,
+    cancel: Option<&CancelToken>,
+) -> Result<Map<String, Value>, Error> {
+    let requests = match result.get("inputRequests") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
             return Err(Error::protocol(format!(
-                "invalid {method} result: input_required with neither inputRequests nor requestState"
+                "invalid {method} result: inputRequests is not an object"
+            )))
+        }
+    };
+    let state = result.get("requestState").cloned();
+    if requests.is_empty() && state.is_none() {
+        return Err(Error::protocol(format!(
+            "invalid {method} result: input_required with neither inputRequests nor requestState"
+        )));
+    }
+    let mut extra = Map::new();
+    if let Some(state) = state {
+        extra.insert("requestState".into(), state);
+    }
+    if requests.is_empty() {
+        return Ok(extra);
+    }
+    for (key, request) in &requests {
+        let asked = request.get("method").and_then(Value::as_str).unwrap_or("");
+        if !declares(declared, asked) {
+            return Err(Error::protocol(format!(
+                "the server asked for {asked:?} (input {key:?}), which this client did not declare"
             )));
         }
-        let mut extra = Map::new();
-        if let Some(state) = state {
-            extra.insert("requestState".into(), state);
-        }
-        if requests.is_empty() {
-            return Ok(extra);
-        }
-        for (key, request) in &requests {
-            let asked = request.get("method").and_then(Value::as_str).unwrap_or("");
-            if !self.declares(asked) {
-                return Err(Error::protocol(format!(
-                    "the server asked for {asked:?} (input {key:?}), which this client did not declare"
-                )));
-            }
-        }
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let handler = Arc::clone(&self.handler);
-        let server = conn.name.clone();
-        std::thread::Builder::new()
-            .name(format!("mcp-input-{server}"))
-            .spawn(move || {
-                let _ = tx.send(answer_all(&*handler, &server, requests));
-            })
-            .map_err(|e| Error::protocol(format!("could not start the input thread: {e}")))?;
-        let never = crossbeam_channel::never();
-        let cancel_rx = cancel.map(CancelToken::receiver).unwrap_or(&never);
-        let left = deadline.saturating_duration_since(Instant::now());
-        crossbeam_channel::select! {
-            recv(rx) -> answers => {
-                let answers = answers.map_err(|_| Error::protocol("the input thread died"))??;
-                extra.insert("inputResponses".into(), Value::Object(answers));
-                Ok(extra)
-            }
-            recv(cancel_rx) -> _ => Err(Error::Cancelled),
-            default(left) => Err(Error::Timeout { method: method.to_owned(), after: left.max(Duration::from_millis(1)) }),
-        }
     }
-
-    fn declares(&self, method: &str) -> bool {
-        match method {
-            methods::ELICITATION_CREATE => self.declared.elicitation.is_some(),
-            methods::SAMPLING_CREATE_MESSAGE => self.declared.sampling.is_some(),
-            methods::ROOTS_LIST => self.declared.roots.is_some(),
-            _ => false,
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let handler = Arc::clone(handler);
+    let server = conn.name.clone();
+    std::thread::Builder::new()
+        .name(format!("mcp-input-{server}"))
+        .spawn(move || {
+            let _ = tx.send(answer_all(&*handler, &server, requests));
+        })
+        .map_err(|e| Error::protocol(format!("could not start the input thread: {e}")))?;
+    let never = crossbeam_channel::never();
+    let cancel_rx = cancel.map(CancelToken::receiver).unwrap_or(&never);
+    let left = deadline.saturating_duration_since(Instant::now());
+    crossbeam_channel::select! {
+        recv(rx) -> answers => {
+            let answers = answers.map_err(|_| Error::protocol("the input thread died"))??;
+            extra.insert("inputResponses".into(), Value::Object(answers));
+            Ok(extra)
         }
+        recv(cancel_rx) -> _ => Err(Error::Cancelled),
+        default(left) => Err(Error::Timeout { method: method.to_owned(), after: left.max(Duration::from_millis(1)) }),
+    }
+}
+
+fn declares(declared: &ClientCapabilities, method: &str) -> bool {
+    match method {
+        methods::ELICITATION_CREATE => declared.elicitation.is_some(),
+        methods::SAMPLING_CREATE_MESSAGE => declared.sampling.is_some(),
+        methods::ROOTS_LIST => declared.roots.is_some(),
+        _ => false,
     }
 }
 
