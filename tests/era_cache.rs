@@ -24,18 +24,11 @@ fn server_config(args: &[&str]) -> ServerConfig {
 }
 
 fn log_path(test: &str) -> String {
-    let path =
-        std::env::temp_dir().join(format!("mcp-era-cache-{}-{test}.log", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path.to_string_lossy().into_owned()
+    common::server_log(&format!("era-cache-{test}"))
 }
 
 fn log_lines(path: &str) -> Vec<String> {
-    let lines: Vec<String> = std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let lines = common::log_lines(path);
     let _ = std::fs::remove_file(path);
     lines
 }

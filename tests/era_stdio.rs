@@ -6,6 +6,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::log_lines;
+
 use mcp_runtime::protocol::RpcError;
 use mcp_runtime::protocol::{ClientCapabilities, ProtocolVersion};
 use mcp_runtime::{
@@ -22,19 +24,8 @@ fn server() -> &'static str {
     })
 }
 
-/// A fresh log file for one test's server.
 fn log_path(test: &str) -> String {
-    let path = std::env::temp_dir().join(format!("mcp-era-{}-{test}.log", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path.to_string_lossy().into_owned()
-}
-
-fn log_lines(path: &str) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    common::server_log(&format!("era-{test}"))
 }
 
 fn endpoint(args: &[&str]) -> Endpoint {
@@ -422,4 +413,27 @@ fn the_hosts_trace_context_travels_in_the_meta() {
         meta["io.modelcontextprotocol/protocolVersion"],
         "2026-07-28"
     );
+}
+
+#[test]
+fn an_extension_this_crate_does_not_know_is_declared_as_given_on_every_request() {
+    let settings = json!({"deep": [1, {"x": null}], "flag": true});
+    let mut options = common::options();
+    options
+        .extensions
+        .insert("com.example/thing".into(), settings.clone());
+    let client = connect_with(&["--mode", "modern"], options).unwrap();
+    let out = client.call_tool("meta", json!({})).unwrap();
+    let declared = &out.structured_content.unwrap()["io.modelcontextprotocol/clientCapabilities"]
+        ["extensions"];
+    assert_eq!(declared["com.example/thing"], settings);
+    let thing = client
+        .extensions()
+        .into_iter()
+        .find(|e| e.name == "com.example/thing")
+        .unwrap();
+    assert_eq!(thing.client, Some(settings));
+    assert_eq!(thing.server, None);
+    assert!(!thing.agreed());
+    assert!(client.agreed_extension("com.example/thing").is_none());
 }

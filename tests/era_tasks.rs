@@ -19,16 +19,12 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 fn log_path(test: &str) -> String {
-    let path = std::env::temp_dir().join(format!("mcp-tasks-{}-{test}.log", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path.to_string_lossy().into_owned()
+    common::server_log(&format!("tasks-{test}"))
 }
 
 fn methods(log: &str) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
+    common::log_lines(log)
+        .into_iter()
         // The subscription stream opens on its own time: not part of a call.
         .filter(|l| l != "start" && l != "subscriptions/listen")
         .collect()

@@ -85,6 +85,19 @@ fn declares_exactly_what_the_handler_implements() {
     );
     assert_eq!(init["clientInfo"]["name"], "mcp-runtime");
 
+    // An extension this crate does not know goes into `initialize` as given.
+    let mut with_ext = options();
+    with_ext.extensions.insert(
+        "com.example/thing".into(),
+        json!({"deep": [1, {"x": null}]}),
+    );
+    let client = Client::connect("ext", &endpoint(&[]), with_ext).unwrap();
+    let init = client.call_tool("client_info", json!({})).unwrap();
+    assert_eq!(
+        init.structured_content.unwrap()["capabilities"]["extensions"]["com.example/thing"],
+        json!({"deep": [1, {"x": null}]})
+    );
+
     let plain = common::connect("no-caps", &[]);
     let init = plain.call_tool("client_info", json!({})).unwrap();
     assert_eq!(

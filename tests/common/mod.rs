@@ -292,3 +292,20 @@ pub fn cli(home: &std::path::Path) -> std::process::Command {
         .env_remove("RUST_LOG");
     cmd
 }
+
+/// A fresh path for a test server's `--log` file (`name` tells the tests apart; nothing is
+/// there yet).
+pub fn server_log(name: &str) -> String {
+    let path = std::env::temp_dir().join(format!("mcp-log-{}-{name}.log", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path.to_string_lossy().into_owned()
+}
+
+/// The lines a test server wrote to its `--log` file so far.
+pub fn log_lines(path: &str) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
