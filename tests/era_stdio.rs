@@ -223,9 +223,12 @@ fn a_handshake_only_choice_never_probes_and_a_stateless_only_choice_never_falls_
     );
 }
 
-/// A host that answers elicitations (and, when told to, blocks in them).
+/// A host that answers elicitations (and, when told to, blocks in them until released,
+/// saying when it is in one).
 struct Host {
     block: bool,
+    entered: crossbeam_channel::Sender<()>,
+    release: crossbeam_channel::Receiver<()>,
 }
 
 impl ClientHandler for Host {
@@ -239,17 +242,36 @@ impl ClientHandler for Host {
     fn elicit(&self, _server: &str, params: Value) -> Result<Value, RpcError> {
         assert_eq!(params["message"], "Who?");
         if self.block {
-            std::thread::sleep(Duration::from_secs(30));
+            let _ = self.entered.send(());
+            let _ = self.release.recv_timeout(Duration::from_secs(30));
         }
         Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
     }
 }
 
-fn with_host(block: bool) -> ConnectOptions {
-    ConnectOptions {
-        handler: Arc::new(Host { block }),
+/// The options, with a channel that says when the handler blocks and one that releases it.
+fn blocking_host(
+    block: bool,
+) -> (
+    ConnectOptions,
+    crossbeam_channel::Receiver<()>,
+    crossbeam_channel::Sender<()>,
+) {
+    let (entered, in_handler) = crossbeam_channel::unbounded();
+    let (release, released) = crossbeam_channel::unbounded();
+    let options = ConnectOptions {
+        handler: Arc::new(Host {
+            block,
+            entered,
+            release: released,
+        }),
         ..common::options()
-    }
+    };
+    (options, in_handler, release)
+}
+
+fn with_host(block: bool) -> ConnectOptions {
+    blocking_host(block).0
 }
 
 #[test]
@@ -289,12 +311,15 @@ fn endless_input_rounds_end_at_the_bound() {
 
 #[test]
 fn a_blocked_handler_does_not_outlive_the_callers_cancel_or_deadline() {
-    let client = connect_with(&["--mode", "modern"], with_host(true)).unwrap();
+    let (options, in_handler, release) = blocking_host(true);
+    let client = connect_with(&["--mode", "modern"], options).unwrap();
     let cancel = CancelToken::new();
     let trigger = cancel.clone();
+    // The cancel fires once the handler is blocked in the elicitation, not after a guess.
     std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        trigger.cancel();
+        if in_handler.recv_timeout(Duration::from_secs(20)).is_ok() {
+            trigger.cancel();
+        }
     });
     let started = Instant::now();
     let err = client
@@ -312,6 +337,8 @@ fn a_blocked_handler_does_not_outlive_the_callers_cancel_or_deadline() {
         .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(10));
+    // Frees the handlers still blocked.
+    drop(release);
 }
 
 #[test]

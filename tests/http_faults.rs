@@ -331,25 +331,27 @@ fn a_cancel_ends_a_call_that_runs_on_its_callers_thread_at_once() {
     let client = Client::connect("cancelled", &http(server.url()), common::options()).unwrap();
     let token = CancelToken::new();
     let firing = token.clone();
-    // Which threads exist while the call waits: no HTTP worker runs it (a thread's name is
-    // cut to 15 bytes: `mcp-cancelled-h`).
-    let fired = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
-        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .map(|n| n.trim().to_owned())
-            .collect();
-        firing.cancel();
-        names
+    // Which threads exist while the call waits (the server holds it): no HTTP worker runs it
+    // (a thread's name is cut to 15 bytes: `mcp-cancelled-h`).
+    let names = std::thread::scope(|scope| {
+        let fired = scope.spawn(|| {
+            server.wait_for("tools/call");
+            let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .map(|n| n.trim().to_owned())
+                .collect();
+            firing.cancel();
+            names
+        });
+        let options = CallOptions::timeout(Duration::from_secs(60)).with_cancel(token);
+        let started = Instant::now();
+        let err = echo(&client, "x", options).unwrap_err();
+        assert!(matches!(err, Error::Cancelled), "{err:?}");
+        // Its 60 s timeout played no part.
+        assert!(started.elapsed() < Duration::from_secs(20));
+        fired.join().unwrap()
     });
-    let options = CallOptions::timeout(Duration::from_secs(60)).with_cancel(token);
-    let started = Instant::now();
-    let err = echo(&client, "x", options).unwrap_err();
-    assert!(matches!(err, Error::Cancelled), "{err:?}");
-    // Its 60 s timeout played no part.
-    assert!(started.elapsed() < Duration::from_secs(20));
-    let names = fired.join().unwrap();
     assert!(
         !names.iter().any(|n| n.starts_with("mcp-cancelled-h")),
         "{names:?}"
