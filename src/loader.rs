@@ -20,7 +20,8 @@ use std::sync::Arc;
 use crate::cache::{FileToolCache, ToolCache};
 use crate::config::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
 use crate::manager::{ConnectReport, ManagerOptions, McpManager};
-use crate::tool::{build_tools, AgentTool};
+use crate::tool::build_tools_numbered;
+use crate::tool::AgentTool;
 
 /// How to load.
 #[derive(Clone, Debug)]
@@ -290,19 +291,30 @@ pub fn untrust_server(
 /// model may be offered. A tool an MCP App alone may call (its `_meta.ui.visibility` leaves out
 /// `"model"`) is not among them; [`all_loaded_tools`] has those too, for a host's own use.
 pub fn loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
-    let mut tools = all_loaded_tools(manager);
+    loaded_tools_numbered(manager).1
+}
+
+/// [`loaded_tools`] from a numbered snapshot: a later snapshot has a larger number (see
+/// `McpManager::get_tools_numbered`).
+pub(crate) fn loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<LoadedTool>) {
+    let (number, mut tools) = all_loaded_tools_numbered(manager);
     tools.retain(|t| {
         t.tool
             .mcp_definition()
             .is_none_or(crate::protocol::Tool::visible_to_model)
     });
-    tools
+    (number, tools)
 }
 
 /// Every tool of the manager as a [`LoadedTool`], those only an MCP App may call included:
 /// what the host itself may call (a model is offered [`loaded_tools`]).
 pub fn all_loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
-    build_tools(manager)
+    all_loaded_tools_numbered(manager).1
+}
+
+fn all_loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<LoadedTool>) {
+    let (number, tools) = build_tools_numbered(manager);
+    let tools = tools
         .into_iter()
         .map(|tool| {
             let server = tool
@@ -318,7 +330,8 @@ pub fn all_loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
                 tool,
             }
         })
-        .collect()
+        .collect();
+    (number, tools)
 }
 
 /// Every server the default discovery finds (every source, [`DiscoveryOptions::default`]),

@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     listeners: Mutex<Vec<Listener>>,
     features_listeners: Mutex<Vec<FeaturesListener>>,
     next_attempt: AtomicU64,
+    /// The number of the last tool snapshot taken (see `get_tools_numbered`).
+    snapshots: AtomicU64,
     /// The manager's running threads (connect tasks, teardowns, refreshes), waited for on
     /// disconnect.
     work: Work,
@@ -107,6 +109,7 @@ impl McpManager {
                 listeners: Mutex::new(Vec::new()),
                 features_listeners: Mutex::new(Vec::new()),
                 next_attempt: AtomicU64::new(1),
+                snapshots: AtomicU64::new(0),
                 work: Work::default(),
                 eras: Arc::default(),
                 spill: output::SpillDir::default(),
@@ -259,7 +262,15 @@ impl McpManager {
     /// server then tool name. A 2026-07-28 server whose listing is past its `ttlMs` is
     /// re-listed in the background (its current tools are returned meanwhile).
     pub fn get_tools(&self) -> Vec<ServerTool> {
+        self.get_tools_numbered().1
+    }
+
+    /// [`McpManager::get_tools`], numbered: the number is taken under the lock the tools are
+    /// read under, so a later snapshot has a larger number, whatever thread took it and
+    /// whenever it is applied (an older one must never replace a newer one).
+    pub(crate) fn get_tools_numbered(&self) -> (u64, Vec<ServerTool>) {
         let state = self.shared.state.lock();
+        let number = self.shared.snapshots.fetch_add(1, Ordering::SeqCst) + 1;
         let mut out = Vec::new();
         let mut connected = Vec::new();
         for (name, server) in &state.servers {
@@ -281,7 +292,7 @@ impl McpManager {
                 self.shared.request_refresh(&name, runtime::Refresh::Tools);
             }
         }
-        out
+        (number, out)
     }
 
     /// Whether `server` currently offers `tool` (live, or deferred from the cache).

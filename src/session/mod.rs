@@ -24,7 +24,8 @@ use serde_json::Value;
 use crate::config::{DiscoveredServer, DiscoveryOptions};
 use crate::error::Error;
 use crate::loader::{
-    load_with_manager, loaded_tools, try_load_all_mcp_configs, LoadError, LoadedTool, LoaderOptions,
+    load_with_manager, loaded_tools_numbered, try_load_all_mcp_configs, LoadError, LoadedTool,
+    LoaderOptions,
 };
 use crate::manager::{ConnectReport, ConnectionState, Managed, McpManager};
 use crate::protocol::{Completion, CompletionRef, GetPromptResult, ReadResourceResult};
@@ -339,7 +340,22 @@ impl AgentSession {
     /// prompts).
     pub fn refresh_from_manager(&self) {
         if let Some(m) = &self.inner.manager {
-            self.refresh_mcp_tools(loaded_tools(m));
+            // Numbered: listeners run on any manager thread, and two refreshes that overlap
+            // may apply in either order; the older snapshot is then dropped.
+            let (number, tools) = loaded_tools_numbered(m);
+            let snapshot = {
+                let mut registry = self.inner.registry.lock();
+                if !registry.replace_mcp_tools_from(number, tools) {
+                    None
+                } else {
+                    let weak = Arc::downgrade(&self.inner);
+                    self.inner.on_demand.lock().apply(&mut registry, weak);
+                    Some(self.snapshot(&registry))
+                }
+            };
+            if let Some(snapshot) = snapshot {
+                self.notify(snapshot);
+            }
             self.refresh_features();
         }
     }

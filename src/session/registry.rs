@@ -13,6 +13,9 @@ pub struct ToolRegistry {
     active: BTreeSet<String>,
     /// The names of the MCP tools (refreshes replace exactly these).
     mcp: BTreeSet<String>,
+    /// The number of the manager's snapshot the MCP tools came from (0: none, or the host's
+    /// own list): an older snapshot never replaces them.
+    snapshot: u64,
 }
 
 impl ToolRegistry {
@@ -58,6 +61,23 @@ impl ToolRegistry {
     /// and their active state stay as they are (a host tool keeps its name against an MCP tool
     /// that would take it).
     pub fn replace_mcp_tools(&mut self, tools: Vec<LoadedTool>) {
+        self.snapshot = 0;
+        self.put_mcp_tools(tools);
+    }
+
+    /// [`ToolRegistry::replace_mcp_tools`] with the manager's snapshot numbered `number`,
+    /// unless the tools came from a later one already (two refreshes that overlap apply in any
+    /// order; the newer snapshot wins). Whether it was applied.
+    pub(crate) fn replace_mcp_tools_from(&mut self, number: u64, tools: Vec<LoadedTool>) -> bool {
+        if number <= self.snapshot {
+            return false;
+        }
+        self.snapshot = number;
+        self.put_mcp_tools(tools);
+        true
+    }
+
+    fn put_mcp_tools(&mut self, tools: Vec<LoadedTool>) {
         for name in std::mem::take(&mut self.mcp) {
             self.tools.remove(&name);
             self.active.remove(&name);
@@ -106,5 +126,43 @@ impl ToolRegistry {
     /// The names of the MCP tools.
     pub fn mcp_tool_names(&self) -> Vec<String> {
         self.mcp.iter().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::test_tools::tool;
+    use serde_json::json;
+
+    fn loaded(names: &[&str]) -> Vec<LoadedTool> {
+        names
+            .iter()
+            .map(|n| LoadedTool {
+                tool: tool(n, "", json!({})),
+                label: String::new(),
+                config_file: String::new(),
+            })
+            .collect()
+    }
+
+    fn names(r: &ToolRegistry) -> Vec<String> {
+        r.tools.keys().cloned().collect()
+    }
+
+    #[test]
+    fn an_older_snapshot_never_replaces_a_newer_one() {
+        let mut r = ToolRegistry::default();
+        // Two refreshes overlap: the later snapshot (7) is applied first.
+        assert!(r.replace_mcp_tools_from(7, loaded(&["mcp_a_new"])));
+        assert!(!r.replace_mcp_tools_from(5, loaded(&["mcp_a_old"])));
+        assert_eq!(names(&r), ["mcp_a_new"]);
+        assert!(!r.replace_mcp_tools_from(7, loaded(&["mcp_a_same"])));
+        assert!(r.replace_mcp_tools_from(8, loaded(&["mcp_a_newer"])));
+        assert_eq!(names(&r), ["mcp_a_newer"]);
+        // The host's own list has no number: what comes after it applies.
+        r.replace_mcp_tools(loaded(&["mcp_host_list"]));
+        assert!(r.replace_mcp_tools_from(2, loaded(&["mcp_b"])));
+        assert_eq!(names(&r), ["mcp_b"]);
     }
 }

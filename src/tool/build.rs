@@ -12,7 +12,12 @@ use crate::manager::McpManager;
 /// ([`McpTool::is_deferred`]) for each tool of a server still connecting. Names are computed over the
 /// whole set (so collisions resolve the same way every time), sorted by name.
 pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
-    let managed = manager.get_tools();
+    build_tools_numbered(manager).1
+}
+
+/// [`build_tools`] from a numbered snapshot (see `McpManager::get_tools_numbered`).
+pub(crate) fn build_tools_numbered(manager: &McpManager) -> (u64, Vec<Arc<dyn AgentTool>>) {
+    let (number, managed) = manager.get_tools_numbered();
     let identities: Vec<(&str, &str)> = managed
         .iter()
         .map(|m| (m.server.as_str(), m.tool.name.as_str()))
@@ -51,7 +56,7 @@ pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
         })
         .collect();
     tools.sort_by(|a, b| a.0.cmp(&b.0));
-    tools.into_iter().map(|(_, t)| t).collect()
+    (number, tools.into_iter().map(|(_, t)| t).collect())
 }
 
 /// The parameters schema shown to the model: the server's `inputSchema`, where an object schema

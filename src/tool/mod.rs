@@ -51,8 +51,11 @@ mod render;
 mod schema;
 mod search;
 mod terms;
+#[cfg(test)]
+pub(crate) mod test_tools;
 pub(crate) mod tokens;
 
+pub(crate) use build::build_tools_numbered;
 pub use build::{build_tools, parameters_of};
 pub use mcp_tool::McpTool;
 pub use render::render_text;

@@ -1,44 +1,8 @@
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 
 use super::*;
-use crate::client::CallOptions;
-use crate::error::Error;
-use crate::tool::ToolOutput;
 
-/// A tool with a name, a description and parameters, for the index.
-struct Fake {
-    name: String,
-    description: String,
-    parameters: Value,
-}
-
-impl AgentTool for Fake {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn label(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-    fn execute(&self, _: Value, _: CallOptions<'_>) -> Result<ToolOutput, Error> {
-        Ok(ToolOutput::text(""))
-    }
-}
-
-fn tool(name: &str, description: &str, parameters: Value) -> Arc<dyn AgentTool> {
-    Arc::new(Fake {
-        name: name.into(),
-        description: description.into(),
-        parameters,
-    })
-}
+use crate::tool::test_tools::tool;
 
 fn path() -> Value {
     json!({"type": "object", "properties": {"path": {"type": "string", "description": "Where the file is"}}})
