@@ -127,7 +127,15 @@ impl Stateless {
                 Ok(ResultType::InputRequired) => {
                     let deadline = hard_deadline.min(Instant::now() + timeout);
                     let result: Value = crate::client::parse_result(method, &result)?;
-                    retry = Some(self.answer(conn, method, &result, deadline, cancel.as_ref())?);
+                    retry = Some(answer_input(
+                        &self.handler,
+                        &self.declared,
+                        conn,
+                        method,
+                        &result,
+                        deadline,
+                        cancel.as_ref(),
+                    )?);
                 }
                 Err(unknown) => {
                     return Err(Error::protocol(format!(
@@ -139,26 +147,6 @@ impl Stateless {
         Err(Error::protocol(format!(
             "{method} still asked for input after {MAX_INPUT_ROUNDS} rounds"
         )))
-    }
-
-    /// Answers one `input_required` result (see [`answer_input`]).
-    fn answer(
-        &self,
-        conn: &Connection,
-        method: &str,
-        result: &Value,
-        deadline: Instant,
-        cancel: Option<&CancelToken>,
-    ) -> Result<Map<String, Value>, Error> {
-        answer_input(
-            &self.handler,
-            &self.declared,
-            conn,
-            method,
-            result,
-            deadline,
-            cancel,
-        )
     }
 }
 
