@@ -260,7 +260,7 @@ impl Message {
 
     /// Classifies a JSON value as a message (through its text: a response keeps its result as
     /// text).
-    #[cfg(test)]
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn from_value(value: Value) -> Result<Message, ParseError> {
         let text = serde_json::to_vec(&value).expect("serializing a JSON value");
         Parts::classify_read(serde_json::from_slice(&text))

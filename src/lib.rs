@@ -125,6 +125,10 @@ mod sleep_lock;
 mod subagent;
 mod tool;
 
+#[cfg(any(test, fuzzing))]
+#[doc(hidden)]
+pub mod fuzzing;
+
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

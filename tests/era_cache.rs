@@ -102,6 +102,62 @@ fn a_remembered_era_that_fails_is_probed_again() {
     );
 }
 
+/// The connection of the remembered era, dropped once `initialize` failed, reports its end only
+/// after the stateless one replaced it (its output held open past its server's exit): the live
+/// connection stays, and nothing says the server was lost.
+#[test]
+fn a_late_end_of_the_dropped_connection_does_not_end_its_replacement() {
+    let cache = Arc::new(FileToolCache::new(common::temp_dir("era-late-end")));
+    let hold = common::Hold::new();
+    let config = server_config(&["--mode", "modern", "--hold-stdout", &hold.port()]);
+    let handshake = Listing {
+        protocol_version: Some("2025-11-25".into()),
+        ..Listing::default()
+    };
+    cache
+        .set_listing("srv", &config_hash(&config), &[], &handshake)
+        .unwrap();
+    // The host hears of a connection's end after the manager has handled it.
+    struct Ends(crossbeam_channel::Sender<String>);
+    impl mcp_runtime::ClientHandler for Ends {
+        fn on_connection_closed(&self, _server: &str, reason: &mcp_runtime::Error) {
+            let _ = self.0.send(reason.to_string());
+        }
+    }
+    let (ends_tx, ends) = crossbeam_channel::unbounded();
+    let mut o = ManagerOptions {
+        project_dir: std::env::temp_dir(),
+        cache: Some(cache.clone()),
+        ..ManagerOptions::default()
+    };
+    o.connect.timeout = Duration::from_secs(20);
+    o.connect.handler = Arc::new(Ends(ends_tx));
+    let manager = McpManager::new(o);
+    let configs = BTreeMap::from([("srv".to_owned(), config.clone())]);
+    let report = manager.connect_servers(&configs);
+    assert_eq!(report.connected, ["srv"], "{:?}", report.errors);
+    let client = manager.client("srv").expect("connected");
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    // Both servers' holders (the dropped one's and the live one's) are waiting; the first end
+    // of output the client can see now is the dropped connection's.
+    let (first, second) = (hold.wait(), hold.wait());
+    first.release();
+    second.release();
+    // The dropped connection's end arrives (the live server keeps its own stdout open).
+    let reason = ends
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the dropped connection's end is heard");
+    assert!(reason.contains("closed"), "{reason}");
+    let live = manager.client("srv").expect("the live connection stays");
+    assert!(live.closed_reason().is_none(), "{:?}", live.closed_reason());
+    assert_eq!(live.list_tools().unwrap().len(), 7);
+    assert_eq!(
+        manager.connection_status("srv").state,
+        mcp_runtime::manager::ConnectionState::Connected
+    );
+    manager.disconnect_all();
+}
+
 #[test]
 fn a_stateless_listing_keeps_its_ttl_and_scope() {
     let cache = Arc::new(FileToolCache::new(common::temp_dir("era-ttl")));

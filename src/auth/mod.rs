@@ -50,19 +50,19 @@
 //! stored. No token, code, verifier, secret or key reaches a log, an error text or `Debug`.
 
 mod authorizer;
-mod challenge;
+pub(crate) mod challenge;
 mod config;
 pub(crate) mod dpop;
 mod driver;
 mod endpoints;
 mod flow;
 mod jwt;
-mod metadata;
+pub(crate) mod metadata;
 mod pkce;
 mod provider;
 mod registration;
 mod storage;
-mod token;
+pub(crate) mod token;
 mod wire;
 
 pub use authorizer::{headless, no_login, AuthorizationSession, Authorizer, BrowserAuthorizer};

@@ -14,7 +14,7 @@ mod discovery;
 mod exa;
 mod expand;
 mod file;
-mod jsonc;
+pub(crate) mod jsonc;
 pub(crate) mod oauth;
 mod policy;
 pub use policy::policy_refusal;

@@ -139,8 +139,14 @@ impl Shared {
             let Some(server) = state.servers.get_mut(name) else {
                 return;
             };
-            if !matches!(server.phase, Phase::Connected { attempt: a, .. } if a == attempt) {
-                return;
+            // Only the connected client's own death counts. A connection the same attempt
+            // opened and dropped (a remembered era that failed, a respawn after the probe)
+            // may report its end late, under the same attempt, once its replacement is
+            // connected: its router's reason is set, the live client's is not.
+            match &server.phase {
+                Phase::Connected { attempt: a, client }
+                    if *a == attempt && client.closed_reason().is_some() => {}
+                _ => return,
             }
             log::warn!("[{name}] connection lost: {reason}");
             let dead = std::mem::replace(&mut server.phase, Phase::Disconnected);

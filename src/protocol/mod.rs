@@ -13,7 +13,7 @@ mod resources;
 mod skills;
 pub(crate) mod stateless;
 mod tools;
-mod top_level;
+pub(crate) mod top_level;
 mod version;
 
 /// The tasks extension's name (SEP-2663, 2026-07-28): a `tools/call` the server runs as a

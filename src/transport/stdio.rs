@@ -59,11 +59,11 @@ use teardown::Phase;
 mod guardian;
 #[cfg(unix)]
 mod lead;
-mod noise;
+pub(crate) mod noise;
 mod pipes;
 #[cfg(unix)]
 mod reader;
-mod salvage;
+pub(crate) mod salvage;
 mod stderr;
 mod teardown;
 

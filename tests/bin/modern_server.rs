@@ -11,6 +11,8 @@
 //!   --log PATH     append one line per process start (`start`) and per request (its method)
 //!   --ttl MS       the `ttlMs` of `tools/list` (default 60000)
 //!   --tasks        also list the tasks extension's tools (`modern_tasks.rs`)
+//!   --hold-stdout P  start a process that keeps this server's stdout open until the test at
+//!                  127.0.0.1:P releases it (the end of its output reaches the client late)
 //!
 //! Tools: echo (`message` back), meta (the request's `_meta` as structuredContent), ask (an
 //! `elicitation/create` round, then what was answered), state (one round with only
@@ -45,8 +47,36 @@ struct Server {
     handshake_caps: Value,
 }
 
+/// `--stdout-holder PORT`: keeps the server's stdout open (it inherited it) until the test at
+/// PORT releases it (or goes), in a process group of its own so the server's teardown does not
+/// end it: the client's reader sees the end of the server's output only then.
+fn hold_stdout(port: &str) {
+    use std::io::Read;
+    if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port.parse().unwrap_or(0))) {
+        let _ = s.read(&mut [0u8]);
+    }
+}
+
+// The holder is meant to outlive this server (it ends when the test releases it or goes, and
+// is reaped by whoever inherits it).
+#[allow(clippy::zombie_processes)]
+fn spawn_stdout_holder(port: &str) {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().expect("own path");
+    std::process::Command::new(exe)
+        .args(["--stdout-holder", port])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("start the stdout holder");
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
+    if std::env::args().nth(1).as_deref() == Some("--stdout-holder") {
+        return hold_stdout(&std::env::args().nth(2).unwrap_or_default());
+    }
     let mut server = Server {
         mode: "modern".into(),
         versions: vec!["2026-07-28".into()],
@@ -69,6 +99,7 @@ fn main() {
             "--versions" => server.versions = value.split(',').map(str::to_owned).collect(),
             "--log" => server.log = Some(value),
             "--ttl" => server.ttl = value.parse().unwrap_or(60_000),
+            "--hold-stdout" => spawn_stdout_holder(&value),
             _ => {}
         }
     }

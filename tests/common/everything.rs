@@ -39,12 +39,18 @@ pub struct HttpEverything {
 impl HttpEverything {
     /// Starts it, or `None` (said loudly) without node. Waits (bounded) until it listens.
     pub fn start(mode: &str) -> Option<HttpEverything> {
-        let script = entry_script()?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
+        HttpEverything::start_on(mode, port)
+    }
+
+    /// [`HttpEverything::start`] on a given port (a restart: the same URL, a new process that
+    /// knows none of the old one's sessions).
+    pub fn start_on(mode: &str, port: u16) -> Option<HttpEverything> {
+        let script = entry_script()?;
         let mut child = Command::new("node")
             .arg(&script)
             .arg(mode)
@@ -85,6 +91,11 @@ impl HttpEverything {
     /// The Streamable HTTP endpoint.
     pub fn mcp_url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The legacy SSE endpoint.

@@ -10,6 +10,7 @@ pub mod http_server;
 pub mod modern_http;
 pub mod npm;
 pub mod rpc;
+pub mod soak;
 pub mod tinyproxy;
 pub mod tls_front;
 

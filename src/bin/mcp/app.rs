@@ -82,7 +82,7 @@ fn host(
         .manager
         .client(server)
         .ok_or_else(|| format!("{server} is not connected"))?;
-    let arguments = crate::host::arguments(words, Some(loaded.tool.parameters()))?;
+    let arguments = crate::arguments::arguments(words, Some(loaded.tool.parameters()))?;
     let failed = |e: mcp_runtime::Error| {
         eprintln!("mcp: {server}: {e}");
         Ok(crate::failure::classify(&e).1)

@@ -20,7 +20,7 @@ pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<
     // A JSON argument is checked before anything starts.
     if let [one] = words {
         if one.trim_start().starts_with('{') {
-            crate::host::arguments(words, None)?;
+            crate::arguments::arguments(words, None)?;
         }
     }
     let mut session = start_with(args, project, |configs, cache| {
@@ -93,7 +93,7 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
         }
         Err(e) => return Err(e),
     };
-    let arguments = crate::host::arguments(words, Some(loaded.tool.parameters()))?;
+    let arguments = crate::arguments::arguments(words, Some(loaded.tool.parameters()))?;
     let bar = std::io::stderr()
         .is_terminal()
         .then(|| Arc::new(ProgressLine::new(loaded.tool.name())));

@@ -218,7 +218,7 @@ fn read(session: &Session, uri: &str, as_json: bool) -> Result<u8, String> {
 }
 
 fn prompt(session: &Session, command: &str, words: &[String], as_json: bool) -> Result<u8, String> {
-    let arguments = crate::host::arguments(words, None)?;
+    let arguments = crate::arguments::arguments(words, None)?;
     let prompts = session.manager.prompts();
     let Some(p) = prompts.iter().find(|p| p.name == command) else {
         eprintln!("mcp: no prompt named {command} (see `mcp prompts`)");

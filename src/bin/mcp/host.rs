@@ -15,6 +15,8 @@ use mcp_runtime::ClientHandler;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
+use crate::arguments::typed;
+
 /// One log message of a server, for `mcp logs`.
 #[derive(Debug, Clone)]
 pub struct LogLine {
@@ -187,67 +189,4 @@ fn ask(server: &str, message: &str, schema: &Value) -> Value {
         }
     }
     json!({"action": "accept", "content": content})
-}
-
-/// `text` as the JSON value a property's schema asks for: a number where it says number or
-/// integer, a boolean where it says boolean, JSON where it says array or object, a string where
-/// it says string; without a type, JSON if it parses, else the string.
-pub fn typed(prop: &Value, text: &str) -> Result<Value, String> {
-    let kind = prop.get("type").and_then(Value::as_str);
-    match kind {
-        Some("string") => Ok(Value::String(text.to_owned())),
-        Some("integer") => text
-            .parse::<i64>()
-            .map(Value::from)
-            .map_err(|_| format!("{text:?} is not an integer")),
-        Some("number") => match text.parse::<i64>() {
-            Ok(n) => Ok(Value::from(n)),
-            Err(_) => text
-                .parse::<f64>()
-                .ok()
-                .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
-                .ok_or_else(|| format!("{text:?} is not a number")),
-        },
-        Some("boolean") => match text {
-            "true" | "yes" | "y" => Ok(Value::Bool(true)),
-            "false" | "no" | "n" => Ok(Value::Bool(false)),
-            _ => Err(format!("{text:?} is not true or false")),
-        },
-        Some("array") | Some("object") => {
-            serde_json::from_str(text).map_err(|e| format!("{text:?} is not JSON: {e}"))
-        }
-        _ => Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))),
-    }
-}
-
-/// Tool or prompt arguments from the command line: one JSON object, or `KEY=VALUE` words typed
-/// by `schema` (a tool's input schema; `None` takes every value as a string).
-pub fn arguments(words: &[String], schema: Option<&Value>) -> Result<Value, String> {
-    match words {
-        [] => return Ok(json!({})),
-        [one] if one.trim_start().starts_with('{') => {
-            return serde_json::from_str(one).map_err(|e| format!("ARGS_JSON is not JSON: {e}"))
-        }
-        _ => {}
-    }
-    let mut args = Map::new();
-    for word in words {
-        let Some((key, value)) = word.split_once('=') else {
-            return Err(format!(
-                "arguments are one JSON object or KEY=VALUE words, not {word:?}"
-            ));
-        };
-        let value = match schema {
-            Some(schema) => {
-                let prop = schema.pointer(&format!(
-                    "/properties/{}",
-                    key.replace('~', "~0").replace('/', "~1")
-                ));
-                typed(prop.unwrap_or(&Value::Null), value).map_err(|e| format!("{key}: {e}"))?
-            }
-            None => Value::String(value.to_owned()),
-        };
-        args.insert(key.to_owned(), value);
-    }
-    Ok(Value::Object(args))
 }

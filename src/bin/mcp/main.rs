@@ -8,6 +8,7 @@ mod app_http;
 mod app_pages;
 mod approve;
 mod args;
+mod arguments;
 mod auth;
 mod call;
 mod demo;

@@ -131,7 +131,7 @@ fn call(session: &AgentSession, line: &str, args: &Args) -> (String, bool) {
             Err(e) => return (e, true),
         },
     };
-    let arguments = match crate::host::arguments(&words, Some(tool.parameters())) {
+    let arguments = match crate::arguments::arguments(&words, Some(tool.parameters())) {
         Ok(v) => v,
         Err(e) => return (e, true),
     };

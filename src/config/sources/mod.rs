@@ -34,7 +34,7 @@ mod opencode;
 mod own;
 mod vscode;
 mod windsurf;
-mod yaml;
+pub(crate) mod yaml;
 mod zed;
 
 pub use amazonq::AmazonQ;

@@ -92,7 +92,7 @@ impl Noise {
 /// `line` trimmed, without control characters, its secrets masked, at most [`QUOTE_CHARS`]
 /// characters. Only the line's start is read (a line may be megabytes long): enough for the
 /// characters shown and for any secret that begins among them.
-fn quote(line: &[u8], secrets: &[String]) -> String {
+pub(crate) fn quote(line: &[u8], secrets: &[String]) -> String {
     let longest = secrets.first().map_or(0, String::len);
     let line = trim_line(line);
     let line = &line[..line.len().min(QUOTE_CHARS * 4 + longest)];

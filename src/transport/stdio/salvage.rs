@@ -10,7 +10,7 @@
 /// integer (or a string spelling one), the line is an object with a top-level `"result"` or
 /// `"error"`, and has no top-level `"method"` (a request from the server has no caller of
 /// ours to fail).
-pub(super) fn response_id(line: &[u8]) -> Option<i64> {
+pub(crate) fn response_id(line: &[u8]) -> Option<i64> {
     let mut i = skip_ws(line, 0);
     if line.get(i) != Some(&b'{') {
         return None;

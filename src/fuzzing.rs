@@ -1,0 +1,494 @@
+//! The fuzz targets: one function per parser that meets input nobody checked, each running the
+//! parser and the properties it must keep (no panic, no hang, two readings agreeing, no secret
+//! in what it shows). `fuzz/` drives them with libFuzzer (`cargo fuzz run NAME`); this crate's
+//! tests replay every committed input of `fuzz/corpus/NAME` through them.
+//!
+//! Built for tests and under `--cfg fuzzing` (which `cargo fuzz` sets) only; hidden, not part
+//! of the API. The CLI's `KEY=VALUE` typing is the command's, not the library's: its target is
+//! `src/bin/mcp/arguments.rs`'s own `fuzz`.
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::auth::challenge::Challenge;
+use crate::auth::metadata::{AuthorizationServerMetadata, ResourceMetadata};
+use crate::auth::token::{oauth_error_of, TokenResponse};
+use crate::config::{ConfigSource, DiscoveryContext};
+use crate::jsonrpc::Message;
+use crate::protocol::top_level::{member, Scan};
+use crate::transport::lines::{read_line_capped, trim_line, LineRead, LineSplitter, Piece};
+use crate::transport::sse_parser::{SseDecoder, SseEvent};
+
+/// A fuzz target: it panics on a breach of what it checks.
+pub type Target = fn(&[u8]);
+
+/// Every library target by name, as `fuzz/fuzz_targets/NAME.rs` calls it.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("stdio_lines", stdio_lines),
+    ("jsonrpc_envelope", jsonrpc_envelope),
+    ("event_stream", event_stream),
+    ("top_level_member", top_level_member),
+    ("www_authenticate", www_authenticate),
+    ("oauth_metadata", oauth_metadata),
+    ("url_redaction", url_redaction),
+    ("config_text", config_text),
+    ("config_sources", config_sources),
+];
+
+/// A value a stdio server was given in its environment: never in a quoted line.
+const SECRET: &str = "hunter2-Secret";
+
+/// The stdio reading path: the blocking line reader and the chunked splitter agree on every
+/// line (byte 0: the cap and whether a long line's rest is skipped; byte 1: the read size), and
+/// each line goes where a server's stdout line goes (an envelope, else the salvage of a broken
+/// response's id, else a quote for the log that never holds the server's secret).
+pub fn stdio_lines(data: &[u8]) {
+    let [a, b, input @ ..] = data else { return };
+    let cap = 1 + usize::from(*a & 0x7f);
+    let discard = a & 0x80 != 0;
+    let chunk = 1 + usize::from(b % 16);
+
+    let mut reader = BufReader::with_capacity(chunk, input);
+    let mut read = Vec::new();
+    let mut buf = Vec::new();
+    let rest = loop {
+        match read_line_capped(&mut reader, &mut buf, cap, discard).expect("reading a slice") {
+            LineRead::Line => read.push((false, buf.clone())),
+            LineRead::TooLong => {
+                read.push((true, buf.clone()));
+                if !discard {
+                    break None;
+                }
+            }
+            LineRead::Eof => break Some(buf.clone()),
+        }
+    };
+
+    let mut splitter = LineSplitter::new(cap, discard);
+    let mut split = Vec::new();
+    let mut stopped = false;
+    for piece in input.chunks(chunk) {
+        splitter.push(piece, &mut |p| {
+            let long = matches!(p, Piece::TooLong(_));
+            let (Piece::Line(l) | Piece::TooLong(l)) = p;
+            split.push((long, l.to_vec()));
+            stopped = long && !discard;
+            !stopped
+        });
+        if stopped {
+            break;
+        }
+    }
+    assert_eq!(read, split, "the reader and the splitter split alike");
+    if !stopped {
+        assert_eq!(
+            rest,
+            Some(splitter.take_rest()),
+            "the same unterminated rest"
+        );
+    }
+
+    let secrets = [SECRET.to_owned()];
+    for (_, line) in &read {
+        let line = trim_line(line);
+        if Message::parse(line).is_err() {
+            let _ = crate::transport::stdio::salvage::response_id(line);
+            let quoted = crate::transport::stdio::noise::quote(line, &secrets);
+            assert!(!quoted.contains(SECRET), "{quoted:?}");
+            assert!(!quoted.chars().any(char::is_control), "{quoted:?}");
+        }
+    }
+}
+
+/// The JSON-RPC envelope: what it reads it writes back readable and stable, and an object is
+/// read the same straight into its members as through a parsed `Value`.
+pub fn jsonrpc_envelope(data: &[u8]) {
+    let direct = Message::parse(data);
+    if let Ok(messages) = &direct {
+        for m in messages {
+            let line = m.to_line();
+            let again = Message::parse(&line).expect("what we write, we read");
+            assert_eq!(again.len(), 1);
+            assert_eq!(again[0].to_line(), line, "writing is stable");
+        }
+    }
+    let object = data
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{');
+    if object {
+        if let Ok(v) = serde_json::from_slice::<Value>(data) {
+            let via_value = Message::from_value(v);
+            match (&direct, &via_value) {
+                (Ok(d), Ok(v)) => {
+                    let read = |m: &Message| serde_json::from_slice::<Value>(&m.to_line()).ok();
+                    let (a, b) = (read(&d[0]), read(v));
+                    assert!(
+                        matches!((&a, &b), (Some(a), Some(b)) if same(a, b)),
+                        "the same message either way: {a:?} / {b:?}"
+                    );
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!("the two readings differ: {direct:?} / {via_value:?}"),
+            }
+        }
+    }
+}
+
+/// Equal JSON, a float equal to the last bit but one: serde_json's float parsing may differ in
+/// the last bit between a number's text and the text written from it, and the `Value` reading
+/// has been through that once more than the direct one.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            let (x, y) = (
+                x.as_f64().unwrap_or(f64::NAN),
+                y.as_f64().unwrap_or(f64::NAN),
+            );
+            x == y || (x - y).abs() <= x.abs().max(y.abs()) * 4.0 * f64::EPSILON
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+type Decoded = (Vec<SseEvent>, bool, Option<String>, Option<u64>);
+
+fn decode(input: &[u8], limit: usize, chunk: usize) -> Decoded {
+    let mut decoder = SseDecoder::new(limit);
+    let mut events = Vec::new();
+    for piece in input.chunks(chunk) {
+        if decoder.feed(piece, &mut |e| events.push(e)).is_err() {
+            return (events, true, None, None);
+        }
+    }
+    decoder.finish();
+    let last = decoder.last_event_id().map(str::to_owned);
+    (events, false, last, decoder.retry_ms())
+}
+
+/// The event-stream parser: the same events, ids and overflow however the stream is cut
+/// (byte 0: the line limit; byte 1: the chunk size), and every event within the limit.
+pub fn event_stream(data: &[u8]) {
+    let [a, b, input @ ..] = data else { return };
+    let limit = 8 + usize::from(*a) * 4;
+    let whole = decode(input, limit, input.len().max(1));
+    let cut = decode(input, limit, 1 + usize::from(b % 32));
+    assert_eq!(whole, cut, "the cut stream decodes as the whole one");
+    for e in &whole.0 {
+        assert!(!e.data.is_empty() && !e.event.is_empty(), "{e:?}");
+        assert!(
+            e.data.len() <= limit,
+            "an event's data is within the limit: {e:?} {limit}"
+        );
+        assert!(e.id.as_ref().is_none_or(|id| !id.contains('\0')), "{e:?}");
+    }
+}
+
+/// The top-level member scanner, on valid JSON (its precondition): whatever it answers agrees
+/// with a full reading.
+pub fn top_level_member(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if serde_json::from_str::<Value>(text).is_err() {
+        return;
+    }
+    let full: Option<serde_json::Map<String, Value>> = serde_json::from_str(text).ok();
+    for name in ["id", "result", "resultType", "error", "a", "_meta", "tools"] {
+        match member(text, name) {
+            Scan::Found(v) => {
+                let parsed: Value = serde_json::from_str(v).expect("the found text is JSON");
+                let full = full.as_ref().expect("found in an object");
+                assert_eq!(full.get(name), Some(&parsed), "{name} in {text}");
+            }
+            Scan::Absent => {
+                let full = full.as_ref().expect("absent from an object");
+                assert!(!full.contains_key(name), "{name} in {text}");
+            }
+            Scan::Unsure => {}
+        }
+    }
+}
+
+/// `WWW-Authenticate`: never a panic; what it reads it reads the same twice, and a challenge's
+/// scopes are words.
+pub fn www_authenticate(data: &[u8]) {
+    let header = String::from_utf8_lossy(data);
+    let challenge = Challenge::parse(&header);
+    assert_eq!(challenge, Challenge::parse(&header));
+    if let Some(c) = challenge {
+        for scope in c.scope.iter().flatten() {
+            assert!(!scope.is_empty() && !scope.contains(char::is_whitespace));
+        }
+        let _ = c.is_insufficient_scope();
+    }
+}
+
+/// The strings of `v` under the members `names`, at any depth.
+fn strings_under(v: &Value, names: &[&str], out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match v {
+                    Value::String(s) if names.contains(&k.as_str()) => out.push(s.clone()),
+                    _ => strings_under(v, names, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| strings_under(v, names, out)),
+        _ => {}
+    }
+}
+
+/// OAuth documents (byte 0 picks one): protected resource metadata and its resource check,
+/// authorization server metadata for an issuer, a token response, an error body. A token
+/// response never shows its tokens, in its `Debug` or its errors.
+pub fn oauth_metadata(data: &[u8]) {
+    let [which, body @ ..] = data else { return };
+    const URL: &str = "https://as.example.test/.well-known/oauth-authorization-server";
+    match which % 4 {
+        0 => {
+            if let Ok(m) = ResourceMetadata::parse(body, "https://mcp.example.test/.well-known") {
+                let _ = m.check_resource("https://mcp.example.test/mcp");
+            }
+        }
+        1 => {
+            if let Ok(Some(m)) =
+                AuthorizationServerMetadata::parse(body, URL, "https://as.example.test")
+            {
+                let _ = m.require_s256();
+                let _ = m.lists_scope("read");
+            }
+        }
+        2 => {
+            let mut tokens = Vec::new();
+            let mut others = Vec::new();
+            if let Ok(v) = serde_json::from_slice::<Value>(body) {
+                strings_under(
+                    &v,
+                    &["access_token", "refresh_token", "id_token"],
+                    &mut tokens,
+                );
+                let names = [
+                    "token_type",
+                    "scope",
+                    "error",
+                    "error_description",
+                    "issued_token_type",
+                ];
+                strings_under(&v, &names, &mut others);
+            }
+            let shown = match TokenResponse::parse(200, Some("application/json"), body, URL, true) {
+                Ok(t) => format!("{t:?}"),
+                Err(e) => format!("{e} {e:?}"),
+            };
+            for t in tokens.iter().filter(|t| t.len() >= 12) {
+                if !others.iter().any(|o| o.contains(t.as_str())) {
+                    assert!(!shown.contains(t.as_str()), "a token shown: {shown}");
+                }
+            }
+        }
+        _ => {
+            let _ = oauth_error_of(body);
+        }
+    }
+}
+
+/// URL redaction, parsing and the proxy settings: a redacted URL has no control character, is
+/// clipped, and (when shown whole) has no query value left; a proxy URL's shown form never has
+/// its password.
+pub fn url_redaction(data: &[u8]) {
+    use crate::transport::url::{redact, Url, REDACTED, SHOWN_CHARS};
+    let text = String::from_utf8_lossy(data);
+    let shown = redact(&text);
+    assert!(!shown.chars().any(char::is_control), "{shown:?}");
+    let count = shown.chars().count();
+    assert!(count <= SHOWN_CHARS + 1, "clipped: {count}");
+    if count < SHOWN_CHARS {
+        if let Some((_, query)) = shown.split_once('?') {
+            for item in query.split('&').filter(|i| !i.is_empty()) {
+                assert!(
+                    item == REDACTED || item.ends_with(&format!("={REDACTED}")),
+                    "{item:?} in {shown:?}"
+                );
+            }
+        }
+    }
+    let _ = Url::parse(&text);
+    let _ = crate::transport::url::split(&text);
+    if let Ok(proxy) = crate::transport::proxy::ProxyUrl::parse(&text) {
+        let shown = proxy.redacted();
+        if let Some((userinfo, _)) = text
+            .trim()
+            .split_once("://")
+            .map_or(text.trim(), |(_, r)| r)
+            .rsplit_once('@')
+        {
+            if let Some((_, password)) = userinfo.split_once(':') {
+                if password.len() >= 6 && !shown.contains('@') {
+                    assert!(!shown.contains(password), "{shown:?}");
+                }
+            }
+        }
+    }
+    let no_proxy = crate::transport::proxy::NoProxy::parse(&text);
+    let _ = no_proxy.matches("mcp.example.test");
+    let _ = no_proxy.matches("127.0.0.1");
+}
+
+/// The config file formats (byte 0 picks one): JSON with comments (reading plain JSON exactly
+/// as JSON), YAML (an alias refused, never expanded), TOML, and the `.mcp.json` shape.
+pub fn config_text(data: &[u8]) {
+    let [which, text @ ..] = data else { return };
+    let Ok(text) = std::str::from_utf8(text) else {
+        return;
+    };
+    match which % 4 {
+        0 => {
+            let jsonc = crate::config::jsonc::parse(text);
+            if let Ok(plain) = serde_json::from_str::<Value>(text) {
+                assert_eq!(jsonc.as_ref(), Ok(&plain), "JSON is JSONC");
+            }
+        }
+        1 => {
+            if let Ok(v) = crate::config::sources::yaml::parse(text) {
+                // What it gives is a tree of the text's size, written back without fail.
+                let written = serde_json::to_string(&v).expect("JSON");
+                assert!(written.len() <= 64 * text.len() + 16, "no expansion");
+            }
+        }
+        2 => {
+            let _ = toml::from_str::<Value>(text);
+        }
+        _ => {
+            if let Ok(servers) = crate::config::parse_mcp_json(text) {
+                for config in servers.values().flatten() {
+                    let _ = format!("{config:?}");
+                }
+            }
+        }
+    }
+}
+
+/// Where each built-in source reads one of its files (byte 0 of the input picks one).
+fn source_file(ctx: &DiscoveryContext, which: u8) -> (&'static str, PathBuf) {
+    use crate::config::sources::{ClaudeDesktop, Goose, HostConfig, VsCode, Zed};
+    let user = VsCode::user_dir(ctx);
+    let files: [(&'static str, PathBuf); 21] = [
+        ("host", HostConfig::default().project_file(ctx)),
+        ("claude", ctx.cwd.join(".mcp.json")),
+        ("claude", ctx.home.join(".claude.json")),
+        ("claude", ctx.cwd.join(".claude/settings.json")),
+        ("claude-desktop", ClaudeDesktop::config_file(ctx)),
+        ("codex", ctx.cwd.join(".codex/config.toml")),
+        ("gemini", ctx.cwd.join(".gemini/settings.json")),
+        (
+            "gemini",
+            ctx.cwd.join(".gemini/extensions/x/gemini-extension.json"),
+        ),
+        ("cursor", ctx.cwd.join(".cursor/mcp.json")),
+        (
+            "windsurf",
+            ctx.home.join(".codeium/windsurf/mcp_config.json"),
+        ),
+        ("vscode", ctx.cwd.join(".vscode/mcp.json")),
+        ("vscode", user.join("settings.json")),
+        ("zed", Zed::user_file(ctx)),
+        ("opencode", ctx.cwd.join("opencode.jsonc")),
+        ("goose", Goose::config_file(ctx)),
+        (
+            "cline",
+            user.join("globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"),
+        ),
+        ("roo", ctx.cwd.join(".roo/mcp.json")),
+        ("continue", ctx.cwd.join(".continue/mcpServers/x.yaml")),
+        ("continue", ctx.home.join(".continue/config.yaml")),
+        ("amazonq", ctx.cwd.join(".amazonq/mcp.json")),
+        ("junie", ctx.cwd.join(".junie/mcp/mcp.json")),
+    ];
+    files[usize::from(which) % files.len()].clone()
+}
+
+/// Each tool's config source on a file of its own (byte 0 picks the source and file), in a
+/// directory of this process's: a bad file is a warning, a bad entry a problem, never a panic;
+/// every server it yields names its source.
+pub fn config_sources(data: &[u8]) {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        std::env::temp_dir().join(format!("mcp-fuzz-config-{}", std::process::id()))
+    });
+    config_sources_in(root, data);
+}
+
+/// [`config_sources`] under `root`.
+pub fn config_sources_in(root: &Path, data: &[u8]) {
+    let [which, text @ ..] = data else { return };
+    let ctx = DiscoveryContext {
+        cwd: root.join("project"),
+        home: root.join("home"),
+        config_dir: root.join("home/.config"),
+    };
+    let (id, path) = source_file(&ctx, *which);
+    std::fs::create_dir_all(path.parent().expect("a file in a directory")).expect("a directory");
+    std::fs::write(&path, text).expect("the file");
+    let source: std::sync::Arc<dyn ConfigSource> = if id == "host" {
+        std::sync::Arc::new(crate::config::HostConfig::default())
+    } else {
+        crate::config::builtin_source(id).expect("a built-in source")
+    };
+    let out = source.load(&ctx);
+    let _ = std::fs::remove_file(&path);
+    for found in &out.servers {
+        let _ = format!("{:?}", found.config);
+    }
+    for w in &out.warnings {
+        assert!(
+            w.contains(&*path.to_string_lossy()),
+            "a warning names its file: {w}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every committed input of every library target replays (the fuzzers' finds included: a
+    /// crash they found stays a test).
+    #[test]
+    fn the_fuzz_corpora_replay() {
+        let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+        let root = std::env::temp_dir().join(format!("mcp-fuzz-replay-{}", std::process::id()));
+        for (name, target) in TARGETS {
+            let dir = fuzz.join(name);
+            let mut n = 0;
+            for entry in
+                std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            {
+                let path = entry.unwrap().path();
+                let data = std::fs::read(&path).unwrap();
+                let run = || {
+                    if *name == "config_sources" {
+                        config_sources_in(&root, &data)
+                    } else {
+                        target(&data)
+                    }
+                };
+                if std::panic::catch_unwind(run).is_err() {
+                    panic!("{name}: {} fails", path.display());
+                }
+                n += 1;
+            }
+            assert!(n > 0, "{} is empty", dir.display());
+        }
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
