@@ -547,8 +547,22 @@ fn the_manager_lists_the_new_servers_tools_and_prompts_after_a_restart() {
 // of tools/* requests.
 #[test]
 fn an_expired_session_is_re_initialized_once_and_only_idempotent_requests_are_re_sent() {
+    expired_session_is_renewed(false);
+}
+
+/// Servers built on the TypeScript SDK's examples answer a session they do not know (after a
+/// restart) with `400 Bad Request: No valid session ID provided`, not 404: the same renewal.
+/// (Found by the soak against server-everything: without it the server stayed "connected" and
+/// every call failed.)
+#[test]
+fn a_400_that_names_the_session_is_an_expired_session_too() {
+    expired_session_is_renewed(true);
+}
+
+fn expired_session_is_renewed(unknown_session_400: bool) {
     let server = TestHttp::start(Behaviour {
         expire_after: Some(1),
+        unknown_session_400,
         ..Behaviour::default()
     });
     let options = ConnectOptions {

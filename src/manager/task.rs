@@ -310,6 +310,7 @@ impl Shared {
         late: bool,
     ) -> Applied {
         let changed;
+        let dead;
         let mut retry = None;
         let replaced: Option<Phase>;
         {
@@ -320,8 +321,16 @@ impl Shared {
                 }
                 _ => return Applied::Stale,
             };
-            let next = match outcome {
-                Ok((client, tools)) => {
+            // A client that died after it listed and before this (its server exited, its
+            // stream ended) reported its end while the phase was still connecting, which a
+            // death does not touch: it is a failed attempt, not a connection.
+            dead = match outcome {
+                Ok((client, _)) => client.closed_reason(),
+                Err(_) => None,
+            };
+            let failure = outcome.as_ref().err().or(dead.as_ref());
+            let next = match (outcome, failure) {
+                (Ok((client, tools)), None) => {
                     changed = server.deferred || server.tools != *tools;
                     server.tools = tools.clone();
                     server.deferred = false;
@@ -332,7 +341,7 @@ impl Shared {
                         client: client.clone(),
                     }
                 }
-                Err(e) => {
+                (_, Some(e)) | (Err(e), None) => {
                     changed = !server.tools.is_empty() && !server.reconnecting();
                     if !server.reconnecting() {
                         server.tools.clear();
@@ -343,15 +352,21 @@ impl Shared {
                 }
             };
             replaced = Some(std::mem::replace(&mut server.phase, next));
-            if let Err(e) = outcome {
+            if let Some(e) = failure {
                 retry = self.schedule_reconnect(server, e);
             }
             state.notify();
         }
         // The old phase holds a clone of the client at most: dropped here, outside the lock.
         drop(replaced);
-        match outcome {
-            Ok((_, tools)) => {
+        match (outcome, &dead) {
+            (Ok((client, _)), Some(e)) => {
+                if late {
+                    log::warn!("[{name}] {e}");
+                }
+                client.close();
+            }
+            (Ok((_, tools)), None) => {
                 if let (Some(cache), Some(config)) = (&self.options.cache, config) {
                     let listing = outcome.as_ref().map(|(c, _)| c.tools_listing());
                     let listing = listing.unwrap_or_default();
@@ -360,8 +375,8 @@ impl Shared {
                     }
                 }
             }
-            Err(e) if late => log::warn!("[{name}] {e}"),
-            Err(_) => {}
+            (Err(e), _) if late => log::warn!("[{name}] {e}"),
+            (Err(_), _) => {}
         }
         if let Some(next) = retry {
             self.restart(name, next);
@@ -416,6 +431,64 @@ fn configured_bound(error: Error, reduced: Duration, configured: Duration) -> Er
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connected client whose server has gone: its end was reported while the phase was
+    /// still connecting (which a death does not touch), so applying its outcome must not leave
+    /// the server `connected` with a dead client that nothing reconnects.
+    #[test]
+    fn a_client_that_died_before_its_outcome_is_applied_is_a_failed_attempt() {
+        use crate::manager::{ConnectionState, McpManager};
+        use serde_json::json;
+        use std::time::Instant;
+        let (connector, server) = crate::transport::memory_pair();
+        let answering = std::thread::spawn(move || {
+            while let Ok(message) = server.receiver.recv() {
+                if let (Some(id), Some("initialize")) =
+                    (message.get("id"), message["method"].as_str())
+                {
+                    let result = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                                        "serverInfo": {"name": "mem", "version": "1"}});
+                    let _ = server
+                        .sender
+                        .send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                } else if message["method"] == "notifications/initialized" {
+                    return; // The server goes: its end of the pipe is dropped.
+                }
+            }
+        });
+        let options = crate::client::ConnectOptions::default();
+        let client = Client::with_transport("srv", connector, options).unwrap();
+        answering.join().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while client.closed_reason().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "the client never saw its server go"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let manager = McpManager::new(crate::manager::ManagerOptions::default());
+        let config = ServerConfig::stdio("unused", ["unused"]);
+        let entry = super::super::state::Server::new(config, None, 7, CancelToken::new());
+        manager
+            .shared
+            .state
+            .lock()
+            .servers
+            .insert("srv".into(), entry);
+        let outcome: Outcome = Ok((client, Vec::new()));
+        assert_eq!(
+            manager.shared.apply("srv", None, 7, &outcome, false),
+            Applied::Current
+        );
+        let status = manager.connection_status("srv");
+        assert_eq!(status.state, ConnectionState::Disconnected);
+        assert!(
+            matches!(status.error, Some(Error::TransportClosed { .. })),
+            "{:?}",
+            status.error
+        );
+    }
 
     #[test]
     fn a_timeout_names_the_configured_bound_not_what_was_left_after_waiting() {

@@ -14,7 +14,8 @@
 //!   messages; a 405 or another 4xx means the server has none, and we carry on without it.
 //!   It reconnects with `Last-Event-ID` and a capped backoff that empty streams do not reset.
 //! - A 404 to a request that carried a session means the server forgot it (it restarted, or
-//!   expired the session): the request fails with [`Error::SessionExpired`] and the session id
+//!   expired the session), and so does a 400 whose body names the session (what servers built
+//!   on the TypeScript SDK's examples answer after a restart): the request fails with [`Error::SessionExpired`] and the session id
 //!   is forgotten. Until an `initialize` succeeds again, every other request fails the same
 //!   way without being sent (it could only be refused). Re-initializing is the client's job
 //!   (`client::renewal`): it runs the handshake again, once however many requests noticed,

@@ -33,6 +33,9 @@ pub struct Behaviour {
     pub cut_first_call: bool,
     /// Forget every session once this many `tools/*` POSTs were answered.
     pub expire_after: Option<usize>,
+    /// Answer a request for a session it does not know (or forgot) with 400 and the body of
+    /// the TypeScript SDK's example servers, instead of 404.
+    pub unknown_session_400: bool,
     /// Answer every POST to `/mcp` with this status, headers and body.
     pub post_status: Option<Canned>,
     /// Never answer `tools/call`.
@@ -439,19 +442,14 @@ fn post_mcp(s: &Arc<State>, req: &Seen, out: &mut TcpStream) -> bool {
         s.sessions.lock().unwrap().push(id.clone());
         headers.push(("Mcp-Session-Id", id));
     } else if !known_session(s, req) {
-        return respond(
-            out,
-            404,
-            &[],
-            "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32001,\"message\":\"Session not found\"}}",
-        );
+        return forgotten(out, b);
     }
     if rpc.starts_with("tools/") {
         let n = s.tool_posts.fetch_add(1, Ordering::SeqCst) + 1;
         if b.expire_after.is_some_and(|limit| n > limit) {
             s.sessions.lock().unwrap().clear();
             s.tool_posts.store(0, Ordering::SeqCst);
-            return respond(out, 404, &[], "session expired");
+            return forgotten(out, b);
         }
     }
     let Some(reply) = answer(s, &req.body) else {
@@ -579,4 +577,19 @@ fn legacy_stream(s: &Arc<State>, out: &mut TcpStream) -> bool {
         }
     }
     false
+}
+
+/// The answer to a request for a session the server does not know: 404 as the specification
+/// says, or the 400 of the TypeScript SDK's example servers.
+fn forgotten(out: &mut TcpStream, b: &Behaviour) -> bool {
+    if b.unknown_session_400 {
+        let body = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
+        return respond(out, 400, &[], body);
+    }
+    respond(
+        out,
+        404,
+        &[],
+        r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"}}"#,
+    )
 }

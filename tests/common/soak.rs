@@ -52,7 +52,7 @@ impl Counts {
         // guardian, which lives as long as the process.
         let own = exe(std::path::Path::new("/proc/self"));
         let (mut children, mut zombies) = (0, 0);
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
             if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
                 continue;
             }
@@ -72,21 +72,27 @@ impl Counts {
                 zombies += usize::from(state == "Z");
             }
         }
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let rss_kb = status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0);
         let names = thread_names();
+        // A directory that cannot be read (no descriptor left) counts as over any bound.
+        let entries = |dir: &str| std::fs::read_dir(dir).map_or(usize::MAX, |d| d.count());
         Counts {
-            threads: names.values().sum(),
+            threads: if names.is_empty() {
+                usize::MAX
+            } else {
+                names.values().sum()
+            },
             pool: names
                 .iter()
                 .filter(|(k, _)| k.starts_with("mcp-") && k.ends_with("-http"))
                 .map(|(_, n)| n)
                 .sum(),
-            fds: std::fs::read_dir("/proc/self/fd").unwrap().count(),
+            fds: entries("/proc/self/fd"),
             children,
             zombies,
             rss_kb,
@@ -143,12 +149,7 @@ impl Counts {
         if self.pool > pool {
             wrong.push(format!("HTTP workers {} (at most {pool})", self.pool));
         }
-        let workers = if pool > base.pool {
-            self.pool
-        } else {
-            self.pool.saturating_sub(base.pool)
-        };
-        let fds = fds + 2 * workers + kept;
+        let fds = fds + 2 * self.pool.saturating_sub(base.pool) + kept;
         let (own, base_own) = (self.threads - self.pool, base.threads - base.pool);
         if self.children != base.children {
             wrong.push(format!(
@@ -212,7 +213,11 @@ pub struct Report<'a> {
 /// How many of this process's threads have each name (for a breach's report).
 pub fn thread_names() -> std::collections::BTreeMap<String, usize> {
     let mut out = std::collections::BTreeMap::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         if let Ok(name) = std::fs::read_to_string(task.path().join("comm")) {
             *out.entry(name.trim().to_owned()).or_insert(0) += 1;
         }
@@ -224,7 +229,11 @@ pub fn thread_names() -> std::collections::BTreeMap<String, usize> {
 /// directory...), for a breach's report.
 pub fn fd_kinds() -> std::collections::BTreeMap<String, usize> {
     let mut out = std::collections::BTreeMap::new();
-    for fd in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+    for fd in std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         if let Ok(target) = std::fs::read_link(fd.path()) {
             let t = target.to_string_lossy();
             let kind = t.split(':').next().unwrap_or("").to_owned();
@@ -275,4 +284,21 @@ pub fn report(r: &Report<'_>) -> String {
         rss.iter().max().unwrap_or(&0),
         slope_kb_per_min(r.points)
     )
+}
+
+/// A free loopback port below the system's ephemeral range (where no outgoing connection takes
+/// it while its server restarts), from `rng`.
+pub fn restartable_port(rng: &mut Rng) -> u16 {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (from, to) = (10_000u16, low.max(10_500));
+    for _ in 0..1000 {
+        let port = from + rng.below(u64::from(to - from)) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between {from} and {to}");
 }

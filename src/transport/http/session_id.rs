@@ -1,5 +1,6 @@
 //! The Streamable HTTP session id: sent with every message once the server gave one, and
-//! forgotten when the server says it no longer knows it (a 404 to a request that carried it).
+//! forgotten when the server says it no longer knows it (a 404 to a request that carried it,
+//! or a 400 that names the session, as the TypeScript SDK's example servers answer).
 //! The request that learned it fails with [`Error::SessionExpired`], and so does every other
 //! one, without being sent, until an `initialize` succeeds: re-initializing is the client's
 //! job (`client::renewal`), never the transport's.
@@ -79,7 +80,9 @@ impl Shared {
             session.clone()
         };
         match self.post_authorized(message, envelope, &request.id, deadline, abort) {
-            Err(Error::Http { status: 404, .. }) if sent_with.is_some() && !initialize => {
+            Err(Error::Http { status, body, .. })
+                if sent_with.is_some() && !initialize && forgotten(status, &body) =>
+            {
                 self.forget_session(sent_with.as_ref());
                 Err(Error::SessionExpired)
             }
@@ -99,7 +102,7 @@ impl Shared {
         }
     }
 
-    /// The server answered 404 to a request sent with `stale`: unless another request already
+    /// The server said it does not know the session of a request sent with `stale`: unless another request already
     /// brought a new session, the session is gone, and requests fail until `initialize`.
     fn forget_session(&self, stale: Option<&HeaderValue>) {
         let mut session = self.session.write();
@@ -108,5 +111,29 @@ impl Shared {
             self.expired.store(true, Ordering::SeqCst);
             log::info!("[{}] the server forgot the session", self.name);
         }
+    }
+}
+
+/// Whether a refusal of a request that carried a session says the server does not know it: a
+/// 404, as the specification says, or a 400 that names the session, as the TypeScript SDK's
+/// example servers (and the many servers built from them) answer once they restarted
+/// (`Bad Request: No valid session ID provided`).
+fn forgotten(status: u16, body: &str) -> bool {
+    status == 404 || (status == 400 && body.to_ascii_lowercase().contains("session"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_forgotten_session_is_a_404_or_a_400_that_names_it() {
+        assert!(super::forgotten(404, ""));
+        let ts_sdk = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
+        assert!(super::forgotten(400, ts_sdk));
+        assert!(super::forgotten(400, "Invalid or missing session ID"));
+        assert!(!super::forgotten(
+            400,
+            r#"{"error":{"message":"Parse error"}}"#
+        ));
+        assert!(!super::forgotten(401, "session"));
     }
 }

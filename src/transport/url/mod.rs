@@ -39,12 +39,10 @@ fn redact_whole(url: &str) -> String {
     };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    let authority = match scheme {
-        Some(_) => authority
-            .rsplit_once('@')
-            .map_or(authority, |(_, host)| host),
-        None => authority,
-    };
+    // Userinfo goes with or without a scheme: a proxy may be written `user:pass@host:port`.
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     let mut out = String::with_capacity(url.len());
     if let Some(scheme) = scheme {
         out.push_str(scheme);
@@ -350,6 +348,8 @@ mod tests {
             "/messages?sessionId=REDACTED"
         );
         assert!(!redact("not a url ?k=SECRET").contains("SECRET"));
+        // A proxy written without its scheme (found by the fuzz target `url_redaction`).
+        assert_eq!(redact("alice:hunter22@proxy:3128"), "proxy:3128");
         let e = parse("ftp://u:SECRET@h/x?k=SECRET")
             .unwrap_err()
             .to_string();
