@@ -78,18 +78,23 @@ fn the_era_is_cached_beside_the_tools_so_the_probe_is_paid_once() {
     );
 }
 
-#[test]
-fn a_remembered_era_that_fails_is_probed_again() {
-    let cache = Arc::new(FileToolCache::new(common::temp_dir("era-stale")));
-    let log = log_path("stale");
-    let config = server_config(&["--mode", "modern", "--log", &log]);
+/// The cache says `config`'s server speaks the handshake era (it spoke it once).
+fn remember_the_handshake_era(cache: &FileToolCache, config: &ServerConfig) {
     let handshake = Listing {
         protocol_version: Some("2025-11-25".into()),
         ..Listing::default()
     };
     cache
-        .set_listing("srv", &config_hash(&config), &[], &handshake)
+        .set_listing("srv", &config_hash(config), &[], &handshake)
         .unwrap();
+}
+
+#[test]
+fn a_remembered_era_that_fails_is_probed_again() {
+    let cache = Arc::new(FileToolCache::new(common::temp_dir("era-stale")));
+    let log = log_path("stale");
+    let config = server_config(&["--mode", "modern", "--log", &log]);
+    remember_the_handshake_era(&cache, &config);
     let client = run_once(&cache, &config).unwrap();
     assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
     assert_eq!(
@@ -110,13 +115,7 @@ fn a_late_end_of_the_dropped_connection_does_not_end_its_replacement() {
     let cache = Arc::new(FileToolCache::new(common::temp_dir("era-late-end")));
     let hold = common::Hold::new();
     let config = server_config(&["--mode", "modern", "--hold-stdout", &hold.port()]);
-    let handshake = Listing {
-        protocol_version: Some("2025-11-25".into()),
-        ..Listing::default()
-    };
-    cache
-        .set_listing("srv", &config_hash(&config), &[], &handshake)
-        .unwrap();
+    remember_the_handshake_era(&cache, &config);
     // The host hears of a connection's end after the manager has handled it.
     struct Ends(crossbeam_channel::Sender<String>);
     impl mcp_runtime::ClientHandler for Ends {

@@ -1,6 +1,7 @@
 //! What the soak (`tests/soak.rs`) measures of its own process, its random choices and its
 //! report.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -210,37 +211,39 @@ pub struct Report<'a> {
     pub ops: Vec<(&'static str, u64)>,
 }
 
-/// How many of this process's threads have each name (for a breach's report).
-pub fn thread_names() -> std::collections::BTreeMap<String, usize> {
-    let mut out = std::collections::BTreeMap::new();
-    for task in std::fs::read_dir("/proc/self/task")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if let Ok(name) = std::fs::read_to_string(task.path().join("comm")) {
-            *out.entry(name.trim().to_owned()).or_insert(0) += 1;
+/// How many entries of `dir` have each key (entries without one are left out).
+fn tally(dir: &str, key: impl Fn(&std::path::Path) -> Option<String>) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if let Some(k) = key(&entry.path()) {
+            *out.entry(k).or_insert(0) += 1;
         }
     }
     out
 }
 
+/// How many of this process's threads have each name (for a breach's report).
+pub fn thread_names() -> BTreeMap<String, usize> {
+    tally("/proc/self/task", |task| {
+        let name = std::fs::read_to_string(task.join("comm")).ok()?;
+        Some(name.trim().to_owned())
+    })
+}
+
 /// How many of this process's descriptors are of each kind (`socket`, `pipe`, a file's
 /// directory...), for a breach's report.
-pub fn fd_kinds() -> std::collections::BTreeMap<String, usize> {
-    let mut out = std::collections::BTreeMap::new();
-    for fd in std::fs::read_dir("/proc/self/fd")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if let Ok(target) = std::fs::read_link(fd.path()) {
-            let t = target.to_string_lossy();
-            let kind = t.split(':').next().unwrap_or("").to_owned();
-            *out.entry(kind).or_insert(0) += 1;
-        }
-    }
-    out
+pub fn fd_kinds() -> BTreeMap<String, usize> {
+    tally("/proc/self/fd", |fd| {
+        let target = std::fs::read_link(fd).ok()?;
+        Some(
+            target
+                .to_string_lossy()
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .to_owned(),
+        )
+    })
 }
 
 /// The least-squares slope of `points`, in KiB a minute.
