@@ -33,9 +33,16 @@ pub(crate) const SHOWN_CHARS: usize = 300;
 fn redact_whole(url: &str) -> String {
     let url = url.trim();
     let url = url.split_once('#').map_or(url, |(before, _)| before);
+    // Only a real scheme: in `host/p?k=SECRET&next=https://x` the first `://` is a query
+    // value's (found by the fuzz target `url_redaction`).
+    let is_scheme = |s: &str| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    };
     let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (Some(scheme), rest),
-        None => (None, url),
+        Some((scheme, rest)) if is_scheme(scheme) => (Some(scheme), rest),
+        _ => (None, url),
     };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
@@ -348,7 +355,11 @@ mod tests {
             "/messages?sessionId=REDACTED"
         );
         assert!(!redact("not a url ?k=SECRET").contains("SECRET"));
-        // A proxy written without its scheme (found by the fuzz target `url_redaction`).
+        // A URL without a scheme whose query holds one.
+        let shown = redact("mcp.example.com/p?api_key=SECRET&next=https://x");
+        assert_eq!(shown, "mcp.example.com/p?api_key=REDACTED&next=REDACTED");
+        assert!(!redact("http:/h?token=SECRET://a").contains("SECRET"));
+        // A proxy written without its scheme (found by reading the fuzz target).
         assert_eq!(redact("alice:hunter22@proxy:3128"), "proxy:3128");
         let e = parse("ftp://u:SECRET@h/x?k=SECRET")
             .unwrap_err()
