@@ -6,7 +6,8 @@
 //!
 //! At each quiet point (nothing in flight) it checks that every server is back with every tool
 //! it had, that descriptors, threads and child processes are back to their baseline and that
-//! resident memory stays within [`RSS_SLACK_KB`] of it. Every call ends within [`CALL_SLACK`] of
+//! resident memory stays within [`RSS_SLACK_KB`] of it (and, in a long run, grows no faster
+//! than [`RSS_SLOPE_KB_PER_MIN`] across the deep quiet points). Every call ends within [`CALL_SLACK`] of
 //! its deadline (or of its cancel); an echo answers its own message; a server cut while idle is
 //! never reported as needing a login. The first breach stops the run with what it saw.
 //!
@@ -37,6 +38,8 @@ use fleet::start_fleet;
 const CALL_SLACK: Duration = Duration::from_secs(3);
 /// How far over the first quiet point's resident memory a later one may be.
 const RSS_SLACK_KB: u64 = 64 * 1024;
+/// How fast resident memory may grow at the deep quiet points of a long run (7.5 MiB an hour).
+const RSS_SLOPE_KB_PER_MIN: f64 = 128.0;
 /// Threads and descriptors over the baseline a quiet point tolerates (a thread that is ending).
 const THREAD_SLACK: usize = 2;
 const FD_SLACK: usize = 4;
@@ -87,6 +90,8 @@ fn a_fleet_survives_hours_of_faults_and_comes_back_whole() {
     let mut base_threads = Default::default();
     let mut base_fds = Default::default();
     let mut points = Vec::new();
+    // The deep points' RSS (no HTTP worker alive) and the baseline's: the slope that counts.
+    let mut deep_points = Vec::new();
     let mut quiet_points = 0;
     let start = Instant::now();
     let end = start + Duration::from_secs(secs);
@@ -111,6 +116,7 @@ fn a_fleet_survives_hours_of_faults_and_comes_back_whole() {
             base_threads = common::soak::thread_names();
             base_fds = common::soak::fd_kinds();
             points.push((0.0f64, baseline.rss_kb));
+            deep_points.push((0.0f64, baseline.rss_kb));
         }
         while Instant::now() < end && !soak.stop.load(Ordering::SeqCst) {
             let next = (Instant::now() + quiet_every).min(end);
@@ -164,6 +170,9 @@ fn a_fleet_survives_hours_of_faults_and_comes_back_whole() {
                 break;
             }
             points.push((start.elapsed().as_secs_f64(), now.rss_kb));
+            if deep {
+                deep_points.push((start.elapsed().as_secs_f64(), now.rss_kb));
+            }
             eprintln!(
                 "soak: {:>5}s{} {now}",
                 start.elapsed().as_secs(),
@@ -212,4 +221,12 @@ fn a_fleet_survives_hours_of_faults_and_comes_back_whole() {
         "child processes left: {after} (before: {before})"
     );
     assert!(points.len() >= 2, "no quiet point was reached");
+    // Past three deep points (a run of half an hour or more), resident memory must not grow.
+    if deep_points.len() > 3 {
+        let slope = common::soak::slope_kb_per_min(&deep_points);
+        assert!(
+            slope <= RSS_SLOPE_KB_PER_MIN,
+            "RSS grows by {slope:.1} KiB a minute at the deep quiet points: {deep_points:?}"
+        );
+    }
 }
