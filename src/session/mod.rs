@@ -326,9 +326,20 @@ impl AgentSession {
     /// Removes every MCP tool, registers `tools`, and activates them; the host's own tools and
     /// their active state stay.
     pub fn refresh_mcp_tools(&self, tools: Vec<LoadedTool>) {
+        self.apply_mcp_tools(|registry| {
+            registry.replace_mcp_tools(tools);
+            true
+        });
+    }
+
+    /// Changes the registry's MCP tools by `replace` (false: it changed nothing), then brings
+    /// the on-demand tools up to date and tells the listeners.
+    fn apply_mcp_tools(&self, replace: impl FnOnce(&mut ToolRegistry) -> bool) {
         let snapshot = {
             let mut registry = self.inner.registry.lock();
-            registry.replace_mcp_tools(tools);
+            if !replace(&mut registry) {
+                return;
+            }
             let weak = Arc::downgrade(&self.inner);
             self.inner.on_demand.lock().apply(&mut registry, weak);
             self.snapshot(&registry)
@@ -343,19 +354,7 @@ impl AgentSession {
             // Numbered: listeners run on any manager thread, and two refreshes that overlap
             // may apply in either order; the older snapshot is then dropped.
             let (number, tools) = loaded_tools_numbered(m);
-            let snapshot = {
-                let mut registry = self.inner.registry.lock();
-                if !registry.replace_mcp_tools_from(number, tools) {
-                    None
-                } else {
-                    let weak = Arc::downgrade(&self.inner);
-                    self.inner.on_demand.lock().apply(&mut registry, weak);
-                    Some(self.snapshot(&registry))
-                }
-            };
-            if let Some(snapshot) = snapshot {
-                self.notify(snapshot);
-            }
+            self.apply_mcp_tools(|registry| registry.replace_mcp_tools_from(number, tools));
             self.refresh_features();
         }
     }
