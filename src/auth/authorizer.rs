@@ -196,7 +196,6 @@ fn accept_until(
     pasted: Option<&crossbeam_channel::Receiver<String>>,
     deadline: Instant,
 ) -> Option<Arrival> {
-    use std::os::fd::AsRawFd;
     loop {
         match listener.accept() {
             Ok((stream, _)) => return Some(Arrival::Connection(stream)),
@@ -211,17 +210,31 @@ fn accept_until(
         if left.is_zero() {
             return None;
         }
-        let mut pfd = libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // A pasted URL is looked for between polls: a tenth of a second is quick for a person.
+        // A pasted URL is looked for between waits: a tenth of a second is quick for a person.
         let cap = if pasted.is_some() { 100 } else { 1000 };
-        let ms = left.as_millis().clamp(1, cap) as libc::c_int;
-        // SAFETY: one valid pollfd for the listener we own, for at most a second.
-        unsafe { libc::poll(&mut pfd, 1, ms) };
+        wait_for_connection(listener, left.min(Duration::from_millis(cap)));
     }
+}
+
+/// Waits at most `at_most` for a connection to arrive on the non-blocking `listener`.
+#[cfg(unix)]
+fn wait_for_connection(listener: &TcpListener, at_most: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut pfd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = at_most.as_millis().max(1) as libc::c_int;
+    // SAFETY: one valid pollfd for the listener we own, for at most a second.
+    unsafe { libc::poll(&mut pfd, 1, ms) };
+}
+
+/// Waits at most `at_most` for a connection (Windows: looked for every 20 ms; a person's
+/// browser does not notice).
+#[cfg(not(unix))]
+fn wait_for_connection(_: &TcpListener, at_most: Duration) {
+    std::thread::sleep(at_most.min(Duration::from_millis(20)));
 }
 
 /// Whether `query` answers an authorization (carries a code, an error or a state).

@@ -157,48 +157,45 @@ fn held_too_long(path: &Path, bound: Duration) -> Error {
     }
 }
 
-/// Advisory locks on a file (`flock`): released when the file is closed, or when the process
-/// holding it dies. Where there is no `flock`, only this process's own lock serialises.
+/// Advisory locks on a file (`flock` on Unix, `LockFileEx` on Windows): released when the file
+/// is closed, or when the process holding it dies. Where there is neither, only this process's
+/// own lock serialises.
 mod file_lock {
+    use std::fs::File;
     use std::path::Path;
     use std::time::{Duration, Instant};
 
     use crate::error::Error;
 
     /// A held lock; dropping it closes the file and releases the lock.
-    pub(super) struct Held(#[allow(dead_code)] Option<std::fs::File>);
+    pub(super) struct Held(#[allow(dead_code)] Option<File>);
 
-    /// Takes the lock on `path` (created, mode 0600), waiting at most `bound`.
-    #[cfg(unix)]
+    /// Takes the lock on `path` (created; mode 0600 on Unix), waiting at most `bound`.
     pub(super) fn acquire(path: &Path, bound: Duration) -> Result<Held, Error> {
-        use std::os::unix::fs::OpenOptionsExt;
-        use std::os::unix::io::AsRawFd;
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| Error::Config {
-                message: format!("{}: {e}", path.display()),
-            })?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(path).map_err(|e| Error::Config {
+            message: format!("{}: {e}", path.display()),
+        })?;
         let deadline = Instant::now() + bound;
         let mut pause = Duration::from_millis(1);
         loop {
-            // SAFETY: flock on a descriptor this function owns.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                return Ok(Held(Some(file)));
-            }
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EWOULDBLOCK)
-                && err.kind() != std::io::ErrorKind::Interrupted
-            {
-                return Err(Error::Config {
-                    message: format!("{}: cannot lock: {err}", path.display()),
-                });
+            match try_lock(&file) {
+                Ok(true) => return Ok(Held(Some(file))),
+                Ok(false) => {}
+                Err(err) => {
+                    return Err(Error::Config {
+                        message: format!("{}: cannot lock: {err}", path.display()),
+                    })
+                }
             }
             let now = Instant::now();
             if now >= deadline {
@@ -211,9 +208,57 @@ mod file_lock {
         }
     }
 
-    #[cfg(not(unix))]
-    pub(super) fn acquire(_path: &Path, _bound: Duration) -> Result<Held, Error> {
-        Ok(Held(None))
+    /// Takes the lock if it is free: `Ok(false)` when another holder has it.
+    #[cfg(unix)]
+    fn try_lock(file: &File) -> std::io::Result<bool> {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: flock on a descriptor the caller owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK)
+            || err.kind() == std::io::ErrorKind::Interrupted
+        {
+            return Ok(false);
+        }
+        Err(err)
+    }
+
+    /// Takes the lock if it is free: `Ok(false)` when another holder has it.
+    #[cfg(windows)]
+    fn try_lock(file: &File) -> std::io::Result<bool> {
+        use std::os::windows::io::AsRawHandle;
+        use windows_sys::Win32::Foundation::ERROR_LOCK_VIOLATION;
+        use windows_sys::Win32::Storage::FileSystem::{
+            LockFileEx, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY,
+        };
+        // SAFETY: a zeroed OVERLAPPED (offset 0, no event) is what a synchronous lock takes.
+        let mut at: windows_sys::Win32::System::IO::OVERLAPPED = unsafe { std::mem::zeroed() };
+        // SAFETY: the file's valid handle; the whole file's range; `at` lives across the call.
+        let locked = unsafe {
+            LockFileEx(
+                file.as_raw_handle(),
+                LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+                0,
+                u32::MAX,
+                u32::MAX,
+                &mut at,
+            )
+        };
+        if locked != 0 {
+            return Ok(true);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(ERROR_LOCK_VIOLATION as i32) {
+            return Ok(false);
+        }
+        Err(err)
+    }
+
+    #[cfg(not(any(unix, windows)))]
+    fn try_lock(_: &File) -> std::io::Result<bool> {
+        Ok(true)
     }
 }
 

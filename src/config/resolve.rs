@@ -260,11 +260,18 @@ fn cached(command: &str, timeout: Duration, cancel: Option<&CancelToken>) -> Opt
 }
 
 fn run(command: &str, timeout: Duration, cancel: Option<&CancelToken>) -> Option<String> {
-    let mut cmd = if cfg!(windows) {
+    // The command is the config's own text, for the system's shell as its owner wrote it. On
+    // Windows it goes to `cmd /C` verbatim: quoting it as a program's argument would hide its
+    // quotes and redirections from `cmd`.
+    #[cfg(windows)]
+    let mut cmd = {
+        use std::os::windows::process::CommandExt;
         let mut c = Command::new("cmd");
-        c.args(["/C", command]);
+        c.arg("/C").raw_arg(command).creation_flags(0x0800_0000);
         c
-    } else {
+    };
+    #[cfg(not(windows))]
+    let mut cmd = {
         let mut c = Command::new("sh");
         c.args(["-c", command]);
         c
@@ -334,10 +341,19 @@ mod tests {
     fn a_command_runs_once_for_concurrent_callers_and_is_cached() {
         let marker = std::env::temp_dir().join(format!("mcp-cmd-{}", std::process::id()));
         let _ = std::fs::remove_file(&marker);
-        let command = format!(
-            "echo run >> {0}; sleep 0.2; echo '  secret-value  '",
-            marker.display()
-        );
+        // The callers overlap while it sleeps (`cmd` has no sleep: there, the cache alone
+        // keeps it to one run).
+        let command = if cfg!(windows) {
+            format!(
+                "echo run>> \"{}\" & echo   secret-value  ",
+                marker.display()
+            )
+        } else {
+            format!(
+                "echo run >> {0}; sleep 0.2; echo '  secret-value  '",
+                marker.display()
+            )
+        };
         let results: Vec<Option<String>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..4)
                 .map(|_| s.spawn(|| run_value_command(&command)))

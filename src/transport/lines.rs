@@ -81,6 +81,7 @@ pub(crate) fn reuse(buf: &mut Vec<u8>) {
 }
 
 /// The first `\n` in `data`.
+#[cfg_attr(not(unix), allow(dead_code))] // the multiplexed loop (`poll`) is Unix-only
 fn find_newline(data: &[u8]) -> Option<usize> {
     find_byte(data, b'\n')
 }
@@ -101,6 +102,7 @@ pub(crate) fn find_byte(data: &[u8], byte: u8) -> Option<usize> {
 }
 
 /// A push-based line splitter for input read in chunks (the multiplexed stdio loop).
+#[cfg_attr(not(unix), allow(dead_code))] // the multiplexed loop (`poll`) is Unix-only
 pub(crate) struct LineSplitter {
     buf: Vec<u8>,
     cap: usize,
@@ -109,6 +111,7 @@ pub(crate) struct LineSplitter {
 }
 
 /// What [`LineSplitter::push`] found.
+#[cfg_attr(not(unix), allow(dead_code))] // the multiplexed loop (`poll`) is Unix-only
 pub(crate) enum Piece<'a> {
     /// A whole line (without its `\n`).
     Line(&'a [u8]),
@@ -116,6 +119,7 @@ pub(crate) enum Piece<'a> {
     TooLong(&'a [u8]),
 }
 
+#[cfg_attr(not(unix), allow(dead_code))] // the multiplexed loop (`poll`) is Unix-only
 impl LineSplitter {
     /// Lines of at most `cap` bytes. A longer one is reported as [`Piece::TooLong`]; with
     /// `discard_rest` its rest is skipped and splitting goes on, without it the caller stops.

@@ -20,6 +20,8 @@ use crate::protocol::ProtocolVersion;
 pub(crate) mod abort;
 mod cork;
 pub(crate) mod http;
+#[cfg(windows)]
+mod job;
 pub(crate) mod lines;
 mod memory;
 mod pool;
@@ -27,6 +29,11 @@ mod process;
 pub(crate) mod proxy;
 pub(crate) mod sse;
 pub(crate) mod sse_parser;
+#[cfg(unix)]
+mod stdin;
+// Windows pipes cannot be made non-blocking: a writer thread per server instead.
+#[cfg(not(unix))]
+#[path = "stdin_thread.rs"]
 mod stdin;
 pub(crate) mod stdio;
 mod target;

@@ -2,8 +2,12 @@
 //! teardown that leaves nothing behind (no zombie, no orphaned grandchild).
 //!
 //! Waiting for the exit with a deadline uses the process's pidfd on Linux (a `poll` that
-//! returns when it exits); elsewhere, and on kernels without pidfds, a short polling loop.
-//! The child is reaped with `try_wait` once it has exited.
+//! returns when it exits), its handle on Windows; elsewhere, and on kernels without pidfds, a
+//! short polling loop. The child is reaped with `try_wait` once it has exited.
+//!
+//! On Windows there are no process groups: the server runs in a Job Object (see `job`), which
+//! the teardown terminates and whose process count says when the tree is gone. There is no
+//! SIGTERM either: after the stdin grace the job is terminated.
 
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
@@ -22,6 +26,10 @@ pub(crate) struct ServerProcess {
     stderr_done: Condvar,
     #[cfg(target_os = "linux")]
     pidfd: Option<std::os::fd::OwnedFd>,
+    #[cfg(windows)]
+    job: Option<super::job::Job>,
+    #[cfg(windows)]
+    handle: super::job::ProcessHandle,
 }
 
 /// Asks the command to start the child in a new process group (so signals reach its
@@ -32,7 +40,14 @@ pub(crate) fn own_process_group(command: &mut Command) {
         use std::os::unix::process::CommandExt;
         command.process_group(0);
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt;
+        // CREATE_NO_WINDOW: a console server started by a windowed host (an editor, a desktop
+        // app) gets no console window of its own; its pipes work the same.
+        command.creation_flags(0x0800_0000);
+    }
+    #[cfg(not(any(unix, windows)))]
     let _ = command;
 }
 
@@ -58,6 +73,11 @@ impl ServerProcess {
     /// Takes ownership of `child`.
     pub(crate) fn new(child: Child) -> ServerProcess {
         let pid = child.id();
+        #[cfg(windows)]
+        let (job, handle) = (
+            super::job::Job::hold(&child),
+            super::job::ProcessHandle::of(&child),
+        );
         ServerProcess {
             pid,
             child: Mutex::new(child),
@@ -66,6 +86,10 @@ impl ServerProcess {
             stderr_done: Condvar::new(),
             #[cfg(target_os = "linux")]
             pidfd: open_pidfd(pid),
+            #[cfg(windows)]
+            job,
+            #[cfg(windows)]
+            handle,
         }
     }
 
@@ -112,6 +136,9 @@ impl ServerProcess {
             unsafe { libc::poll(&mut pfd, 1, ms) };
             return;
         }
+        #[cfg(windows)]
+        return self.handle.wait(left);
+        #[allow(unreachable_code)]
         std::thread::sleep(left.min(Duration::from_millis(5)));
     }
 
@@ -141,9 +168,12 @@ impl ServerProcess {
         if self.wait_gone(start + grace) {
             return true;
         }
-        self.signal_group(Signal::Term);
-        if self.wait_gone(Instant::now() + grace) {
-            return true;
+        // Windows has no SIGTERM to send: the job is terminated after the stdin grace.
+        if cfg!(unix) {
+            self.signal_group(Signal::Term);
+            if self.wait_gone(Instant::now() + grace) {
+                return true;
+            }
         }
         self.signal_group(Signal::Kill);
         if self.wait_gone(Instant::now() + KILL_WAIT) {
@@ -166,7 +196,7 @@ impl ServerProcess {
         }
         let mut pause = Duration::from_millis(1);
         loop {
-            if !group_alive(self.pid) {
+            if !self.group_alive() {
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -192,14 +222,31 @@ impl ServerProcess {
                 libc::kill(-(self.pid as libc::pid_t), sig);
             }
         }
-        #[cfg(not(unix))]
-        {
-            let _ = signal;
-            let _ = self.child.lock().kill();
-            let _ = Command::new("taskkill")
-                .args(["/PID", &self.pid.to_string(), "/T", "/F"])
-                .output();
+        #[cfg(windows)]
+        if let Signal::Kill = signal {
+            match &self.job {
+                Some(job) => job.terminate(),
+                None => {
+                    let _ = self.child.lock().kill();
+                }
+            }
         }
+        #[cfg(not(any(unix, windows)))]
+        if let Signal::Kill = signal {
+            let _ = self.child.lock().kill();
+        }
+    }
+
+    /// Whether the server or a process it started is still running.
+    fn group_alive(&self) -> bool {
+        #[cfg(windows)]
+        return self
+            .job
+            .as_ref()
+            .and_then(super::job::Job::active)
+            .is_some_and(|n| n > 0);
+        #[cfg(not(windows))]
+        group_alive(self.pid)
     }
 }
 
@@ -215,6 +262,7 @@ fn open_pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
 /// Whether any process of the group `pgid` is still running (zombies waiting for their
 /// parent, or for an init that does not reap, count as gone: they run no code and hold no
 /// resources but their process table entry).
+#[cfg(not(windows))]
 fn group_alive(pgid: u32) -> bool {
     #[cfg(unix)]
     {

@@ -47,7 +47,6 @@ use parking_lot::{Condvar, Mutex};
 
 use super::process::{own_process_group, ServerProcess};
 use super::stdin::StdinWriter;
-#[cfg(unix)]
 use super::{Envelope, Inbound, Transport};
 use crate::error::Error;
 use crate::jsonrpc::Message;
@@ -61,6 +60,9 @@ mod guardian;
 mod lead;
 pub(crate) mod noise;
 mod pipes;
+// Windows' lookup of a program (`npx` is `npx.cmd`); plain, so tested everywhere.
+#[cfg(any(windows, test))]
+mod program;
 #[cfg(unix)]
 mod reader;
 pub(crate) mod salvage;
@@ -79,7 +81,8 @@ pub const KILL_WAIT: Duration = super::process::KILL_WAIT;
 /// never their values: they may be resolved secrets.)
 #[derive(Clone, Default, PartialEq)]
 pub struct StdioCommand {
-    /// The program (looked up in `PATH` when it has no slash).
+    /// The program (looked up in `PATH` when it has no slash; on Windows with each extension
+    /// of `PATHEXT`, so `npx` finds `npx.cmd`, which runs through `cmd.exe`).
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
@@ -175,7 +178,7 @@ impl StdioTransport {
             server: name.to_owned(),
             message,
         };
-        let mut cmd = Command::new(&command.program);
+        let mut cmd = Command::new(program(command));
         cmd.args(&command.args)
             .envs(command.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
@@ -237,6 +240,29 @@ impl StdioTransport {
         }
         Ok(transport)
     }
+}
+
+/// What to start: on Windows, the file the command shell would run (see `program`).
+fn program(command: &StdioCommand) -> PathBuf {
+    #[cfg(windows)]
+    {
+        let cwd = command
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        let found = program::find(
+            &command.program,
+            program::variable(&command.env, "PATH").as_deref(),
+            program::variable(&command.env, "PATHEXT").as_deref(),
+            &cwd,
+            &|p| p.is_file(),
+        );
+        if let Some(found) = found {
+            return found;
+        }
+    }
+    PathBuf::from(&command.program)
 }
 
 fn thread(name: &str, role: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {

@@ -197,6 +197,12 @@ impl Server {
                 }),
             ),
             "pid" => self.text(id, std::process::id().to_string()),
+            // Not listed: the arguments it was started with, as a JSON array (the Windows test
+            // of a `.cmd` shim's quoting).
+            "argv" => {
+                let argv: Vec<String> = std::env::args().skip(1).collect();
+                self.text(id, json!(argv).to_string());
+            }
             "grandchild_pid" => {
                 let pid = *self.grandchild_pid.lock().unwrap();
                 self.text(id, pid.map(|p| p.to_string()).unwrap_or_default());

@@ -47,6 +47,7 @@ impl TempRoot {
             .unwrap_or(0);
         let path =
             std::env::temp_dir().join(format!("mcp-probe-root-{}-{nanos:08x}", std::process::id()));
+        #[cfg_attr(not(unix), allow(unused_mut))]
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);

@@ -1,5 +1,7 @@
 //! SIGINT, SIGTERM and SIGHUP: every server is closed (`disconnect_all`), then the CLI exits
-//! with 130, 143 or 129 (128 + the signal), as a shell expects.
+//! with 130, 143 or 129 (128 + the signal), as a shell expects. On Windows, Ctrl+C and
+//! Ctrl+Break are SIGINT's 130 and closing the console window SIGHUP's 129; the system runs the
+//! handler on a thread of its own, which runs the cleanups and exits.
 //!
 //! The handler only writes the signal's number to a pipe (async-signal-safe); one thread reads
 //! the pipe and runs the cleanups registered so far (outside any lock), then exits. The signals
@@ -17,6 +19,7 @@ type Cleanup = Box<dyn FnOnce() + Send>;
 
 static CLEANUPS: Mutex<Vec<Cleanup>> = Mutex::new(Vec::new());
 static CAUGHT: AtomicI32 = AtomicI32::new(0);
+#[cfg(unix)]
 static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 
 /// How long the main thread waits for the signal thread to end the process (its cleanups are
@@ -83,8 +86,29 @@ pub fn install() {
             }
         }
     }
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::System::Console::SetConsoleCtrlHandler;
+        // SAFETY: registers a handler function that lives as long as the process.
+        if unsafe { SetConsoleCtrlHandler(Some(console_event), 1) } == 0 {
+            log::warn!("no Ctrl+C handling: {}", std::io::Error::last_os_error());
+        }
+    }
 }
 
+/// Ctrl+C, Ctrl+Break, the console closed: as SIGINT (130) or SIGHUP (129) on Unix.
+#[cfg(windows)]
+unsafe extern "system" fn console_event(event: u32) -> windows_sys::core::BOOL {
+    use windows_sys::Win32::System::Console::{CTRL_BREAK_EVENT, CTRL_CLOSE_EVENT, CTRL_C_EVENT};
+    match event {
+        CTRL_C_EVENT | CTRL_BREAK_EVENT => run_cleanups_and_exit(2),
+        CTRL_CLOSE_EVENT => run_cleanups_and_exit(1),
+        // Log-off and shutdown reach services only; let the default handler have them.
+        _ => 0,
+    }
+}
+
+#[cfg(any(unix, windows))]
 fn run_cleanups_and_exit(sig: i32) -> ! {
     // Under the lock, so a cleanup registered from now on runs at once instead.
     let cleanups = {
