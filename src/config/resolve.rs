@@ -267,7 +267,9 @@ fn run(command: &str, timeout: Duration, cancel: Option<&CancelToken>) -> Option
     let mut cmd = {
         use std::os::windows::process::CommandExt;
         let mut c = Command::new("cmd");
-        c.arg("/C").raw_arg(command).creation_flags(0x0800_0000);
+        c.arg("/C")
+            .raw_arg(command)
+            .creation_flags(windows_sys::Win32::System::Threading::CREATE_NO_WINDOW);
         c
     };
     #[cfg(not(windows))]

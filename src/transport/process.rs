@@ -45,7 +45,7 @@ pub(crate) fn own_process_group(command: &mut Command) {
         use std::os::windows::process::CommandExt;
         // CREATE_NO_WINDOW: a console server started by a windowed host (an editor, a desktop
         // app) gets no console window of its own; its pipes work the same.
-        command.creation_flags(0x0800_0000);
+        command.creation_flags(windows_sys::Win32::System::Threading::CREATE_NO_WINDOW);
     }
     #[cfg(not(any(unix, windows)))]
     let _ = command;
@@ -137,8 +137,8 @@ impl ServerProcess {
             return;
         }
         #[cfg(windows)]
-        return self.handle.wait(left);
-        #[allow(unreachable_code)]
+        self.handle.wait(left);
+        #[cfg(not(windows))]
         std::thread::sleep(left.min(Duration::from_millis(5)));
     }
 
