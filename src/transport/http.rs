@@ -67,10 +67,12 @@ const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version
 mod auth;
 mod ending;
 mod get_stream;
+mod headers;
 mod resume;
 mod session_id;
 mod strays;
 use ending::{cancelled_id, has_progress_token};
+use headers::WithHeader;
 pub use get_stream::MAX_DEAD_LISTENS;
 
 /// A Streamable HTTP connection. Dropping it closes it.
@@ -339,50 +341,6 @@ impl Drop for HttpTransport {
 }
 
 impl Shared {
-    /// Keeps the version `envelope` goes under (none, for an `initialize` after a stateless
-    /// probe), for the transport's own requests.
-    fn remember_version(&self, envelope: &Envelope) {
-        if *self.version.read() != envelope.version {
-            *self.version.write() = envelope.version;
-        }
-    }
-
-    /// `request` with the `MCP-Protocol-Version` header, where `version`'s revision has it.
-    fn with_version<B>(
-        &self,
-        request: ureq::RequestBuilder<B>,
-        version: Option<ProtocolVersion>,
-    ) -> ureq::RequestBuilder<B> {
-        match version {
-            Some(v) if v.sends_version_header() => {
-                request.header(VERSION_HEADER, HeaderValue::from_static(v.as_str()))
-            }
-            _ => request,
-        }
-    }
-
-    /// `request` with the headers the message's era asks for (already encoded by the era).
-    fn with_envelope<B>(
-        &self,
-        mut request: ureq::RequestBuilder<B>,
-        envelope: &Envelope,
-    ) -> ureq::RequestBuilder<B> {
-        request = self.with_version(request, envelope.version);
-        for (name, value) in &envelope.headers {
-            match (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                (Ok(name), Ok(value)) => request = request.header(name, value),
-                _ => log::debug!(
-                    "[{}] a header the era asked for is not valid; left out",
-                    self.name
-                ),
-            }
-        }
-        request
-    }
-
     /// A request's whole exchange (on a worker, or on the caller's thread); its outcome goes to
     /// the inbound sink.
     fn execute(
@@ -443,24 +401,48 @@ impl Shared {
         // The caller's deadline bounds every phase of the exchange; a request without one (a
         // call with progress) has the agent's phase timeouts; a notification or a response
         // gets `post_timeout` overall.
-        let request = self.agents.get().post(self.uri.clone());
-        let request = match (expect, deadline) {
-            (_, Some(d)) => request.config().timeout_global(Some(web::left(d))).build(),
-            (Some(_), None) => request,
-            (None, None) => request
-                .config()
-                .timeout_global(Some(self.options.post_timeout))
-                .build(),
+        let deadline = match (expect, deadline) {
+            (_, Some(d)) => Some(d),
+            (Some(_), None) => None,
+            (None, None) => Some(Instant::now() + self.options.post_timeout),
+        };
+        let request = ureq::http::Request::post(self.uri.clone())
+            .header(
+                ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            )
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let request = self.with_envelope(self.with_session(request), envelope);
+        let response = if self.wire.forwards() {
+            // Forwarded to a proxy as it is: through the agent (see `exchange`).
+            let agent = self.agents.get();
+            let request = request
+                .body(&body[..])
+                .map_err(|e| Error::closed(format!("cannot build the POST: {e}")))?;
+            match deadline {
+                Some(d) => agent.run(
+                    agent
+                        .configure_request(request)
+                        .timeout_global(Some(web::left(d)))
+                        .build(),
+                ),
+                None => agent.run(request),
+            }
+        } else {
+            let request = request
+                .body(())
+                .map_err(|e| Error::closed(format!("cannot build the POST: {e}")))?;
+            let budget = super::exchange::Budget {
+                deadline,
+                connect: self.options.connect_timeout,
+                send: self.options.post_timeout,
+                receive: self.options.exchange_timeout,
+            };
+            self.agents
+                .kept()
+                .send(web::Agents::slot(), request, &body, budget)
         }
-        .header(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        )
-        .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let response = self
-            .with_envelope(self.with_session(request), envelope)
-            .send(&body[..])
-            .map_err(|e| self.failure(e, "POST"))?;
+        .map_err(|e| self.failure(e, "POST"))?;
         web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
         if web::is_redirect(&response) {
             return Err(web::redirect_error(&response, &self.uri));

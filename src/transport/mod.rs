@@ -19,6 +19,7 @@ use crate::protocol::ProtocolVersion;
 
 pub(crate) mod abort;
 mod cork;
+mod exchange;
 pub(crate) mod http;
 #[cfg(windows)]
 mod job;

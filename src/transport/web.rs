@@ -45,6 +45,9 @@ pub(crate) struct Agents {
     /// Built on first use: most connections only ever use one or two (a fleet of sessions
     /// would otherwise build eight each).
     agents: [std::sync::OnceLock<ureq::Agent>; AGENT_SHARDS],
+    /// The kept-alive connections of the POSTs that run without the agent (see `exchange`);
+    /// built on first use.
+    kept: std::sync::OnceLock<Arc<super::exchange::Kept>>,
     options: HttpOptions,
     wire: Wire,
     /// Set by `shutdown`: an agent built after it is shut down at once.
@@ -110,7 +113,10 @@ impl Wire {
 /// How many agents a connection spreads its callers over: up to eight threads calling at once
 /// each get their own (with four, pairs of threads still queued on a pool lock). An agent
 /// costs a few hundred bytes until it holds a connection.
-const AGENT_SHARDS: usize = 8;
+pub(crate) const AGENT_SHARDS: usize = 8;
+
+/// The `User-Agent` of every request.
+pub(crate) const USER_AGENT: &str = concat!("mcp-runtime/", env!("CARGO_PKG_VERSION"));
 
 static NEXT_SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -125,6 +131,7 @@ impl Agents {
     pub(crate) fn new(options: &HttpOptions, wire: &Wire) -> Agents {
         Agents {
             agents: Default::default(),
+            kept: std::sync::OnceLock::new(),
             options: options.clone(),
             wire: wire.clone(),
             down: std::sync::atomic::AtomicBool::new(false),
@@ -141,6 +148,22 @@ impl Agents {
             agent.clone().shutdown();
         }
         agent
+    }
+
+    /// The kept-alive connections of the POSTs that run without the agent (see `exchange`).
+    pub(crate) fn kept(&self) -> &Arc<super::exchange::Kept> {
+        let built = self.kept.get().is_none();
+        let kept = self.kept.get_or_init(|| {
+            Arc::new(super::exchange::Kept::new(
+                stack(&self.wire),
+                config(&self.options, &self.wire),
+            ))
+        });
+        // One built while `shutdown` ran may have been missed by it: shut it down here.
+        if built && self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            kept.shutdown();
+        }
+        kept
     }
 
     /// The calling thread's slot: its own, or the one [`Agents::on_behalf_of`] lent it.
@@ -167,6 +190,9 @@ impl Agents {
         for a in self.agents.iter().filter_map(std::sync::OnceLock::get) {
             a.clone().shutdown();
         }
+        if let Some(kept) = self.kept.get() {
+            kept.shutdown();
+        }
     }
 }
 
@@ -179,15 +205,23 @@ impl Agents {
 /// resolved when a connection is opened, not per request (see `tcp`). Redirects are never
 /// followed (see the module docs).
 pub(crate) fn agent(options: &HttpOptions, wire: &Wire) -> ureq::Agent {
+    ureq::Agent::with_parts(
+        config(options, wire),
+        stack(wire),
+        super::tcp::ResolveOnConnect,
+    )
+}
+
+/// The agents' configuration (see [`agent`]).
+fn config(options: &HttpOptions, wire: &Wire) -> ureq::config::Config {
     // A tunnel is `ureq`'s to make; forwarded requests go to the proxy's address, with their
     // absolute target and the proxy's credentials written by the cork.
     let tunnel = wire.proxy.as_ref().filter(|_| !wire.forwards());
-    let via = wire.via.clone();
     // Forwarded requests get a connection each: proxies differ in keeping a client's
     // connection alive after a forwarded response (tinyproxy closes it unannounced, and a POST
     // on a connection closed under it cannot be re-sent), and a tunnel keeps its own.
     let idle = if wire.forwards() { 0 } else { 64 };
-    let config = ureq::Agent::config_builder()
+    ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_connect(Some(options.connect_timeout))
@@ -205,17 +239,20 @@ pub(crate) fn agent(options: &HttpOptions, wire: &Wire) -> ureq::Agent {
         // (servers cap theirs at 8 KiB or so).
         .input_buffer_size(16 * 1024)
         .output_buffer_size(8 * 1024)
-        .user_agent(concat!("mcp-runtime/", env!("CARGO_PKG_VERSION")))
+        .user_agent(USER_AGENT)
         // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
         // to read the environment itself.
         .proxy(tunnel.map(|p| p.ureq.clone()))
         .tls_config(wire.tls.config.clone())
-        .build();
+        .build()
+}
+
+/// The connection stack (see [`connections`]), each request in one write with its secrets
+/// (see `cork`).
+fn stack(wire: &Wire) -> super::exchange::Stack {
     use ureq::unversioned::transport::Connector;
-    // The connection stack, and each request in one write with its secrets (see `cork`).
     let secrets = Some(Arc::clone(&wire.secrets));
-    let connector = connections(&wire.tls, via).chain(super::cork::Cork::with_secrets(secrets));
-    ureq::Agent::with_parts(config, connector, super::tcp::ResolveOnConnect)
+    connections(&wire.tls, wire.via.clone()).chain(super::cork::Cork::with_secrets(secrets))
 }
 
 /// The connections every HTTP exchange of the crate runs on, the MCP transports' and OAuth's:
@@ -441,9 +478,11 @@ pub(crate) fn read_body(
     // Sized from Content-Length when the server sent one (one allocation, not a series of
     // doublings); up front never beyond the limit, nor beyond a mebibyte (a length is only a
     // claim until the bytes come).
+    // The header, not the body's own length: a body read by `exchange` does not know it.
     let expected = response
-        .body()
-        .content_length()
+        .headers()
+        .get(ureq::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
         .map_or(0, |n| n.min(limit.min(PREALLOCATE_CAP) as u64) as usize);
     let mut bytes = Vec::with_capacity(expected);
     response

@@ -20,12 +20,9 @@ use crate::transport::Envelope;
 
 impl Shared {
     /// `request` with the session id, once there is one.
-    pub(super) fn with_session<B>(
-        &self,
-        request: ureq::RequestBuilder<B>,
-    ) -> ureq::RequestBuilder<B> {
+    pub(super) fn with_session<R: super::WithHeader>(&self, request: R) -> R {
         match self.session.read().clone() {
-            Some(id) => request.header(SESSION_HEADER, id),
+            Some(id) => request.with_header(SESSION_HEADER, id),
             None => request,
         }
     }

@@ -1,0 +1,466 @@
+//! One HTTP/1.1 exchange on a kept-alive connection, driven through `ureq`'s protocol core.
+//!
+//! `ureq`'s agent runs every request through its general machinery: a per-call configuration,
+//! timings recorded at each step, redirect handling, a header map built for the request and
+//! another for the response, a pool keyed by scheme, host and proxy, and about 25 allocations.
+//! An MCP POST needs none of it but the protocol itself, so the Streamable HTTP transport's
+//! POSTs run here instead: `ureq_proto`'s call (the same state machine the agent drives: the
+//! request head, the body, the response head, the body by length or chunks) over a connection
+//! of the same stack the agent uses (tunnel, our TCP, TLS, the cork that writes the secrets:
+//! see `web::connections`), kept alive between requests in [`Kept`].
+//!
+//! What the agent gives and this keeps: redirects are not followed (a 3xx is returned as it
+//! is, like the agents' `max_redirects(0)`), every phase has its own bound or the request's
+//! deadline as one overall bound (see [`Budget`]), a connection goes back for reuse only when
+//! its response was read to its end and the server did not ask to close it, and
+//! [`Kept::shutdown`] interrupts every blocked read. Requests forwarded to a proxy as they are
+//! (no tunnel) keep going through the agent: they get a connection each (see `web::agent`).
+
+use std::io;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use ureq::http::{Request, Response};
+use ureq::unversioned::resolver::Resolver;
+use ureq::unversioned::transport::time::{Duration as UDuration, Instant as UInstant};
+use ureq::unversioned::transport::{
+    ConnectionDetails, Connector, NextTimeout, ShutdownHandle, Transport,
+};
+use ureq::{Body, Timeout};
+use ureq_proto::client::state::{RecvBody, RecvResponse, SendBody, SendRequest};
+use ureq_proto::client::{Call, RecvBodyResult, RecvResponseResult, SendRequestResult};
+use ureq_proto::BodyMode;
+
+/// The connection stack a connection's exchanges run on (see `web::connections`).
+pub(crate) type Stack = ureq::unversioned::transport::ChainedConnector<
+    (),
+    super::web::Connections,
+    super::cork::Cork,
+>;
+
+/// How many idle connections a shard keeps (a shard serves one or a few calling threads).
+const IDLE_PER_SHARD: usize = 8;
+
+/// The kept-alive connections of one HTTP connection config, by shard (see `web::Agents`), and
+/// the handles that interrupt the ones in use.
+pub(crate) struct Kept {
+    stack: Arc<Stack>,
+    config: ureq::config::Config,
+    idle: [Mutex<Vec<Box<dyn Transport>>>; super::web::AGENT_SHARDS],
+    handles: Arc<Mutex<Handles>>,
+}
+
+#[derive(Default)]
+struct Handles {
+    down: bool,
+    live: Vec<Weak<dyn ShutdownHandle>>,
+}
+
+/// The bounds of one exchange: each phase's own (as the agents' phase timeouts), and the
+/// request's deadline over all of them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Budget {
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) connect: Duration,
+    pub(crate) send: Duration,
+    pub(crate) receive: Duration,
+}
+
+impl Budget {
+    /// The timeout of a phase that started at `start` and may last `phase`.
+    fn next(&self, start: Instant, phase: Duration, reason: Timeout) -> NextTimeout {
+        let phase_end = start + phase;
+        let (end, reason) = match self.deadline {
+            Some(d) if d <= phase_end => (d, Timeout::Global),
+            _ => (phase_end, reason),
+        };
+        NextTimeout {
+            after: UDuration::Exact(end.saturating_duration_since(Instant::now())),
+            reason,
+            per_read: None,
+            per_write: None,
+        }
+    }
+}
+
+fn expired(timeout: &NextTimeout) -> Result<(), ureq::Error> {
+    if timeout.after.is_zero() {
+        return Err(ureq::Error::Timeout(timeout.reason));
+    }
+    Ok(())
+}
+
+impl Kept {
+    pub(crate) fn new(stack: Stack, config: ureq::config::Config) -> Kept {
+        Kept {
+            stack: Arc::new(stack),
+            config,
+            idle: Default::default(),
+            handles: Arc::default(),
+        }
+    }
+
+    /// Interrupts every blocked read, drops the idle connections and refuses new ones.
+    pub(crate) fn shutdown(&self) {
+        let live = {
+            let mut h = self.handles.lock();
+            h.down = true;
+            std::mem::take(&mut h.live)
+        };
+        for shard in &self.idle {
+            let idle = std::mem::take(&mut *shard.lock());
+            drop(idle);
+        }
+        for handle in live.iter().filter_map(Weak::upgrade) {
+            handle.shutdown();
+        }
+    }
+
+    /// POSTs `request` with `body` on a kept-alive connection of `shard` (or a new one) and
+    /// reads the response head. The body is read from the response; the connection goes back
+    /// once it was read to its end.
+    pub(crate) fn send(
+        self: &Arc<Self>,
+        shard: usize,
+        request: Request<()>,
+        body: &[u8],
+        budget: Budget,
+    ) -> Result<Response<Body>, ureq::Error> {
+        let mut call = Call::new(request)?;
+        call.header(
+            ureq::http::header::CONTENT_LENGTH,
+            ureq::http::HeaderValue::from(body.len()),
+        )?;
+        call.header(
+            ureq::http::header::USER_AGENT,
+            ureq::http::HeaderValue::from_static(super::web::USER_AGENT),
+        )?;
+        let mut connection = self.connection(shard, request_uri(&call), &budget)?;
+        let call = send_request(call.proceed(), body, &mut *connection, &budget)?;
+        let (response, next) = receive_response(call, &mut *connection, &budget)?;
+        let reader = match next {
+            RecvResponseResult::RecvBody(call) => BodyReader {
+                call: Some(call),
+                connection: Some(connection),
+                kept: Arc::downgrade(self),
+                shard,
+                budget,
+                started: Instant::now(),
+                remote_closed: false,
+            },
+            RecvResponseResult::Redirect(call) => {
+                self.put_back(shard, connection, call.must_close_connection());
+                BodyReader::empty(self, shard, budget)
+            }
+            RecvResponseResult::Cleanup(call) => {
+                self.put_back(shard, connection, call.must_close_connection());
+                BodyReader::empty(self, shard, budget)
+            }
+        };
+        let (parts, ()) = response.into_parts();
+        Ok(Response::from_parts(parts, Body::builder().reader(reader)))
+    }
+
+    /// An idle connection of `shard` that is still open, or a new one.
+    fn connection(
+        &self,
+        shard: usize,
+        uri: ureq::http::Uri,
+        budget: &Budget,
+    ) -> Result<Box<dyn Transport>, ureq::Error> {
+        let idle = &self.idle[shard % self.idle.len()];
+        loop {
+            let Some(mut c) = idle.lock().pop() else {
+                break;
+            };
+            if c.is_open() {
+                return Ok(c);
+            }
+        }
+        let timeout = budget.next(Instant::now(), budget.connect, Timeout::Connect);
+        expired(&timeout)?;
+        let stack = Arc::clone(&self.stack);
+        let run_connector: Arc<
+            dyn Fn(&ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> + Send + Sync,
+        > = Arc::new(move |details: &ConnectionDetails| {
+            let out = stack
+                .connect(details, None)?
+                .ok_or(ureq::Error::ConnectionFailed)?;
+            Ok(Box::new(out) as Box<dyn Transport>)
+        });
+        let handles = Arc::downgrade(&self.handles);
+        let register_shutdown: Arc<
+            dyn Fn(Weak<dyn ShutdownHandle>) -> Result<(), ureq::Error> + Send + Sync,
+        > = Arc::new(move |handle| {
+            let Some(handles) = handles.upgrade() else {
+                return Ok(());
+            };
+            let mut h = handles.lock();
+            if h.down {
+                return Err(io::Error::new(io::ErrorKind::NotConnected, "shut down").into());
+            }
+            h.live.retain(|w| w.strong_count() > 0);
+            h.live.push(handle);
+            Ok(())
+        });
+        let resolver = super::tcp::ResolveOnConnect;
+        let details = ConnectionDetails {
+            uri: &uri,
+            addrs: resolver.empty(),
+            config: &self.config,
+            // As the agents' requests, which all have settings of their own (see `tls`: a
+            // connection with a client certificate then never resumes a TLS session).
+            request_level: true,
+            resolver: &resolver,
+            now: UInstant::now(),
+            timeout,
+            current_time: Arc::new(UInstant::now),
+            run_connector: Arc::clone(&run_connector),
+            register_shutdown,
+        };
+        let transport = run_connector(&details)?;
+        if details.needs_tls() && !transport.is_tls() {
+            return Err(ureq::Error::TlsRequired);
+        }
+        Ok(transport)
+    }
+
+    /// Keeps a connection whose exchange ended cleanly for the next request of its shard.
+    fn put_back(&self, shard: usize, mut connection: Box<dyn Transport>, must_close: bool) {
+        // Unread input means the server sent more than its response; `is_open` here also
+        // readies the transport's next probe (see `tcp`).
+        if must_close || !connection.buffers().input().is_empty() || !connection.is_open() {
+            return;
+        }
+        if self.handles.lock().down {
+            return;
+        }
+        let mut idle = self.idle[shard % self.idle.len()].lock();
+        if idle.len() < IDLE_PER_SHARD {
+            idle.push(connection);
+        }
+    }
+}
+
+/// The URI the connection is made for: scheme and authority (the connector's choice of host,
+/// port and TLS; the path goes in the request line).
+fn request_uri(call: &Call<ureq_proto::client::state::Prepare>) -> ureq::http::Uri {
+    call.uri().clone()
+}
+
+fn send_request(
+    mut call: Call<SendRequest>,
+    body: &[u8],
+    connection: &mut dyn Transport,
+    budget: &Budget,
+) -> Result<Call<RecvResponse>, ureq::Error> {
+    let start = Instant::now();
+    while !call.can_proceed() {
+        let amount = call.write(connection.buffers().output())?;
+        let timeout = budget.next(start, budget.send, Timeout::SendRequest);
+        expired(&timeout)?;
+        connection.transmit_output(amount, timeout)?;
+    }
+    let call = match call.proceed()? {
+        Some(SendRequestResult::SendBody(call)) => call,
+        Some(SendRequestResult::RecvResponse(call)) => return Ok(call),
+        // No `Expect: 100-continue` is ever sent.
+        Some(SendRequestResult::Await100(_)) | None => return Err(stuck()),
+    };
+    send_body(call, body, connection, budget, start)
+}
+
+fn send_body(
+    mut call: Call<SendBody>,
+    body: &[u8],
+    connection: &mut dyn Transport,
+    budget: &Budget,
+    start: Instant,
+) -> Result<Call<RecvResponse>, ureq::Error> {
+    // The length was declared: the body goes into the output as it is.
+    let mut rest = body;
+    while !call.can_proceed() {
+        let output = connection.buffers().output();
+        let n = rest.len().min(output.len());
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "the body ended early").into());
+        }
+        output[..n].copy_from_slice(&rest[..n]);
+        call.consume_direct_write(n)?;
+        rest = &rest[n..];
+        let timeout = budget.next(start, budget.send, Timeout::SendBody);
+        expired(&timeout)?;
+        connection.transmit_output(n, timeout)?;
+    }
+    call.proceed()
+        .ok_or(stuck())
+}
+
+fn receive_response(
+    mut call: Call<RecvResponse>,
+    connection: &mut dyn Transport,
+    budget: &Budget,
+) -> Result<(Response<()>, RecvResponseResult), ureq::Error> {
+    let start = Instant::now();
+    loop {
+        let timeout = budget.next(start, budget.receive, Timeout::RecvResponse);
+        expired(&timeout)?;
+        let progress = connection.maybe_await_input(timeout)?;
+        let input = connection.buffers().input();
+        let (amount, response) = call.try_response(input, false)?;
+        let size = if response.is_some() {
+            amount
+        } else {
+            input.len()
+        };
+        if size > MAX_RESPONSE_HEAD {
+            return Err(ureq::Error::LargeResponseHeader(size, MAX_RESPONSE_HEAD));
+        }
+        connection.buffers().input_consume(amount);
+        if let Some(response) = response {
+            let next = call
+                .proceed()
+                .ok_or(stuck())?;
+            return Ok((response, next));
+        }
+        if !progress {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection before its response",
+            )
+            .into());
+        }
+    }
+}
+
+/// A state the protocol core does not reach for a POST with a declared length.
+fn stuck() -> ureq::Error {
+    io::Error::other("the HTTP exchange could not go on").into()
+}
+
+/// The most a response head may take (as the agents' default).
+const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+
+/// A response's body, read from its connection; the connection goes back for reuse once the
+/// body was read to its end (dropped before that, it is closed).
+struct BodyReader {
+    call: Option<Call<RecvBody>>,
+    connection: Option<Box<dyn Transport>>,
+    kept: Weak<Kept>,
+    shard: usize,
+    budget: Budget,
+    started: Instant,
+    remote_closed: bool,
+}
+
+impl BodyReader {
+    fn empty(kept: &Arc<Kept>, shard: usize, budget: Budget) -> BodyReader {
+        BodyReader {
+            call: None,
+            connection: None,
+            kept: Arc::downgrade(kept),
+            shard,
+            budget,
+            started: Instant::now(),
+            remote_closed: false,
+        }
+    }
+
+    fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, ureq::Error> {
+        let (Some(call), Some(connection)) = (&mut self.call, &mut self.connection) else {
+            return Ok(0);
+        };
+        loop {
+            let fulfilled = match call.body_mode() {
+                BodyMode::LengthDelimited(_) | BodyMode::Chunked => call.can_proceed(),
+                BodyMode::CloseDelimited | BodyMode::NoBody => false,
+            };
+            if fulfilled {
+                self.ended()?;
+                return Ok(0);
+            }
+            if connection.buffers().can_use_input() {
+                let (used, produced) = call.read(connection.buffers().input(), buf)?;
+                connection.buffers().input_consume(used);
+                if produced > 0 {
+                    return Ok(produced);
+                }
+                if used > 0 {
+                    continue;
+                }
+            }
+            if self.remote_closed {
+                self.ended()?;
+                return Ok(0);
+            }
+            let timeout = self
+                .budget
+                .next(self.started, self.budget.receive, Timeout::RecvBody);
+            expired(&timeout)?;
+            let progress = match connection.maybe_await_input(timeout) {
+                Ok(p) => p,
+                Err(ureq::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::UnexpectedEof
+                            | io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::ConnectionReset
+                    ) =>
+                {
+                    self.remote_closed = true;
+                    true
+                }
+                Err(e) => return Err(e),
+            };
+            let input = connection.buffers().input();
+            let input_ended = input.is_empty();
+            let (used, produced) = call.read(input, buf)?;
+            connection.buffers().input_consume(used);
+            if produced > 0 {
+                return Ok(produced);
+            }
+            if input_ended {
+                self.ended()?;
+                return Ok(0);
+            }
+            if !progress {
+                return Err(ureq::Error::BodyStalled);
+            }
+        }
+    }
+
+    /// The body was read: the connection goes back, or is closed.
+    fn ended(&mut self) -> Result<(), ureq::Error> {
+        let (Some(call), Some(connection)) = (self.call.take(), self.connection.take()) else {
+            return Ok(());
+        };
+        let ended_chunked = call.is_ended_chunked();
+        if !call.can_proceed() {
+            if ended_chunked {
+                // `0\r\n` then the connection closed: the body is whole, the connection not.
+                return Ok(());
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection before the end of its response",
+            )
+            .into());
+        }
+        let must_close = match call.proceed() {
+            Some(RecvBodyResult::Cleanup(c)) => c.must_close_connection(),
+            Some(RecvBodyResult::Redirect(c)) => c.must_close_connection(),
+            None => true,
+        };
+        if let Some(kept) = self.kept.upgrade() {
+            kept.put_back(self.shard, connection, must_close);
+        }
+        Ok(())
+    }
+}
+
+impl io::Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_body(buf).map_err(ureq::Error::into_io)
+    }
+}
