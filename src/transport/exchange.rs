@@ -33,11 +33,12 @@ use ureq_proto::client::{Call, RecvBodyResult, RecvResponseResult, SendRequestRe
 use ureq_proto::BodyMode;
 
 /// The connection stack a connection's exchanges run on (see `web::connections`).
-pub(crate) type Stack = ureq::unversioned::transport::ChainedConnector<
-    (),
-    super::web::Connections,
-    super::cork::Cork,
->;
+pub(crate) type Stack =
+    ureq::unversioned::transport::ChainedConnector<(), super::web::Connections, super::cork::Cork>;
+
+type RunConnector =
+    dyn Fn(&ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> + Send + Sync;
+type RegisterShutdown = dyn Fn(Weak<dyn ShutdownHandle>) -> Result<(), ureq::Error> + Send + Sync;
 
 /// How many idle connections a shard keeps (a shard serves one or a few calling threads).
 const IDLE_PER_SHARD: usize = 8;
@@ -45,7 +46,10 @@ const IDLE_PER_SHARD: usize = 8;
 /// The kept-alive connections of one HTTP connection config, by shard (see `web::Agents`), and
 /// the handles that interrupt the ones in use.
 pub(crate) struct Kept {
-    stack: Arc<Stack>,
+    /// Runs the connection stack (also for the tunnel's own connection to its proxy).
+    run_connector: Arc<RunConnector>,
+    /// Keeps a handle to each new connection's socket for [`Kept::shutdown`].
+    register_shutdown: Arc<RegisterShutdown>,
     config: ureq::config::Config,
     idle: [Mutex<Vec<Box<dyn Transport>>>; super::web::AGENT_SHARDS],
     handles: Arc<Mutex<Handles>>,
@@ -93,11 +97,32 @@ fn expired(timeout: &NextTimeout) -> Result<(), ureq::Error> {
 
 impl Kept {
     pub(crate) fn new(stack: Stack, config: ureq::config::Config) -> Kept {
+        let run_connector: Arc<RunConnector> = Arc::new(move |details: &ConnectionDetails| {
+            let out = stack
+                .connect(details, None)?
+                .ok_or(ureq::Error::ConnectionFailed)?;
+            Ok(Box::new(out) as Box<dyn Transport>)
+        });
+        let handles: Arc<Mutex<Handles>> = Arc::default();
+        let weak = Arc::downgrade(&handles);
+        let register_shutdown: Arc<RegisterShutdown> = Arc::new(move |handle| {
+            let Some(handles) = weak.upgrade() else {
+                return Ok(());
+            };
+            let mut h = handles.lock();
+            if h.down {
+                return Err(io::Error::new(io::ErrorKind::NotConnected, "shut down").into());
+            }
+            h.live.retain(|w| w.strong_count() > 0);
+            h.live.push(handle);
+            Ok(())
+        });
         Kept {
-            stack: Arc::new(stack),
+            run_connector,
+            register_shutdown,
             config,
             idle: Default::default(),
-            handles: Arc::default(),
+            handles,
         }
     }
 
@@ -136,7 +161,7 @@ impl Kept {
             ureq::http::header::USER_AGENT,
             ureq::http::HeaderValue::from_static(super::web::USER_AGENT),
         )?;
-        let mut connection = self.connection(shard, request_uri(&call), &budget)?;
+        let mut connection = self.connection(shard, call.uri().clone(), &budget)?;
         let call = send_request(call.proceed(), body, &mut *connection, &budget)?;
         let (response, next) = receive_response(call, &mut *connection, &budget)?;
         let reader = match next {
@@ -180,30 +205,6 @@ impl Kept {
         }
         let timeout = budget.next(Instant::now(), budget.connect, Timeout::Connect);
         expired(&timeout)?;
-        let stack = Arc::clone(&self.stack);
-        let run_connector: Arc<
-            dyn Fn(&ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> + Send + Sync,
-        > = Arc::new(move |details: &ConnectionDetails| {
-            let out = stack
-                .connect(details, None)?
-                .ok_or(ureq::Error::ConnectionFailed)?;
-            Ok(Box::new(out) as Box<dyn Transport>)
-        });
-        let handles = Arc::downgrade(&self.handles);
-        let register_shutdown: Arc<
-            dyn Fn(Weak<dyn ShutdownHandle>) -> Result<(), ureq::Error> + Send + Sync,
-        > = Arc::new(move |handle| {
-            let Some(handles) = handles.upgrade() else {
-                return Ok(());
-            };
-            let mut h = handles.lock();
-            if h.down {
-                return Err(io::Error::new(io::ErrorKind::NotConnected, "shut down").into());
-            }
-            h.live.retain(|w| w.strong_count() > 0);
-            h.live.push(handle);
-            Ok(())
-        });
         let resolver = super::tcp::ResolveOnConnect;
         let details = ConnectionDetails {
             uri: &uri,
@@ -216,10 +217,10 @@ impl Kept {
             now: UInstant::now(),
             timeout,
             current_time: Arc::new(UInstant::now),
-            run_connector: Arc::clone(&run_connector),
-            register_shutdown,
+            run_connector: Arc::clone(&self.run_connector),
+            register_shutdown: Arc::clone(&self.register_shutdown),
         };
-        let transport = run_connector(&details)?;
+        let transport = (self.run_connector)(&details)?;
         if details.needs_tls() && !transport.is_tls() {
             return Err(ureq::Error::TlsRequired);
         }
@@ -241,12 +242,6 @@ impl Kept {
             idle.push(connection);
         }
     }
-}
-
-/// The URI the connection is made for: scheme and authority (the connector's choice of host,
-/// port and TLS; the path goes in the request line).
-fn request_uri(call: &Call<ureq_proto::client::state::Prepare>) -> ureq::http::Uri {
-    call.uri().clone()
 }
 
 fn send_request(
@@ -293,8 +288,7 @@ fn send_body(
         expired(&timeout)?;
         connection.transmit_output(n, timeout)?;
     }
-    call.proceed()
-        .ok_or(stuck())
+    call.proceed().ok_or(stuck())
 }
 
 fn receive_response(
@@ -319,9 +313,7 @@ fn receive_response(
         }
         connection.buffers().input_consume(amount);
         if let Some(response) = response {
-            let next = call
-                .proceed()
-                .ok_or(stuck())?;
+            let next = call.proceed().ok_or(stuck())?;
             return Ok((response, next));
         }
         if !progress {

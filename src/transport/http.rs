@@ -72,8 +72,8 @@ mod resume;
 mod session_id;
 mod strays;
 use ending::{cancelled_id, has_progress_token};
-use headers::WithHeader;
 pub use get_stream::MAX_DEAD_LISTENS;
+use headers::WithHeader;
 
 /// A Streamable HTTP connection. Dropping it closes it.
 pub struct HttpTransport {

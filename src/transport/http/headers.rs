@@ -35,7 +35,11 @@ impl Shared {
     }
 
     /// `request` with the `MCP-Protocol-Version` header, where `version`'s revision has it.
-    pub(super) fn with_version<R: WithHeader>(&self, request: R, version: Option<ProtocolVersion>) -> R {
+    pub(super) fn with_version<R: WithHeader>(
+        &self,
+        request: R,
+        version: Option<ProtocolVersion>,
+    ) -> R {
         match version {
             Some(v) if v.sends_version_header() => {
                 request.with_header(VERSION_HEADER, HeaderValue::from_static(v.as_str()))
