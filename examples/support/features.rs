@@ -2,7 +2,7 @@
 //! for: the tool search index (`index`) and the output budget (`render`).
 //!
 //! - `index`: `--n` tools of the captured catalogues (`tests/fixtures/catalogue`; one server up
-//!   to 1,000 tools, else 100 a server, so a multiple of 100), read from their listings' JSON;
+//!   to 100 tools, else 100 a server, so a multiple of 100), read from their listings' JSON;
 //!   then R times the index built over them (its time and the bytes it holds, as the allocator
 //!   counts them: `mallinfo2`, glibc only, else 0) and a search (every labelled query, the mean
 //!   of one); then R times the same tools listed by a real server process (`mcp-test-server

@@ -43,12 +43,13 @@ pub fn queries() -> Vec<String> {
         .collect()
 }
 
-/// How `tools` tools are spread over servers: one server up to 1,000 tools, else 100 a server.
+/// How `tools` tools are spread over servers: one server up to 100 tools, else 100 a server
+/// (`search_scale`'s 1,000 and 10,000: 10 and 100 servers).
 pub fn shape(tools: usize) -> (usize, usize) {
-    if tools <= 1000 {
+    if tools <= 100 {
         (1, tools)
     } else {
-        (tools.div_ceil(100), 100)
+        (tools / 100, 100)
     }
 }
 
