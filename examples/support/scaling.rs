@@ -32,7 +32,7 @@
 //!   against ours with no proxy (the floor's column).
 //!
 //! Where the floor's column is ours (a run's `baseline`), the family's title says so; a family
-//! of one size has no growth verdict.
+//! of one size has no growth (`-`) and no verdict.
 
 use serde_json::Value;
 
@@ -419,8 +419,13 @@ fn print_figure(family: &Family, f: &Figure, results: &[(usize, Vec<compare::Rou
             (family.size_label)(*n),
             shown(c.ours),
             shown(c.floor),
-            format!("{growth:.2}"),
-            shown(growth_floor),
+            // One size: no growth.
+            shown(if results.len() == 1 { f64::NAN } else { growth }),
+            shown(if results.len() == 1 {
+                f64::NAN
+            } else {
+                growth_floor
+            }),
         );
     }
 }
