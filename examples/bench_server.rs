@@ -8,6 +8,11 @@
 //! exits when its stdin closes: the server of a cached second start whose live connection must
 //! not finish while the cached tools are measured (see `perf_bench --mode cache`).
 //!
+//! `--list-blob` lists `blob` too (after the `--tools` definitions: a manager's tools are the
+//! listed ones, see `perf_bench --mode render`). `--extensions` declares the Apps, Skills and
+//! tasks extensions in its capabilities (handshake era), so a client declaring them agrees on
+//! them (see `perf_bench --extensions`).
+//!
 //! `--stateless` speaks 2026-07-28 instead: `server/discover`, `resultType` and `ttlMs` on
 //! every result, and `initialize` refused with `-32022`.
 //!
@@ -26,22 +31,33 @@ fn main() {
     let mut tools = 20usize;
     let mut http = false;
     let mut stateless = false;
+    let mut list_blob = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--tools" => tools = args.next().and_then(|v| v.parse().ok()).unwrap_or(tools),
             "--http" => http = true,
             "--stateless" => stateless = true,
+            "--list-blob" => list_blob = true,
+            "--extensions" => EXTENSIONS.store(true, std::sync::atomic::Ordering::Relaxed),
             other => {
                 eprintln!("bench_server: unknown argument {other}");
                 std::process::exit(2);
             }
         }
     }
+    let mut defs = tool_list(tools);
+    if list_blob {
+        defs.push(json!({
+            "name": "blob",
+            "description": "Returns `bytes` bytes of text.",
+            "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}
+        }));
+    }
     let list = if stateless {
-        json!({ "tools": tool_list(tools), "resultType": "complete", "ttlMs": 60000, "cacheScope": "public" })
+        json!({ "tools": defs, "resultType": "complete", "ttlMs": 60000, "cacheScope": "public" })
     } else {
-        json!({ "tools": tool_list(tools) })
+        json!({ "tools": defs })
     };
     let list = Arc::new(list.to_string());
     STATELESS.store(stateless, std::sync::atomic::Ordering::Relaxed);
@@ -88,6 +104,8 @@ fn tool_list(n: usize) -> Vec<Value> {
 
 /// Whether the server speaks 2026-07-28.
 static STATELESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Declare the Apps, Skills and tasks extensions (`--extensions`).
+static EXTENSIONS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A reply, in parts: a large `blob` text is written from where it is kept, not copied.
 struct Reply(Vec<Part>);
@@ -167,7 +185,7 @@ fn answer(line: &[u8], list: &str) -> Option<Reply> {
     let result = match msg["method"].as_str().unwrap_or("") {
         "initialize" => json!({
             "protocolVersion": msg["params"]["protocolVersion"].as_str().unwrap_or("2025-11-25"),
-            "capabilities": {"tools": {}},
+            "capabilities": capabilities(),
             "serverInfo": {"name": "bench-server", "version": "1"}
         })
         .to_string(),
@@ -184,6 +202,18 @@ fn answer(line: &[u8], list: &str) -> Option<Reply> {
         }
     };
     Some(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}").into())
+}
+
+/// The handshake's capabilities: tools, and the extensions with `--extensions`.
+fn capabilities() -> Value {
+    if !EXTENSIONS.load(std::sync::atomic::Ordering::Relaxed) {
+        return json!({"tools": {}});
+    }
+    json!({"tools": {}, "extensions": {
+        "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]},
+        "io.modelcontextprotocol/skills": {},
+        "io.modelcontextprotocol/tasks": {}
+    }})
 }
 
 /// The 2026-07-28 reply to a request.

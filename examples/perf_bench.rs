@@ -1,9 +1,11 @@
 //! Our client under load, in the interface every benchmark harness here uses:
 //!
 //! ```text
-//! perf_bench --mode cold|seq|conc|fleet|result|cache (--cmd "SERVER ARGS..." | --url URL)
+//! perf_bench --mode cold|seq|conc|fleet|result|cache|index|render
+//!            (--cmd "SERVER ARGS..." | --url URL)
 //!            [--reps R] [--n N] [--threads T] [--fleet F] [--warmup W] [--label NAME]
-//!            [--stateless] [--bytes B] [--cache-dir DIR]
+//!            [--stateless] [--bytes B] [--cache-dir DIR] [--budget TOKENS|none]
+//!            [--extensions none|default|all] [--proxy URL] [--no-proxy LIST]
 //! ```
 //!
 //! - `cold`: R times connect (spawn or open, handshake) and list the tools.
@@ -22,11 +24,29 @@
 //!   a stdio server is started with `BENCH_SERVER_SILENT=1` then (the bench server never
 //!   answers) through an env value resolved at connect time, which the cache key does not see
 //!   (over HTTP the live connection is not held back).
+//! - `index` (ours only): the tool search index over N catalogue tools: its build, its memory,
+//!   a search, and the listing of the same tools by a real server (see `support/features.rs`).
+//! - `render` (ours only): `result` through the manager's tools, each result rendered for the
+//!   model within the output budget of `--budget` tokens (default 25,000; `none`: unlimited).
+//!   The bench server must list `blob` (`--list-blob`).
+//!
+//! Our features, in every mode that connects a client: `--extensions` the extensions our
+//! client declares (`none`; `default`, the tasks extension; `all`: Apps, Skills and tasks),
+//! `--proxy` the HTTP options' proxy, `--no-proxy` the `no_proxy` of this process's
+//! environment (set before anything connects). A proxy that a loopback server bypasses
+//! (`--proxy http://127.0.0.1:9 --no-proxy 127.0.0.1`) must cost nothing: were it used, every
+//! call would fail (nothing listens at port 9).
 //!
 //! It prints one line, `RESULT {json}` (the fields of `support/perf.rs`). See `perf_compare`
 //! for the side-by-side run against the raw floor (`perf_floor`), and the README for the
 //! numbers.
 
+#[path = "../tests/common/catalogue.rs"]
+mod catalogue;
+#[path = "support/features.rs"]
+mod features;
+#[path = "support/index.rs"]
+mod index;
 #[path = "support/perf.rs"]
 mod perf;
 
@@ -37,6 +57,7 @@ use std::time::{Duration, Instant};
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{FileToolCache, ToolCache};
 use mcp_runtime::manager::{ManagerOptions, McpManager};
+use mcp_runtime::protocol;
 use mcp_runtime::transport::{HttpTarget, StdioCommand};
 use mcp_runtime::{Client, ConnectOptions, Endpoint};
 use perf::{Args, Mode, BLOB, MESSAGE};
@@ -44,6 +65,10 @@ use serde_json::json;
 
 fn main() {
     let args = perf::parse_args("mcp-runtime");
+    if let Some(list) = &args.no_proxy {
+        // Still one thread: nothing reads the environment meanwhile.
+        std::env::set_var("no_proxy", list);
+    }
     let fields = match args.mode {
         Mode::Cold => cold(&args),
         Mode::Seq => seq(&args),
@@ -51,6 +76,8 @@ fn main() {
         Mode::Fleet => fleet(&args),
         Mode::Result => result(&args),
         Mode::Cache => cache(&args),
+        Mode::Index => features::index(&args),
+        Mode::Render => features::render(&args, server_config(&args), connect_options(&args)),
         Mode::Fill => {
             fill(&args);
             return;
@@ -69,8 +96,28 @@ fn endpoint(args: &Args) -> Endpoint {
     }
 }
 
+/// Our client's options: the extensions and the proxy of the command line.
+fn connect_options(args: &Args) -> ConnectOptions {
+    let mut options = ConnectOptions::default();
+    match args.extensions.as_str() {
+        "none" => options.extensions.clear(),
+        "all" => {
+            options
+                .extensions
+                .insert(protocol::SKILLS_EXTENSION.to_owned(), json!({}));
+            options.extensions.insert(
+                protocol::UI_EXTENSION.to_owned(),
+                json!({"mimeTypes": [protocol::APP_MIME_TYPE]}),
+            );
+        }
+        _ => {}
+    }
+    options.http.proxy = args.proxy.clone();
+    options
+}
+
 fn connect(args: &Args) -> Client {
-    Client::connect("bench", &endpoint(args), ConnectOptions::default())
+    Client::connect("bench", &endpoint(args), connect_options(args))
         .expect("connect to the bench server")
 }
 
@@ -166,6 +213,7 @@ fn fleet(args: &Args) -> serde_json::Value {
     for _ in 0..args.reps {
         let manager = McpManager::new(ManagerOptions {
             startup_timeout: Duration::from_secs(60),
+            connect: connect_options(args),
             ..ManagerOptions::default()
         });
         let started = Instant::now();
@@ -217,6 +265,7 @@ fn cached_manager(
     let manager = McpManager::new(ManagerOptions {
         startup_timeout: gate,
         cache: Some(cache),
+        connect: connect_options(args),
         ..ManagerOptions::default()
     });
     (manager, BTreeMap::from([("s0".to_owned(), config)]))

@@ -26,7 +26,14 @@
 //!   each cost grows with the work (fleets of 5, 20, 100 stdio servers; listings of 50, 500,
 //!   5000 tools, cold and from the tool cache; results of 1 KB, 1 MB, 16 MB; 1, 8, 64 callers
 //!   on one connection), as a figure per unit at each size, ours and the floor's, and whether
-//!   ours grows linearly.
+//!   ours grows linearly; then the cost of four features of ours: the tool search index over
+//!   1,000 and 10,000 catalogue tools (`scaling index`: build, memory and a search per tool,
+//!   and a search against listing the same tools; ours only), the output budget on results of
+//!   1 KB, 1 MB, 16 MB against the same unbudgeted (`scaling budget`), a cold connect with no
+//!   extension against the floor and with Apps, Skills and tasks against none (`scaling
+//!   extensions`), and HTTP calls with a proxy configured and bypassed against none (`scaling
+//!   proxy`). In those last three the floor's column is ours without the feature, as each
+//!   family's title says.
 //!
 //! Memory rows compare the peak resident memory (`rss_kb`, VmHWM) of the two programs, as a
 //! difference in KiB (`+KB`) or a ratio; the `rss+KB` column shows that difference for every
@@ -213,6 +220,11 @@ fn with_modern(cases: Vec<Case>) -> Vec<Case> {
     cases.into_iter().chain(modern).collect()
 }
 
+const USAGE: &str = "usage: perf_compare [--rounds N] [--quick] [--only TEXT] [--scaling]
+  --only scaling (with --scaling): the scaling section alone; --only \"scaling NAME\" one family
+  of it: fleet, listing, cached, stdio result, http result, callers, index (the tool search
+  index), budget (the output budget), extensions, proxy (a proxy configured and bypassed)";
+
 fn main() {
     let mut rounds = 5;
     let mut quick = false;
@@ -226,9 +238,7 @@ fn main() {
             "--only" => only = it.next(),
             "--scaling" => scaling = true,
             other => {
-                eprintln!(
-                    "usage: perf_compare [--rounds N] [--quick] [--only TEXT] [--scaling] (unknown {other})"
-                );
+                eprintln!("{USAGE}\n(unknown {other})");
                 std::process::exit(2);
             }
         }

@@ -5,7 +5,9 @@
 //! fleet, each server's parsed listing is kept until the server closes, as the manager keeps
 //! the tools it listed.
 //!
-//! The modes are `perf_bench`'s (see there) but `cache` and `fill`: the floor keeps no cache.
+//! The modes are `perf_bench`'s (see there) but `cache`, `fill`, `index` and `render`: the
+//! floor keeps no cache, no tool index and no output budget. The flags of our features alone
+//! (`--budget`, `--extensions`, `--proxy`, `--no-proxy`) are read and ignored.
 //! In `conc` mode the stdio threads share one pipe (a writer lock and a reader thread routing
 //! answers by id); over HTTP each thread has a keep-alive connection of its own.
 //!
@@ -43,8 +45,11 @@ fn main() {
         Mode::Conc => conc(&args),
         Mode::Fleet => fleet(&args),
         Mode::Result => result(&args),
-        Mode::Cache | Mode::Fill => {
-            eprintln!("perf_floor: the floor keeps no cache (cache mode is perf_bench's only)");
+        Mode::Cache | Mode::Fill | Mode::Index | Mode::Render => {
+            eprintln!(
+                "perf_floor: the floor keeps no cache, no tool index and no output budget \
+(cache, index and render modes are perf_bench's only)"
+            );
             std::process::exit(2);
         }
     };

@@ -45,6 +45,9 @@ pub struct Run {
     pub stateless: bool,
     /// Only our client runs (a mode the floor has no counterpart for).
     pub ours_only: bool,
+    /// Where the second column is ours too: `perf_bench` with these arguments in place of
+    /// `args` runs where the floor would (ours with a feature off, against ours with it on).
+    pub baseline: Option<Vec<String>>,
 }
 
 /// Strings from string slices.
@@ -62,7 +65,14 @@ impl Run {
             placement: Placement::Free,
             stateless: false,
             ours_only: false,
+            baseline: None,
         }
+    }
+
+    /// The same run against ours with `args` in place of the floor (see [`Run::baseline`]).
+    pub fn against(mut self, args: &[&str]) -> Run {
+        self.baseline = Some(strings(args));
+        self
     }
 
     /// The same run over HTTP.
@@ -148,13 +158,27 @@ impl Env {
                 }
                 if round % 2 == 0 {
                     let ours = self.run("perf_bench", run);
-                    (ours, Some(self.run("perf_floor", run)))
+                    (ours, Some(self.second(run)))
                 } else {
-                    let floor = self.run("perf_floor", run);
+                    let floor = self.second(run);
                     (self.run("perf_bench", run), Some(floor))
                 }
             })
             .collect()
+    }
+
+    /// The second column's run: the floor's, or ours with the run's baseline arguments.
+    fn second(&self, run: &Run) -> Value {
+        match &run.baseline {
+            Some(args) => {
+                let baseline = Run {
+                    args: args.clone(),
+                    ..run.clone()
+                };
+                self.run("perf_bench", &baseline)
+            }
+            None => self.run("perf_floor", run),
+        }
     }
 
     /// One run of `client` (`perf_bench` or `perf_floor`): its `RESULT`.

@@ -25,6 +25,12 @@ pub enum Mode {
     Cache,
     /// Ours only: the first start of `cache` mode, run in a process of its own.
     Fill,
+    /// Ours only: the tool search index over `--n` catalogue tools (build, memory, search,
+    /// and the listing of the same tools).
+    Index,
+    /// Ours only: `result` through the manager's tools, each result rendered for the model
+    /// within `--budget`.
+    Render,
 }
 
 impl Mode {
@@ -38,6 +44,8 @@ impl Mode {
             Mode::Result => "result",
             Mode::Cache => "cache",
             Mode::Fill => "fill",
+            Mode::Index => "index",
+            Mode::Render => "render",
         }
     }
 }
@@ -61,12 +69,23 @@ pub struct Args {
     pub bytes: usize,
     /// The cache directory of `cache` and `fill` modes (default: a new one in the temp dir).
     pub cache_dir: Option<String>,
+    /// Ours only: the output budget of `render` mode, in tokens (`--budget none`: `None`,
+    /// unlimited; default 25,000, the manager's default).
+    pub budget: Option<usize>,
+    /// Ours only: the extensions our client declares: `none`, `default` (the tasks
+    /// extension, `ConnectOptions`' default) or `all` (Apps, Skills and tasks).
+    pub extensions: String,
+    /// Ours only: the proxy of the HTTP options (`--proxy URL`).
+    pub proxy: Option<String>,
+    /// Ours only: `no_proxy`, set in this process's environment before any connection.
+    pub no_proxy: Option<String>,
 }
 
 pub const USAGE: &str =
-    "usage: --mode cold|seq|conc|fleet|result|cache|fill (--cmd \"SERVER ARGS...\" | --url URL) \
-[--reps R] [--n N] [--threads T] [--fleet F] [--warmup W] [--label NAME] [--stateless] [--bytes B] \
-[--cache-dir DIR]";
+    "usage: --mode cold|seq|conc|fleet|result|cache|fill|index|render (--cmd \"SERVER ARGS...\" | \
+--url URL) [--reps R] [--n N] [--threads T] [--fleet F] [--warmup W] [--label NAME] [--stateless] \
+[--bytes B] [--cache-dir DIR] [--budget TOKENS|none] [--extensions none|default|all] [--proxy URL] \
+[--no-proxy LIST]";
 
 /// The resident memory (KiB) when the arguments were parsed, before any work.
 static RSS_BASE_KB: OnceLock<u64> = OnceLock::new();
@@ -87,6 +106,10 @@ pub fn parse_args(default_label: &str) -> Args {
         stateless: false,
         bytes: 1024,
         cache_dir: None,
+        budget: Some(25_000),
+        extensions: "default".to_owned(),
+        proxy: None,
+        no_proxy: None,
     };
     let mut it = std::env::args().skip(1);
     let bad = |m: &str| -> ! {
@@ -112,6 +135,8 @@ pub fn parse_args(default_label: &str) -> Args {
                     "result" => Mode::Result,
                     "cache" => Mode::Cache,
                     "fill" => Mode::Fill,
+                    "index" => Mode::Index,
+                    "render" => Mode::Render,
                     other => bad(&format!("unknown mode {other}")),
                 }
             }
@@ -126,6 +151,20 @@ pub fn parse_args(default_label: &str) -> Args {
             "--stateless" => args.stateless = true,
             "--bytes" => args.bytes = number(value()),
             "--cache-dir" => args.cache_dir = Some(value()),
+            "--budget" => {
+                args.budget = match value() {
+                    v if v == "none" => None,
+                    v => Some(number(v)),
+                }
+            }
+            "--extensions" => {
+                args.extensions = value();
+                if !["none", "default", "all"].contains(&args.extensions.as_str()) {
+                    bad(&format!("unknown extensions {}", args.extensions));
+                }
+            }
+            "--proxy" => args.proxy = Some(value()),
+            "--no-proxy" => args.no_proxy = Some(value()),
             other => bad(&format!("unknown argument {other}")),
         }
     }

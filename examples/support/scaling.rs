@@ -15,10 +15,28 @@
 //! Memory per unit is the work's memory (`rss_kb − rss_base_kb`: the peak minus the resident
 //! size when the program started) over the units, so it includes the client's one-time cost
 //! (code paged in, first buffers), which a small size divides by fewer units.
+//!
+//! The cost of four features of ours, each a family of its own (see [`feature_families`]):
+//!
+//! - **The tool search index** over 1,000 and 10,000 real catalogue tools (ours only:
+//!   `perf_bench --mode index`): its build time, its memory and a search's time per tool,
+//!   and a search's time as a share of listing the same tools (`tools/list` from a server).
+//! - **The output budget** on results of 1 KB, 1 MB and 16 MB (`perf_bench --mode render`,
+//!   the default 25,000 tokens): ours through the budget against ours unbudgeted (`--budget
+//!   none`), in the floor's column; the ratio is budgeted / unbudgeted MB/s.
+//! - **Extensions**: a stdio cold connect declaring none (`--extensions none`) against the
+//!   floor, and one declaring Apps, Skills and tasks to a server that declares them too
+//!   (`--extensions all`) against ours declaring none (the floor's column).
+//! - **A proxy configured and bypassed**: HTTP sequential calls with `--proxy
+//!   http://127.0.0.1:9 --no-proxy 127.0.0.1` (were the proxy used, every call would fail)
+//!   against ours with no proxy (the floor's column).
+//!
+//! Where the floor's column is ours (a run's `baseline`), the family's title says so; a family
+//! of one size has no growth (`-`) and no verdict.
 
 use serde_json::Value;
 
-use crate::compare::{self, field, work_kb, Env, Placement, Run};
+use crate::compare::{self, field, strings, work_kb, Env, Placement, Run};
 
 /// A figure per unit, read from one `RESULT` at one size.
 type PerUnit = fn(&Value, usize) -> f64;
@@ -65,7 +83,7 @@ fn figure(label: &'static str, per_unit: PerUnit, throughput: bool) -> Figure {
 }
 
 fn families() -> Vec<Family> {
-    vec![
+    let mut families = vec![
         Family {
             title: "fleets of stdio servers (50 tools each) through the manager",
             sizes: &[5, 20, 100],
@@ -184,19 +202,152 @@ fn families() -> Vec<Family> {
                 ),
             ],
         },
+    ];
+    families.extend(feature_families());
+    families
+}
+
+/// The cost of four features of ours (see the module docs).
+fn feature_families() -> Vec<Family> {
+    vec![
+        Family {
+            title: "the tool search index over N catalogue tools (ours only)",
+            sizes: &[1000, 10_000],
+            size_label: plain,
+            run: |n, quick| {
+                let reps = if quick { "1" } else { "5" };
+                let mut run =
+                    Run::stdio(&["--mode", "index", "--n", &n.to_string(), "--reps", reps]);
+                run.ours_only = true;
+                run
+            },
+            figures: vec![
+                figure(
+                    "scaling index: build us per tool",
+                    |v, _| field(v, "index_build_ms") * 1e3 / field(v, "tools"),
+                    false,
+                ),
+                figure(
+                    "scaling index: bytes per tool",
+                    |v, _| field(v, "index_bytes") / field(v, "tools"),
+                    false,
+                ),
+                figure(
+                    "scaling index: search ns per tool",
+                    |v, _| field(v, "index_search_us") * 1e3 / field(v, "tools"),
+                    false,
+                ),
+                figure(
+                    "scaling index: listing us per tool",
+                    |v, _| field(v, "list_ms") * 1e3 / field(v, "tools"),
+                    false,
+                ),
+                figure(
+                    "scaling index: search % of listing",
+                    |v, _| field(v, "index_search_us") / (field(v, "list_ms") * 1e3) * 100.0,
+                    false,
+                ),
+            ],
+        },
+        Family {
+            title: "tool results of N bytes for the model, the 25,000-token budget \
+                    (floor column: ours unbudgeted)",
+            sizes: &[1 << 10, 1 << 20, 16 << 20],
+            size_label: bytes_label,
+            run: |n, quick| {
+                let args = |budget: &str| {
+                    let (bytes, calls) = (n.to_string(), result_calls(n, quick).to_string());
+                    let args = ["--mode", "render", "--bytes", &bytes, "--n", &calls];
+                    let mut args = strings(&args);
+                    args.extend(strings(&["--budget", budget]));
+                    args
+                };
+                let mut run = Run::stdio(&[])
+                    .server(&["--list-blob"])
+                    .pinned(Placement::TwoCpus);
+                run.args = args("25000");
+                run.baseline = Some(args("none"));
+                run
+            },
+            figures: vec![figure(
+                "scaling budget: MB/s",
+                |v, _| field(v, "result_mb_per_s"),
+                true,
+            )],
+        },
+        Family {
+            title: "a stdio cold connect (20 tools) declaring no extension",
+            sizes: &[20],
+            size_label: plain,
+            run: |n, quick| {
+                let reps = if quick { "4" } else { "20" };
+                Run::stdio(&["--mode", "cold", "--reps", reps, "--extensions", "none"])
+                    .server(&["--tools", &n.to_string()])
+            },
+            figures: vec![figure(
+                "scaling extensions none: cold ms",
+                |v, _| field(v, "cold_ms_median"),
+                false,
+            )],
+        },
+        Family {
+            title: "the same declaring Apps, Skills, tasks, agreed \
+                    (floor column: ours declaring none)",
+            sizes: &[20],
+            size_label: plain,
+            run: |n, quick| {
+                let reps = if quick { "4" } else { "20" };
+                let cold = ["--mode", "cold", "--reps", reps, "--extensions"];
+                let none: Vec<&str> = cold.iter().copied().chain(["none"]).collect();
+                Run::stdio(&[&cold[..], &["all"]].concat())
+                    .server(&["--tools", &n.to_string(), "--extensions"])
+                    .against(&none)
+            },
+            figures: vec![figure(
+                "scaling extensions all: cold ms",
+                |v, _| field(v, "cold_ms_median"),
+                false,
+            )],
+        },
+        Family {
+            title: "N HTTP sequential calls, a proxy configured and bypassed \
+                    (floor column: ours with no proxy)",
+            sizes: &[4000],
+            size_label: plain,
+            run: |n, quick| {
+                let n = (n / if quick { 4 } else { 1 }).to_string();
+                let seq = ["--mode", "seq", "--n", &n];
+                let proxy = ["--proxy", "http://127.0.0.1:9", "--no-proxy", "127.0.0.1"];
+                Run::stdio(&[&seq[..], &proxy].concat())
+                    .over_http()
+                    .pinned(Placement::TwoCpus)
+                    .against(&seq)
+            },
+            figures: vec![figure(
+                "scaling proxy bypassed: us per call",
+                |v, _| field(v, "seq_us_median"),
+                false,
+            )],
+        },
     ]
 }
 
-/// `blob` calls of `bytes` each: about 64 MB in all (at least 4 calls, at most 2000).
-fn result_run(bytes: usize, quick: bool) -> Run {
+/// How many `blob` calls of `bytes` each: about 64 MB in all (at least 4 calls, at most
+/// 2000; a quarter of that, at least 2, with `quick`).
+fn result_calls(bytes: usize, quick: bool) -> usize {
     let n = ((64usize << 20) / bytes).clamp(4, 2000) / if quick { 4 } else { 1 };
+    n.max(2)
+}
+
+/// `blob` calls of `bytes` each (see [`result_calls`]).
+fn result_run(bytes: usize, quick: bool) -> Run {
     Run::stdio(&[
         "--mode",
         "result",
         "--bytes",
         &bytes.to_string(),
         "--n",
-        &n.max(2).to_string(),
+        &result_calls(bytes, quick).to_string(),
     ])
     .pinned(Placement::TwoCpus)
 }
@@ -256,7 +407,7 @@ fn print_figure(family: &Family, f: &Figure, results: &[(usize, Vec<compare::Rou
                 format!("{:.2}-{:.2}", c.range.0, c.range.1),
             )
         };
-        let verdict = if i + 1 < results.len() {
+        let verdict = if i + 1 < results.len() || results.len() == 1 {
             String::new()
         } else {
             let step = i.checked_sub(1).map_or(1.0, |p| o / costs[p].0);
@@ -268,8 +419,13 @@ fn print_figure(family: &Family, f: &Figure, results: &[(usize, Vec<compare::Rou
             (family.size_label)(*n),
             shown(c.ours),
             shown(c.floor),
-            format!("{growth:.2}"),
-            shown(growth_floor),
+            // One size: no growth.
+            shown(if results.len() == 1 { f64::NAN } else { growth }),
+            shown(if results.len() == 1 {
+                f64::NAN
+            } else {
+                growth_floor
+            }),
         );
     }
 }
