@@ -386,6 +386,7 @@ pub fn config_text(data: &[u8]) {
             }
         }
         2 => {
+            #[cfg(feature = "toml")]
             let _ = toml::from_str::<Value>(text);
         }
         _ => {

@@ -187,7 +187,7 @@ pub(crate) fn agent(options: &HttpOptions, wire: &Wire) -> ureq::Agent {
     // connection alive after a forwarded response (tinyproxy closes it unannounced, and a POST
     // on a connection closed under it cannot be re-sent), and a tunnel keeps its own.
     let idle = if wire.forwards() { 0 } else { 64 };
-    let config = ureq::Agent::config_builder()
+    let config = super::tls::configure(ureq::Agent::config_builder(), &wire.tls)
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_connect(Some(options.connect_timeout))
@@ -209,7 +209,6 @@ pub(crate) fn agent(options: &HttpOptions, wire: &Wire) -> ureq::Agent {
         // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
         // to read the environment itself.
         .proxy(tunnel.map(|p| p.ureq.clone()))
-        .tls_config(wire.tls.config.clone())
         .build();
     use ureq::unversioned::transport::Connector;
     // The connection stack, and each request in one write with its secrets (see `cork`).

@@ -10,6 +10,9 @@
 //! leaves it out); `startup_timeout_sec` (or `startup_timeout_ms`) is the connect timeout and
 //! `tool_timeout_sec` the tool-call timeout. `env_vars` needs nothing: servers inherit the
 //! environment.
+//!
+//! Without the `toml` feature no TOML is parsed: a `config.toml` that is there is skipped with
+//! a warning naming it and the feature.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,9 +63,9 @@ fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
         Err(ReadError::Missing) => return,
         Err(ReadError::Bad(e)) => return out.warn(path, e),
     };
-    let root: Value = match toml::from_str(&text) {
+    let root = match parse(&text) {
         Ok(v) => v,
-        Err(e) => return out.warn(path, format!("malformed TOML: {}", e.message())),
+        Err(e) => return out.warn(path, e),
     };
     let Some(servers) = root.get("mcp_servers") else {
         return;
@@ -73,6 +76,22 @@ fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
     for (name, entry) in servers {
         out.entry(name, path, level, convert(entry));
     }
+}
+
+/// The TOML text as JSON.
+#[cfg(feature = "toml")]
+fn parse(text: &str) -> Result<Value, String> {
+    toml::from_str(text).map_err(|e| format!("malformed TOML: {}", e.message()))
+}
+
+/// Without the `toml` feature: every file is refused, saying so.
+#[cfg(not(feature = "toml"))]
+fn parse(_text: &str) -> Result<Value, String> {
+    Err(
+        "skipped: Codex's config.toml needs the \"toml\" feature, which this build of \
+         mcp-runtime leaves out"
+            .into(),
+    )
 }
 
 fn table(v: Option<&Value>) -> BTreeMap<String, String> {
