@@ -386,7 +386,6 @@ pub fn config_text(data: &[u8]) {
             }
         }
         2 => {
-            #[cfg(feature = "toml")]
             let _ = toml::from_str::<Value>(text);
         }
         _ => {
