@@ -114,6 +114,25 @@ mod tests {
     }
 
     #[test]
+    fn an_https_server_is_refused_before_anything_is_sent() {
+        use crate::transport::web::Wire;
+        use crate::transport::{HttpOptions, HttpTarget};
+        let options = HttpOptions::default();
+        let Err(e) = Wire::new(&HttpTarget::new("https://mcp.example.test/mcp"), &options) else {
+            panic!("an https server got a connection");
+        };
+        assert!(
+            matches!(e, Error::FeatureMissing { feature: "tls", .. }),
+            "{e}"
+        );
+        let plain = HttpTarget {
+            proxy: Some("direct".into()),
+            ..HttpTarget::new("http://127.0.0.1:9/mcp")
+        };
+        assert!(Wire::new(&plain, &options).is_ok());
+    }
+
+    #[test]
     fn a_plain_connection_is_made() {
         let host_ca = TlsSettings {
             default_ca_file: Some("/does/not/exist.pem".into()),

@@ -149,3 +149,27 @@ fn convert(entry: &Value) -> Result<ServerConfig, String> {
         extra: Map::new(),
     })
 }
+
+#[cfg(all(test, not(feature = "toml")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_the_feature_the_file_is_skipped_naming_it() {
+        let dir = std::env::temp_dir().join(format!("mcp-codex-lean-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(&path, "[mcp_servers.x]\ncommand = \"x\"\n").unwrap();
+        let mut out = SourceOutput::default();
+        load_file(&mut out, &path, Level::User);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(out.servers.is_empty());
+        let [warning] = &out.warnings[..] else {
+            panic!("{:?}", out.warnings);
+        };
+        assert!(
+            warning.contains("config.toml") && warning.contains("\"toml\" feature"),
+            "{warning}"
+        );
+    }
+}
