@@ -206,8 +206,6 @@ impl Error {
     }
 
     /// An [`Error::FeatureMissing`].
-    // Its callers stand in for what a left-out feature does: a build with all of them has none.
-    #[allow(dead_code)]
     pub(crate) fn feature_missing(feature: &'static str, what: impl Into<String>) -> Error {
         Error::FeatureMissing {
             feature,

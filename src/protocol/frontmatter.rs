@@ -11,7 +11,6 @@ use serde_json::{Map, Value};
 
 /// What a refusal for want of the `yaml` feature says (the client turns it into
 /// [`Error::FeatureMissing`](crate::Error::FeatureMissing)).
-#[cfg_attr(feature = "yaml", allow(dead_code))]
 pub(crate) const YAML_NEEDED: &str =
     "needs the \"yaml\" feature, which this build of mcp-runtime leaves out";
 
