@@ -138,6 +138,15 @@ pub enum Error {
         /// What differs.
         problem: String,
     },
+    /// What was asked needs a Cargo feature this build of the crate leaves out (an `https://`
+    /// server without `tls`, ...). Renders as `<what> needs the "<feature>" feature, which this
+    /// build of mcp-runtime leaves out`.
+    FeatureMissing {
+        /// The Cargo feature: `tls`, `yaml`, `toml` or `oauth`.
+        feature: &'static str,
+        /// What needed it, naming the server or file (URLs redacted).
+        what: String,
+    },
 }
 
 impl Error {
@@ -193,6 +202,14 @@ impl Error {
         Error::TransportClosed {
             reason: reason.into(),
             stderr_tail: Vec::new(),
+        }
+    }
+
+    /// An [`Error::FeatureMissing`].
+    pub(crate) fn feature_missing(feature: &'static str, what: impl Into<String>) -> Error {
+        Error::FeatureMissing {
+            feature,
+            what: what.into(),
         }
     }
 
@@ -296,6 +313,10 @@ impl fmt::Display for Error {
                 write!(f, "HTTP {status}: redirect to {location} not followed")
             }
             Error::Integrity { uri, problem } => write!(f, "{uri} failed its check: {problem}"),
+            Error::FeatureMissing { feature, what } => write!(
+                f,
+                "{what} needs the \"{feature}\" feature, which this build of mcp-runtime leaves out"
+            ),
         }
     }
 }

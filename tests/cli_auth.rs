@@ -1,5 +1,6 @@
 //! `mcp login`, `mcp logout`, `mcp auth status` and `needs login` in `mcp status`, against a
 //! protected MCP server and authorization server of our own (loopback).
+#![cfg(feature = "oauth")]
 
 mod common;
 #[path = "common/oauth_server.rs"]

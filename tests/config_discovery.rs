@@ -10,7 +10,6 @@ use mcp_runtime::config::{
     load_all_mcp_configs, resolve_server_config, ConfigSource, DiscoveryContext, DiscoveryOptions,
     FileAuthStorage, Level, ServerConfig, SourceOutput,
 };
-use mcp_runtime::Endpoint;
 use serde_json::{json, Map};
 
 use common::fixture::Fixture;
@@ -94,6 +93,7 @@ http_headers = { "X-Static" = "s" }
     );
 }
 
+#[cfg(all(feature = "yaml", feature = "toml"))]
 #[test]
 fn every_source_is_read_with_its_real_shape() {
     let f = Fixture::new("all");
@@ -149,7 +149,7 @@ fn every_source_is_read_with_its_real_shape() {
     assert_eq!(c["vscode-stdio"].args, [server_js]);
     assert!(matches!(
         c["claude-p"].endpoint(&f.project()).unwrap(),
-        Endpoint::Http(_)
+        mcp_runtime::Endpoint::Http(_)
     ));
 
     // The VS Code server that needs a prompt fails, saying so.
@@ -185,6 +185,7 @@ fn every_source_is_read_with_its_real_shape() {
     assert_eq!(src["plain"].path, f.project().join("mcp.json"));
 }
 
+#[cfg(all(feature = "yaml", feature = "toml"))]
 #[test]
 fn the_highest_priority_source_wins_whole_and_the_others_are_kept_as_shadowed() {
     let f = Fixture::new("precedence");
@@ -408,6 +409,7 @@ fn exa_servers_are_filtered_and_their_keys_returned() {
     assert!(kept.exa_api_keys.is_empty());
 }
 
+#[cfg(all(feature = "yaml", feature = "toml"))]
 #[test]
 fn a_malformed_file_in_any_source_is_a_warning_and_the_others_load() {
     let broken = [

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use mcp_runtime::config::{builtin_source, GEMINI_DEFAULT_TIMEOUT_MS};
 use mcp_runtime::config::{
-    load_all_mcp_configs, resolve_server_config, ConfigSource, DiscoveryContext, DiscoveryOptions,
-    Level, LoadedConfigs, ProjectTrust, ServerConfig,
+    load_all_mcp_configs, ConfigSource, DiscoveryContext, DiscoveryOptions, Level, LoadedConfigs,
+    ProjectTrust, ServerConfig,
 };
 
 struct Fixture {
@@ -299,6 +299,7 @@ fn gemini_cli_timeouts_variables_lists_and_extensions() {
     assert_eq!(s.command.as_deref(), Some("path/to/server"));
 }
 
+#[cfg(feature = "toml")]
 #[test]
 fn codex_headers_from_the_environment_resolve_at_connect_time() {
     let f = Fixture::new("codex");
@@ -330,7 +331,7 @@ fn codex_headers_from_the_environment_resolve_at_connect_time() {
     // At connect time the variables are read.
     std::env::set_var("FIGMA_API_KEY", "fa");
     std::env::set_var("FIGMA_OAUTH_TOKEN", "ft");
-    let resolved = resolve_server_config("figma", figma, None);
+    let resolved = mcp_runtime::config::resolve_server_config("figma", figma, None);
     let resolved = resolved.headers();
     assert_eq!(resolved.get("X-Api-Key").map(String::as_str), Some("fa"));
     assert_eq!(
@@ -426,6 +427,7 @@ fn opencode_local_remote_environment_and_enabled() {
     assert_eq!(loaded.sources.get("v2"), None);
 }
 
+#[cfg(feature = "yaml")]
 #[test]
 fn goose_extensions_from_yaml() {
     let f = Fixture::new("goose");
@@ -517,6 +519,7 @@ fn cline_and_roo_code() {
     assert_eq!(skipped(&loaded, "global-only"), Some("disabled: true"));
 }
 
+#[cfg(feature = "yaml")]
 #[test]
 fn continue_config_yaml_and_block_files() {
     let f = Fixture::new("continue");

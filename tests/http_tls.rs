@@ -3,8 +3,10 @@
 //! `caFile`, the host's CA file, `SSL_CERT_FILE` and `NODE_EXTRA_CA_CERTS`; a server that asks
 //! for a client certificate gets one from `clientCert` / `clientKey`, and an encrypted key is
 //! refused with what to do. The key never reaches a log.
+#![cfg(feature = "tls")]
 
 mod common;
+#[cfg(feature = "oauth")]
 #[path = "common/oauth_server.rs"]
 mod oauth_server;
 
@@ -211,6 +213,7 @@ fn a_server_that_asks_for_a_client_certificate_gets_one() {
     }
 }
 
+#[cfg(feature = "oauth")]
 #[test]
 fn a_servers_oauth_requests_trust_its_ca_and_show_its_certificate() {
     use mcp_runtime::auth::{headless, OAuthConfig, OAuthOptions, OAuthProvider};

@@ -1,6 +1,7 @@
 //! The OAuth client against an authorization server and a protected MCP resource of our own
 //! (loopback, started per test): discovery, client identity, token endpoint authentication,
 //! what is refused, and bad input.
+#![cfg(feature = "oauth")]
 
 #[path = "common/oauth_server.rs"]
 mod oauth_server;

@@ -2,6 +2,7 @@
 //! (loopback AS and resource), `needs login` without a login, `McpManager::login` with a
 //! headless authorizer, tokens used on every request, a 401 answered by a refresh and the call
 //! re-sent, and logout.
+#![cfg(feature = "oauth")]
 
 mod common;
 #[path = "common/oauth_server.rs"]

@@ -8,6 +8,7 @@
 //! Needs node, the two npm packages (installed into `.interop/oidc` on first use) and, for the
 //! browser tests, Debian's `chromium`; each test skips, saying so, where one cannot be had, and
 //! fails in CI.
+#![cfg(feature = "oauth")]
 
 mod common;
 

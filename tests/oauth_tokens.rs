@@ -2,6 +2,7 @@
 //! a 401, rotated), step-up and its limit, the machine grants (client credentials, SEP-990),
 //! the interactive loopback path with the test playing the browser, and secrets kept out of
 //! logs at trace level.
+#![cfg(feature = "oauth")]
 
 mod common;
 #[path = "common/oauth_server.rs"]

@@ -49,31 +49,59 @@
 //! error) again. Secrets from the config (client secrets, private keys, ID tokens) are never
 //! stored. No token, code, verifier, secret or key reaches a log, an error text or `Debug`.
 
+//!
+//! # Without the `oauth` feature
+//!
+//! Only the token storage ([`AuthStorage`], [`Credential`]) is built: a config's static
+//! headers, bearer tokens and stored credentials still work, and a server that asks for an
+//! OAuth login (`401` with `WWW-Authenticate`) fails with
+//! [`FeatureMissing`](crate::Error::FeatureMissing).
+
+#[cfg(feature = "oauth")]
 mod authorizer;
+#[cfg(feature = "oauth")]
 pub(crate) mod challenge;
+#[cfg(feature = "oauth")]
 mod config;
+#[cfg(feature = "oauth")]
 pub(crate) mod dpop;
+#[cfg(feature = "oauth")]
 mod driver;
+#[cfg(feature = "oauth")]
 mod endpoints;
+#[cfg(feature = "oauth")]
 mod flow;
+#[cfg(feature = "oauth")]
 mod jwt;
+#[cfg(feature = "oauth")]
 pub(crate) mod metadata;
+#[cfg(feature = "oauth")]
 mod pkce;
+#[cfg(feature = "oauth")]
 mod provider;
+#[cfg(feature = "oauth")]
 mod registration;
 mod storage;
+#[cfg(feature = "oauth")]
 pub(crate) mod token;
+#[cfg(feature = "oauth")]
 mod wire;
 
+#[cfg(feature = "oauth")]
 pub use authorizer::{headless, no_login, AuthorizationSession, Authorizer, BrowserAuthorizer};
+#[cfg(feature = "oauth")]
 pub use config::OAuthConfig;
+#[cfg(feature = "oauth")]
 pub use driver::OAuthOptions;
+#[cfg(feature = "oauth")]
 pub use provider::{credential_id, resource_index_id, AuthStatus, OAuthProvider};
 pub use storage::{AuthStorage, Credential};
 
+#[cfg(feature = "oauth")]
 use crate::error::{Error, OAuthErrorKind};
 
 /// An [`Error::OAuth`].
+#[cfg(feature = "oauth")]
 pub(crate) fn error(kind: OAuthErrorKind, message: impl Into<String>) -> Error {
     Error::OAuth {
         kind,
@@ -81,6 +109,7 @@ pub(crate) fn error(kind: OAuthErrorKind, message: impl Into<String>) -> Error {
     }
 }
 
+#[cfg(feature = "oauth")]
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -89,10 +118,12 @@ pub(crate) fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+#[cfg(feature = "oauth")]
 /// A secret string: never printed by `Debug`.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub(crate) struct Secret(String);
 
+#[cfg(feature = "oauth")]
 impl Secret {
     /// Wraps a secret value.
     pub(crate) fn new(value: impl Into<String>) -> Secret {
@@ -105,6 +136,7 @@ impl Secret {
     }
 }
 
+#[cfg(feature = "oauth")]
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("<redacted>")

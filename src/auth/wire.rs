@@ -148,9 +148,8 @@ impl Wire {
         let needs_tls =
             uri.scheme_str() == Some("https") || proxy.as_ref().is_some_and(|p| p.url.is_https());
         let tls = tls::settle(&self.tls, needs_tls).map_err(other)?;
-        let config = ureq::Agent::config_builder()
+        let config = tls::configure(ureq::Agent::config_builder(), &tls)
             .proxy(proxy.as_ref().map(|p| p.ureq.clone()))
-            .tls_config(tls.config.clone())
             .build();
         let addrs = match &proxy {
             // The proxy looks the server up (the network it is in may be the only one that

@@ -11,6 +11,7 @@ use base64::Engine;
 
 use super::Client;
 use crate::error::Error;
+use crate::protocol::frontmatter::YAML_NEEDED;
 use crate::protocol::{
     methods, verify_file, verify_frontmatter, ReadResourceResult, Skill, SkillFiles,
     SKILLS_EXTENSION,
@@ -39,9 +40,22 @@ impl Client {
             uri: skill.uri.clone(),
             problem: "SKILL.md is not UTF-8 text".into(),
         })?;
-        verify_frontmatter(skill, &text).map_err(|problem| Error::Integrity {
-            uri: skill.uri.clone(),
-            problem,
+        verify_frontmatter(skill, &text).map_err(|problem| {
+            // Without the `yaml` feature a frontmatter beyond plain lines is not checked: the
+            // build's limit, not the server's fault.
+            if cfg!(not(feature = "yaml")) && problem.contains(YAML_NEEDED) {
+                return Error::feature_missing(
+                    "yaml",
+                    format!(
+                        "reading the frontmatter of {} (more than plain `key: value` lines)",
+                        skill.uri
+                    ),
+                );
+            }
+            Error::Integrity {
+                uri: skill.uri.clone(),
+                problem,
+            }
         })?;
         Ok(text)
     }

@@ -32,7 +32,9 @@ pub use discovery::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, Lo
 pub use exa::{exa_api_key, is_exa};
 pub use file::{parse_mcp_json, read_mcp_json};
 pub(crate) use file::{read_text, ReadError, CACHE_FILE_CAP};
-pub use oauth::{provider_for, uses_oauth};
+#[cfg(feature = "oauth")]
+pub use oauth::provider_for;
+pub use oauth::uses_oauth;
 pub(crate) use resolve::resolve_cancellable;
 pub use resolve::{resolve_server_config, ResolvedConfig};
 pub use server::{

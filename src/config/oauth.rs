@@ -7,20 +7,31 @@
 //! callback port or a grant; without one the client registers itself where the server allows
 //! it. Nothing happens on the network until the server answers `401`; then the provider
 //! refreshes a stored token, or (with an interactive [`Authorizer`]) logs in.
+//!
+//! Without the `oauth` feature there is no provider: [`uses_oauth`] still says which servers
+//! would have one (the manager tells a login they ask for from a refusal of their own token).
 
+#[cfg(feature = "oauth")]
 use std::path::PathBuf;
+#[cfg(feature = "oauth")]
 use std::sync::Arc;
 
+#[cfg(feature = "oauth")]
 use serde_json::Value;
 
+#[cfg(feature = "oauth")]
 use super::resolve::resolve_secret;
 use super::server::{ServerConfig, TransportType};
+#[cfg(feature = "oauth")]
 use crate::auth::{AuthStorage, Authorizer, OAuthConfig, OAuthOptions, OAuthProvider};
+#[cfg(feature = "oauth")]
 use crate::error::Error;
 
 /// The keys of an `oauth` object whose values are secrets, resolved at connect time.
+#[cfg(feature = "oauth")]
 const SECRET_KEYS: [&str; 2] = ["clientSecret", "workloadToken"];
 /// The same, inside its `enterprise` object.
+#[cfg(feature = "oauth")]
 const ENTERPRISE_SECRET_KEYS: [&str; 2] = ["idToken", "idpClientSecret"];
 
 /// Whether `config` is a server OAuth applies to: HTTP or SSE, with no `Authorization` of its
@@ -41,6 +52,7 @@ pub fn uses_oauth(config: &ServerConfig) -> bool {
 
 /// The provider of `config`'s server, or `None` where OAuth does not apply (see
 /// [`uses_oauth`]). Secret values of its `oauth` object are resolved here.
+#[cfg(feature = "oauth")]
 pub fn provider_for(
     config: &ServerConfig,
     storage: Arc<dyn AuthStorage>,
@@ -78,6 +90,7 @@ pub fn provider_for(
     OAuthProvider::new(url, oauth, storage, authorizer, options).map(Some)
 }
 
+#[cfg(feature = "oauth")]
 fn resolve_keys(object: &mut Value, keys: &[&str]) {
     for key in keys {
         if let Some(Value::String(raw)) = object.get(*key) {

@@ -157,6 +157,7 @@ fn resolve_map(
 
 /// A secret value resolved as header values are (`!command`, an environment variable's
 /// name, else the literal); `None` when it cannot be.
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's only.
 pub(crate) fn resolve_secret(value: &str) -> Option<String> {
     resolve_value(value, None)
 }

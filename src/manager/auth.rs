@@ -14,7 +14,7 @@ use crate::auth::{no_login, AuthStatus, AuthStorage, Authorizer, OAuthOptions, O
 use crate::client::Endpoint;
 use crate::config::oauth::provider_for;
 use crate::config::{FileAuthStorage, ServerConfig};
-use crate::error::{Error, OAuthErrorKind};
+use crate::error::Error;
 
 impl Shared {
     /// Where OAuth tokens are kept: the host's storage, else the user's own auth file.
@@ -134,20 +134,5 @@ impl McpManager {
         let config = self.shared.config_of(name)?;
         let provider = self.shared.oauth_provider(&config, no_login()).ok()??;
         Some(provider.status())
-    }
-}
-
-impl super::ServerStatus {
-    /// Whether the server is waiting for a login: its last attempt was refused for want of
-    /// authorization (`401`, or an OAuth flow that needs the user).
-    pub fn needs_login(&self) -> bool {
-        matches!(
-            &self.error,
-            Some(Error::Http { status: 401, .. })
-                | Some(Error::OAuth {
-                    kind: OAuthErrorKind::LoginRequired,
-                    ..
-                })
-        )
     }
 }

@@ -33,6 +33,10 @@ use crate::config::{ServerConfig, SourceMeta};
 use crate::error::Error;
 use crate::protocol::{CallToolResult, Tool};
 
+#[cfg(feature = "oauth")]
+mod auth;
+#[cfg(not(feature = "oauth"))]
+#[path = "auth_off.rs"]
 mod auth;
 mod close;
 mod eras;

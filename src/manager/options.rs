@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::auth::AuthStorage;
 use crate::cache::ToolCache;
 use crate::client::ConnectOptions;
-use crate::error::Error;
+use crate::error::{Error, OAuthErrorKind};
 use crate::transport::MemoryConnector;
 
 /// The startup gate's default bound.
@@ -155,6 +155,21 @@ pub struct ServerStatus {
     pub state: ConnectionState,
     /// Why it is not connected, when known.
     pub error: Option<Error>,
+}
+
+impl ServerStatus {
+    /// Whether the server is waiting for a login: its last attempt was refused for want of
+    /// authorization (`401`, or an OAuth flow that needs the user).
+    pub fn needs_login(&self) -> bool {
+        matches!(
+            &self.error,
+            Some(Error::Http { status: 401, .. })
+                | Some(Error::OAuth {
+                    kind: OAuthErrorKind::LoginRequired,
+                    ..
+                })
+        )
+    }
 }
 
 /// The three states of the seed.

@@ -5,6 +5,7 @@
 
 mod apps;
 mod content;
+pub(crate) mod frontmatter;
 mod lifecycle;
 pub(crate) mod member;
 mod notifications;

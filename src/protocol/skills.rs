@@ -165,6 +165,8 @@ pub fn verify_file(entry: &SkillFile, bytes: &[u8]) -> Result<(), String> {
 }
 
 /// The YAML frontmatter of a `SKILL.md` (between a first `---` line and the next), as JSON.
+/// Without the `yaml` feature, only a frontmatter of plain `key: value` lines is read (see
+/// `frontmatter`); any other is an error that names the feature.
 pub fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
@@ -188,12 +190,7 @@ pub fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
     if !closed {
         return Err("SKILL.md's frontmatter has no closing --- line".into());
     }
-    let docs = yaml_rust2::YamlLoader::load_from_str(&yaml)
-        .map_err(|e| format!("SKILL.md's frontmatter is not YAML: {e}"))?;
-    match docs.first().map(yaml_to_json) {
-        Some(Value::Object(map)) => Ok(map),
-        _ => Err("SKILL.md's frontmatter is not a mapping".into()),
-    }
+    super::frontmatter::mapping(&yaml)
 }
 
 /// Checks a `SKILL.md`'s frontmatter against the skill's list entry: the same keys with the
@@ -241,36 +238,6 @@ fn same(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
         }
         _ => a == b,
-    }
-}
-
-fn yaml_to_json(yaml: &yaml_rust2::Yaml) -> Value {
-    use yaml_rust2::Yaml;
-    match yaml {
-        Yaml::Real(r) => r
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-            .map_or(Value::Null, Value::Number),
-        Yaml::Integer(i) => Value::from(*i),
-        Yaml::String(s) => Value::String(s.clone()),
-        Yaml::Boolean(b) => Value::Bool(*b),
-        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
-        Yaml::Hash(map) => Value::Object(
-            map.iter()
-                .filter_map(|(k, v)| {
-                    let key = match k {
-                        Yaml::String(s) => s.clone(),
-                        Yaml::Integer(i) => i.to_string(),
-                        Yaml::Boolean(b) => b.to_string(),
-                        Yaml::Real(r) => r.clone(),
-                        _ => return None,
-                    };
-                    Some((key, yaml_to_json(v)))
-                })
-                .collect(),
-        ),
-        _ => Value::Null,
     }
 }
 

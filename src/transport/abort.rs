@@ -76,6 +76,7 @@ fn with_current<R>(current: Option<Arc<Abort>>, f: impl FnOnce() -> R) -> R {
 /// exchange's abort ends it (an OAuth refresh run while a request waits for a new
 /// authorization must not be cut halfway by that request's cancel: a rotated refresh token
 /// would be lost).
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's only.
 pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
     with_current(None, f)
 }

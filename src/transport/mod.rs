@@ -39,6 +39,10 @@ mod stdin;
 pub(crate) mod stdio;
 mod target;
 pub(crate) mod tcp;
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
+#[cfg(not(feature = "tls"))]
+#[path = "tls_off.rs"]
 pub(crate) mod tls;
 pub(crate) mod url;
 pub(crate) mod web;

@@ -30,7 +30,9 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
+use ureq::config::ConfigBuilder;
 use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
+use ureq::typestate::AgentScope;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, RustlsConnector, Transport};
 
 use crate::error::Error;
@@ -50,7 +52,7 @@ pub(crate) struct TlsSettings {
 
 /// A connection's TLS: the configuration its agent carries and the connector that applies it.
 pub(crate) struct Tls {
-    pub(crate) config: TlsConfig,
+    config: TlsConfig,
     connector: Arc<RustlsConnector>,
 }
 
@@ -111,6 +113,15 @@ impl<In: Transport> Connector<In> for SharedTls {
         };
         self.0.connect(&agent_level, chained)
     }
+}
+
+/// Applies a connection's TLS to its agent's config (the configuration `tls.connector()`
+/// builds from).
+pub(crate) fn configure(
+    builder: ConfigBuilder<AgentScope>,
+    tls: &Tls,
+) -> ConfigBuilder<AgentScope> {
+    builder.tls_config(tls.config.clone())
 }
 
 /// The TLS of a connection with `settings`. `needs_tls`: whether the connection may speak TLS

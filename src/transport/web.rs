@@ -221,7 +221,7 @@ fn config(options: &HttpOptions, wire: &Wire) -> ureq::config::Config {
     // connection alive after a forwarded response (tinyproxy closes it unannounced, and a POST
     // on a connection closed under it cannot be re-sent), and a tunnel keeps its own.
     let idle = if wire.forwards() { 0 } else { 64 };
-    ureq::Agent::config_builder()
+    super::tls::configure(ureq::Agent::config_builder(), &wire.tls)
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_connect(Some(options.connect_timeout))
@@ -243,7 +243,6 @@ fn config(options: &HttpOptions, wire: &Wire) -> ureq::config::Config {
         // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
         // to read the environment itself.
         .proxy(tunnel.map(|p| p.ureq.clone()))
-        .tls_config(wire.tls.config.clone())
         .build()
 }
 

@@ -10,6 +10,9 @@
 //! leaves it out); `startup_timeout_sec` (or `startup_timeout_ms`) is the connect timeout and
 //! `tool_timeout_sec` the tool-call timeout. `env_vars` needs nothing: servers inherit the
 //! environment.
+//!
+//! Without the `toml` feature no TOML is parsed: a `config.toml` that is there is skipped with
+//! a warning naming it and the feature.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,9 +63,9 @@ fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
         Err(ReadError::Missing) => return,
         Err(ReadError::Bad(e)) => return out.warn(path, e),
     };
-    let root: Value = match toml::from_str(&text) {
+    let root = match parse(&text) {
         Ok(v) => v,
-        Err(e) => return out.warn(path, format!("malformed TOML: {}", e.message())),
+        Err(e) => return out.warn(path, e),
     };
     let Some(servers) = root.get("mcp_servers") else {
         return;
@@ -73,6 +76,22 @@ fn load_file(out: &mut SourceOutput, path: &Path, level: Level) {
     for (name, entry) in servers {
         out.entry(name, path, level, convert(entry));
     }
+}
+
+/// The TOML text as JSON.
+#[cfg(feature = "toml")]
+fn parse(text: &str) -> Result<Value, String> {
+    toml::from_str(text).map_err(|e| format!("malformed TOML: {}", e.message()))
+}
+
+/// Without the `toml` feature: every file is refused, saying so.
+#[cfg(not(feature = "toml"))]
+fn parse(_text: &str) -> Result<Value, String> {
+    Err(
+        "skipped: Codex's config.toml needs the \"toml\" feature, which this build of \
+         mcp-runtime leaves out"
+            .into(),
+    )
 }
 
 fn table(v: Option<&Value>) -> BTreeMap<String, String> {
@@ -129,4 +148,28 @@ fn convert(entry: &Value) -> Result<ServerConfig, String> {
         disabled_tools: strings(obj.get("disabled_tools")),
         extra: Map::new(),
     })
+}
+
+#[cfg(all(test, not(feature = "toml")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_the_feature_the_file_is_skipped_naming_it() {
+        let dir = std::env::temp_dir().join(format!("mcp-codex-lean-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(&path, "[mcp_servers.x]\ncommand = \"x\"\n").unwrap();
+        let mut out = SourceOutput::default();
+        load_file(&mut out, &path, Level::User);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(out.servers.is_empty());
+        let [warning] = &out.warnings[..] else {
+            panic!("{:?}", out.warnings);
+        };
+        assert!(
+            warning.contains("config.toml") && warning.contains("\"toml\" feature"),
+            "{warning}"
+        );
+    }
 }

@@ -2,18 +2,27 @@
 //! config file. A document with aliases is refused: the parser copies an alias's whole tree
 //! at each use, so a few KiB of nested aliases would expand to gigabytes (no config of these
 //! tools needs them).
+//!
+//! Without the `yaml` feature no YAML is parsed: a file that is there is skipped with a
+//! warning naming it and the feature.
 
 use std::path::Path;
 
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
+#[cfg(feature = "yaml")]
+use serde_json::{Map, Number};
+#[cfg(feature = "yaml")]
 use yaml_rust2::parser::{Event, EventReceiver, Parser};
+#[cfg(feature = "yaml")]
 use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::config::file::{read_text, ReadError, CONFIG_FILE_CAP};
 use crate::config::source::SourceOutput;
 
+#[cfg(feature = "yaml")]
 struct Aliases(usize);
 
+#[cfg(feature = "yaml")]
 impl EventReceiver for Aliases {
     fn on_event(&mut self, ev: Event) {
         if matches!(ev, Event::Alias(_)) {
@@ -23,6 +32,7 @@ impl EventReceiver for Aliases {
 }
 
 /// Parses YAML text into JSON (the first document; an empty file is `null`).
+#[cfg(feature = "yaml")]
 pub(crate) fn parse(text: &str) -> Result<Value, String> {
     let mut aliases = Aliases(0);
     Parser::new_from_str(text)
@@ -33,6 +43,16 @@ pub(crate) fn parse(text: &str) -> Result<Value, String> {
     }
     let docs = YamlLoader::load_from_str(text).map_err(|e| format!("malformed YAML: {e}"))?;
     Ok(docs.into_iter().next().map(to_json).unwrap_or(Value::Null))
+}
+
+/// Without the `yaml` feature: every file is refused, saying so.
+#[cfg(not(feature = "yaml"))]
+pub(crate) fn parse(_text: &str) -> Result<Value, String> {
+    Err(
+        "skipped: YAML config files need the \"yaml\" feature, which this build of \
+         mcp-runtime leaves out"
+            .into(),
+    )
 }
 
 /// Reads a YAML file; `None` when missing or (with a warning) unreadable or malformed.
@@ -54,6 +74,7 @@ pub(crate) fn read_yaml(out: &mut SourceOutput, path: &Path) -> Option<Value> {
     }
 }
 
+#[cfg(feature = "yaml")]
 fn to_json(y: Yaml) -> Value {
     match y {
         Yaml::Real(s) => s
@@ -86,10 +107,11 @@ fn to_json(y: Yaml) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
+    #[cfg(feature = "yaml")]
     #[test]
     fn yaml_becomes_json_and_aliases_are_refused() {
+        use serde_json::json;
         let v = parse("a: 1\nb: [x, 2.5, true, ~]\nc:\n  d: e\n").unwrap();
         assert_eq!(
             v,
@@ -99,5 +121,12 @@ mod tests {
         assert!(parse(bomb).unwrap_err().contains("aliases"));
         assert!(parse("a: [unclosed").is_err());
         assert_eq!(parse("").unwrap(), Value::Null);
+    }
+
+    #[cfg(not(feature = "yaml"))]
+    #[test]
+    fn without_the_feature_a_file_is_skipped_naming_it() {
+        let e = parse("a: 1\n").unwrap_err();
+        assert!(e.contains("\"yaml\" feature"), "{e}");
     }
 }

@@ -14,6 +14,7 @@ use ureq::http::Uri;
 
 use crate::error::Error;
 
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's only.
 pub(crate) mod form;
 
 /// What replaces each query value in a rendered URL.
@@ -244,6 +245,7 @@ impl Url {
     }
 
     /// `scheme://host[:port]`.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's only.
     pub fn origin(&self) -> String {
         match self.port {
             Some(p) => format!("{}://{}:{p}", self.scheme, self.host),
@@ -252,6 +254,7 @@ impl Url {
     }
 
     /// Whether the host is a loopback name or address.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's only.
     pub fn is_loopback(&self) -> bool {
         let h = self.host.trim_start_matches('[').trim_end_matches(']');
         h == "localhost"
@@ -261,6 +264,7 @@ impl Url {
     }
 
     /// The URL without its query.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's only.
     pub fn without_query(&self) -> String {
         format!("{}{}", self.origin(), self.path)
     }
