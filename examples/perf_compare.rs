@@ -103,7 +103,7 @@ fn cases(quick: bool) -> Vec<Case> {
             vec![
                 row("stdio seq p50, two CPUs", "seq_us_median", AtMost(1.1)),
                 row("stdio seq p99, two CPUs", "seq_us_p99", AtMost(1.2)),
-                row("stdio seq peak RSS, two CPUs", "rss_kb", KbOver(1024.0)),
+                row("stdio seq peak RSS, two CPUs", "rss_kb", KbOver(512.0)),
             ],
             true,
         ),
@@ -151,7 +151,7 @@ fn cases(quick: bool) -> Vec<Case> {
         ),
         case(
             cold().over_http(),
-            vec![row("http cold connect", "cold_ms_median", AtMost(1.5))],
+            vec![row("http cold connect", "cold_ms_median", AtMost(1.2))],
             true,
         ),
         // Sequential HTTP settles on one CPU or two at random too (the server's thread and
@@ -161,13 +161,13 @@ fn cases(quick: bool) -> Vec<Case> {
             vec![
                 row("http seq p50, two CPUs", "seq_us_median", AtMost(1.25)),
                 row("http seq p99, two CPUs", "seq_us_p99", Info),
-                row("http seq peak RSS, two CPUs", "rss_kb", KbOver(1024.0)),
+                row("http seq peak RSS, two CPUs", "rss_kb", KbOver(512.0)),
             ],
             true,
         ),
         case(
             seq().over_http().pinned(Placement::OneCpu),
-            vec![row("http seq p50, one CPU", "seq_us_median", AtMost(1.5))],
+            vec![row("http seq p50, one CPU", "seq_us_median", AtMost(1.15))],
             false,
         ),
         case(
@@ -179,7 +179,7 @@ fn cases(quick: bool) -> Vec<Case> {
             fleet().over_http(),
             vec![
                 row("http fleet of 20 sessions", "fleet_ms_median", AtMost(1.2)),
-                row("http fleet of 20 peak RSS", "rss_kb", Info),
+                row("http fleet of 20 peak RSS", "rss_kb", AtMost(1.0)),
             ],
             true,
         ),
@@ -189,7 +189,7 @@ fn cases(quick: bool) -> Vec<Case> {
                 row(
                     "http 8-thread calls/s",
                     "conc_calls_per_s",
-                    AtLeast(1.0 / 1.25),
+                    AtLeast(1.0 / 1.1),
                 ),
                 row("http 8-thread p99", "conc_us_p99", Info),
             ],
