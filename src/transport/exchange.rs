@@ -17,6 +17,7 @@
 //! (no tunnel) keep going through the agent: they get a connection each (see `web::agent`).
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -40,8 +41,17 @@ type RunConnector =
     dyn Fn(&ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> + Send + Sync;
 type RegisterShutdown = dyn Fn(Weak<dyn ShutdownHandle>) -> Result<(), ureq::Error> + Send + Sync;
 
-/// How many idle connections a shard keeps (a shard serves one or a few calling threads).
-const IDLE_PER_SHARD: usize = 8;
+/// How many idle connections a shard keeps (a shard serves one or a few calling threads, and
+/// the workers of their calls), as the agents kept: the list grows only with real concurrency.
+const IDLE_PER_SHARD: usize = 64;
+
+/// An idle connection older than this is closed rather than reused (the agents' default): a
+/// connection a middlebox or a sleeping laptop dropped without a word passes the liveness
+/// probe, and a POST written into it could only fail.
+const MAX_IDLE_AGE: Duration = Duration::from_secs(15);
+
+/// An idle connection, and when it went idle.
+type Idle = (Instant, Box<dyn Transport>);
 
 /// The kept-alive connections of one HTTP connection config, by shard (see `web::Agents`), and
 /// the handles that interrupt the ones in use.
@@ -51,8 +61,10 @@ pub(crate) struct Kept {
     /// Keeps a handle to each new connection's socket for [`Kept::shutdown`].
     register_shutdown: Arc<RegisterShutdown>,
     config: ureq::config::Config,
-    idle: [Mutex<Vec<Box<dyn Transport>>>; super::web::AGENT_SHARDS],
+    idle: [Mutex<Vec<Idle>>; super::web::AGENT_SHARDS],
     handles: Arc<Mutex<Handles>>,
+    /// Set by [`Kept::shutdown`]: no new connection, none kept.
+    down: AtomicBool,
 }
 
 #[derive(Default)]
@@ -123,11 +135,13 @@ impl Kept {
             config,
             idle: Default::default(),
             handles,
+            down: AtomicBool::new(false),
         }
     }
 
     /// Interrupts every blocked read, drops the idle connections and refuses new ones.
     pub(crate) fn shutdown(&self) {
+        self.down.store(true, Ordering::SeqCst);
         let live = {
             let mut h = self.handles.lock();
             h.down = true;
@@ -194,12 +208,17 @@ impl Kept {
         uri: ureq::http::Uri,
         budget: &Budget,
     ) -> Result<Box<dyn Transport>, ureq::Error> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(
+                io::Error::new(io::ErrorKind::NotConnected, "the connection is closed").into(),
+            );
+        }
         let idle = &self.idle[shard % self.idle.len()];
         loop {
-            let Some(mut c) = idle.lock().pop() else {
+            let Some((since, mut c)) = idle.lock().pop() else {
                 break;
             };
-            if c.is_open() {
+            if since.elapsed() < MAX_IDLE_AGE && c.is_open() {
                 return Ok(c);
             }
         }
@@ -210,8 +229,8 @@ impl Kept {
             uri: &uri,
             addrs: resolver.empty(),
             config: &self.config,
-            // As the agents' requests, which all have settings of their own (see `tls`: a
-            // connection with a client certificate then never resumes a TLS session).
+            // As a request with settings of its own (see `tls`: a connection with a client
+            // certificate then never resumes a TLS session, which some servers refuse).
             request_level: true,
             resolver: &resolver,
             now: UInstant::now(),
@@ -227,19 +246,39 @@ impl Kept {
         Ok(transport)
     }
 
-    /// Keeps a connection whose exchange ended cleanly for the next request of its shard.
+    /// Keeps a connection whose exchange ended cleanly for the next request of its shard, and
+    /// closes the shard's connections that were idle too long (outside the lock).
     fn put_back(&self, shard: usize, mut connection: Box<dyn Transport>, must_close: bool) {
         // Unread input means the server sent more than its response; `is_open` here also
         // readies the transport's next probe (see `tcp`).
         if must_close || !connection.buffers().input().is_empty() || !connection.is_open() {
             return;
         }
-        if self.handles.lock().down {
+        if self.down.load(Ordering::SeqCst) {
             return;
         }
-        let mut idle = self.idle[shard % self.idle.len()].lock();
-        if idle.len() < IDLE_PER_SHARD {
-            idle.push(connection);
+        let now = Instant::now();
+        let (stale, kept) = {
+            let mut idle = self.idle[shard % self.idle.len()].lock();
+            // Oldest first: the stale ones are a prefix.
+            let fresh = idle
+                .iter()
+                .position(|(since, _)| now.duration_since(*since) < MAX_IDLE_AGE)
+                .unwrap_or(idle.len());
+            let stale: Vec<Idle> = idle.drain(..fresh).collect();
+            let kept = if idle.len() < IDLE_PER_SHARD {
+                idle.push((now, connection));
+                None
+            } else {
+                Some(connection)
+            };
+            (stale, kept)
+        };
+        drop((stale, kept));
+        // A shutdown that ran meanwhile may have missed the one just kept.
+        if self.down.load(Ordering::SeqCst) {
+            let idle = std::mem::take(&mut *self.idle[shard % self.idle.len()].lock());
+            drop(idle);
         }
     }
 }
@@ -288,7 +327,7 @@ fn send_body(
         expired(&timeout)?;
         connection.transmit_output(n, timeout)?;
     }
-    call.proceed().ok_or(stuck())
+    call.proceed().ok_or_else(stuck)
 }
 
 fn receive_response(
@@ -303,20 +342,20 @@ fn receive_response(
         let progress = connection.maybe_await_input(timeout)?;
         let input = connection.buffers().input();
         let (amount, response) = call.try_response(input, false)?;
-        let size = if response.is_some() {
-            amount
-        } else {
-            input.len()
-        };
-        if size > MAX_RESPONSE_HEAD {
-            return Err(ureq::Error::LargeResponseHeader(size, MAX_RESPONSE_HEAD));
-        }
         connection.buffers().input_consume(amount);
         if let Some(response) = response {
-            let next = call.proceed().ok_or(stuck())?;
+            let next = call.proceed().ok_or_else(stuck)?;
             return Ok((response, next));
         }
         if !progress {
+            // A full buffer without a whole head: the head is too large to read.
+            let held = connection.buffers().input().len();
+            if held >= super::web::INPUT_BUFFER {
+                return Err(ureq::Error::LargeResponseHeader(
+                    held,
+                    super::web::INPUT_BUFFER,
+                ));
+            }
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "the server closed the connection before its response",
@@ -330,9 +369,6 @@ fn receive_response(
 fn stuck() -> ureq::Error {
     io::Error::other("the HTTP exchange could not go on").into()
 }
-
-/// The most a response head may take (as the agents' default).
-const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 
 /// A response's body, read from its connection; the connection goes back for reuse once the
 /// body was read to its end (dropped before that, it is closed).

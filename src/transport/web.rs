@@ -115,6 +115,9 @@ impl Wire {
 /// costs a few hundred bytes until it holds a connection.
 pub(crate) const AGENT_SHARDS: usize = 8;
 
+/// A connection's input buffer: it also bounds a response's head.
+pub(crate) const INPUT_BUFFER: usize = 16 * 1024;
+
 /// The `User-Agent` of every request.
 pub(crate) const USER_AGENT: &str = concat!("mcp-runtime/", env!("CARGO_PKG_VERSION"));
 
@@ -237,7 +240,7 @@ fn config(options: &HttpOptions, wire: &Wire) -> ureq::config::Config {
         // each (the default) is memory for nothing: eight callers' connections at 16 + 8 KiB
         // keep about 270 KB less than at 32 + 16. The input one bounds response headers
         // (servers cap theirs at 8 KiB or so).
-        .input_buffer_size(16 * 1024)
+        .input_buffer_size(INPUT_BUFFER)
         .output_buffer_size(8 * 1024)
         .user_agent(USER_AGENT)
         // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
@@ -477,10 +480,13 @@ pub(crate) fn read_body(
     // Sized from Content-Length when the server sent one (one allocation, not a series of
     // doublings); up front never beyond the limit, nor beyond a mebibyte (a length is only a
     // claim until the bytes come).
-    // The header, not the body's own length: a body read by `exchange` does not know it.
-    let expected = response
-        .headers()
+    // The header, not the body's own length: a body read by `exchange` does not know it. A
+    // chunked body's length is not its `Content-Length`.
+    let headers = response.headers();
+    let chunked = headers.contains_key(ureq::http::header::TRANSFER_ENCODING);
+    let expected = headers
         .get(ureq::http::header::CONTENT_LENGTH)
+        .filter(|_| !chunked)
         .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
         .map_or(0, |n| n.min(limit.min(PREALLOCATE_CAP) as u64) as usize);
     let mut bytes = Vec::with_capacity(expected);
