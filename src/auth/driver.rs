@@ -118,7 +118,7 @@ impl Http {
                 self.options.max_body_bytes,
                 self.options.proxy.clone(),
                 self.options.default_proxy.clone(),
-                crate::transport::tls::TlsSettings {
+                crate::transport::target::TlsSettings {
                     ca_file: self.options.ca_file.clone(),
                     default_ca_file: self.options.default_ca_file.clone(),
                     client_cert: self.options.client_cert.clone(),

@@ -14,7 +14,8 @@ use ureq::unversioned::transport::time::Instant as UInstant;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Transport};
 
 use crate::transport::proxy;
-use crate::transport::tls::{self, TlsSettings};
+use crate::transport::target::TlsSettings;
+use crate::transport::tls;
 use crate::transport::web::connections;
 use crate::transport::{HttpOptions, HttpTarget};
 

@@ -37,7 +37,7 @@ mod stdin;
 #[path = "stdin_thread.rs"]
 mod stdin;
 pub(crate) mod stdio;
-mod target;
+pub(crate) mod target;
 pub(crate) mod tcp;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;

@@ -122,10 +122,25 @@ impl fmt::Debug for HttpTarget {
     }
 }
 
+/// What one connection is told to trust and present (paths as configured: `~/` is the home
+/// directory; a relative path was made absolute against the project by the config). The same
+/// in both builds; without the `tls` feature a connection that names any of them is refused
+/// (see `tls_off`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct TlsSettings {
+    /// The server's `caFile`.
+    pub(crate) ca_file: Option<PathBuf>,
+    /// The host's, for every server (only ever used by a TLS connection).
+    pub(crate) default_ca_file: Option<PathBuf>,
+    /// The server's `clientCert` and `clientKey`.
+    pub(crate) client_cert: Option<PathBuf>,
+    pub(crate) client_key: Option<PathBuf>,
+}
+
 impl HttpTarget {
     /// What a connection to this target trusts and presents (`options` gives the host's CA).
-    pub(crate) fn tls_settings(&self, options: &HttpOptions) -> super::tls::TlsSettings {
-        super::tls::TlsSettings {
+    pub(crate) fn tls_settings(&self, options: &HttpOptions) -> TlsSettings {
+        TlsSettings {
             ca_file: self.ca_file.clone(),
             default_ca_file: options.ca_file.clone(),
             client_cert: self.client_cert.clone(),

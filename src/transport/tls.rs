@@ -35,20 +35,8 @@ use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConf
 use ureq::typestate::AgentScope;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, RustlsConnector, Transport};
 
+use super::target::TlsSettings;
 use crate::error::Error;
-
-/// What one connection is told to trust and present (paths as configured: `~/` is the home
-/// directory; a relative path was made absolute against the project by the config).
-#[derive(Clone, Default, PartialEq, Eq)]
-pub(crate) struct TlsSettings {
-    /// The server's `caFile`.
-    pub(crate) ca_file: Option<PathBuf>,
-    /// The host's, for every server.
-    pub(crate) default_ca_file: Option<PathBuf>,
-    /// The server's `clientCert` and `clientKey`.
-    pub(crate) client_cert: Option<PathBuf>,
-    pub(crate) client_key: Option<PathBuf>,
-}
 
 /// A connection's TLS: the configuration its agent carries and the connector that applies it.
 pub(crate) struct Tls {

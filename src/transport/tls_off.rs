@@ -5,27 +5,14 @@
 //! is `tls`'s (the module this one stands in for), so the HTTP plumbing and OAuth's requests
 //! are the same in both builds.
 
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use ureq::config::ConfigBuilder;
 use ureq::typestate::AgentScope;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, Transport};
 
+use super::target::TlsSettings;
 use crate::error::Error;
-
-/// What one connection is told to trust and present (as in the full build; see `tls`).
-#[derive(Clone, Default, PartialEq, Eq)]
-pub(crate) struct TlsSettings {
-    /// The server's `caFile`.
-    pub(crate) ca_file: Option<PathBuf>,
-    /// The host's, for every server: only ever used by a TLS connection, so a plain one
-    /// leaves it alone.
-    pub(crate) default_ca_file: Option<PathBuf>,
-    /// The server's `clientCert` and `clientKey`.
-    pub(crate) client_cert: Option<PathBuf>,
-    pub(crate) client_key: Option<PathBuf>,
-}
 
 /// A connection's TLS: none.
 #[derive(Debug, Default)]
