@@ -143,15 +143,7 @@ fn cold(args: &Args) -> serde_json::Value {
 
 fn seq(args: &Args) -> serde_json::Value {
     let client = connect(args);
-    for _ in 0..args.warmup {
-        echo(&client);
-    }
-    let mut times = Vec::with_capacity(args.n);
-    for _ in 0..args.n {
-        let started = Instant::now();
-        echo(&client);
-        times.push(started.elapsed());
-    }
+    let times = perf::timed(args.warmup, args.n, || echo(&client));
     client.close();
     perf::seq_fields(args, times)
 }
@@ -234,15 +226,7 @@ fn result(args: &Args) -> serde_json::Value {
             .expect("blob");
         assert_eq!(out.content[0].as_text().map(str::len), Some(args.bytes));
     };
-    for _ in 0..args.warmup.min(2) {
-        call();
-    }
-    let mut times = Vec::with_capacity(args.n);
-    for _ in 0..args.n {
-        let started = Instant::now();
-        call();
-        times.push(started.elapsed());
-    }
+    let times = perf::timed(args.warmup.min(2), args.n, call);
     client.close();
     perf::result_fields(args, times)
 }

@@ -14,7 +14,7 @@
 //!   unlimited, the whole rendering), timed from the call to the text.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::host::build_tools;
@@ -103,15 +103,7 @@ pub fn render(args: &Args, config: ServerConfig, connect: ConnectOptions) -> Val
         }
         shown = text.len();
     };
-    for _ in 0..args.warmup.min(2) {
-        call();
-    }
-    let mut times = Vec::with_capacity(args.n);
-    for _ in 0..args.n {
-        let started = Instant::now();
-        call();
-        times.push(started.elapsed());
-    }
+    let times = perf::timed(args.warmup.min(2), args.n, &mut call);
     manager.disconnect_all();
     let mut fields = perf::result_fields(args, times);
     fields["budget_tokens"] = json!(args.budget);

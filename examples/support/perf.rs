@@ -184,6 +184,20 @@ impl Args {
     }
 }
 
+/// Runs `call` `warmup` times untimed, then `n` times, each timed.
+pub fn timed(warmup: usize, n: usize, mut call: impl FnMut()) -> Vec<Duration> {
+    for _ in 0..warmup {
+        call();
+    }
+    (0..n)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            call();
+            started.elapsed()
+        })
+        .collect()
+}
+
 /// The percentile `q` of a sorted list: index `floor(q*(len-1)+0.5)`.
 pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {
