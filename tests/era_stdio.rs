@@ -165,6 +165,36 @@ fn a_silent_server_gets_initialize_on_the_same_process_after_the_probe_timeout()
     assert_eq!(lines[..3], ["start", "server/discover", "initialize"]);
 }
 
+/// A stateless server slow to start answers the probe after the probe gave up, and refuses the
+/// `initialize` that followed with -32022: discovery again, then the stateless session.
+#[test]
+fn a_stateless_server_too_slow_for_the_probe_is_discovered_again_after_refusing_initialize() {
+    let log = log_path("slow-start");
+    let options = ConnectOptions {
+        probe_timeout: Duration::from_millis(200),
+        ..common::options()
+    };
+    let args = ["--mode", "modern", "--slow-start", "--log", &log];
+    let client = connect_with(&args, options).unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    let out = client
+        .call_tool("echo", json!({"message": "late"}))
+        .unwrap();
+    assert_eq!(out.text(), "late");
+    client.close();
+    let lines = log_lines(&log);
+    assert_eq!(
+        lines[..lines.len().min(5)],
+        [
+            "start",
+            "server/discover",
+            "initialize",
+            "server/discover",
+            "tools/call"
+        ]
+    );
+}
+
 #[test]
 fn the_handshake_era_test_server_answers_the_probe_with_an_error_and_keeps_its_process() {
     let client = common::connect("probe-legacy", &[]);

@@ -209,6 +209,33 @@ fn fastmcp_over_stdio_speaks_2026_07_28() {
     check("fastmcp-stdio", &endpoint);
 }
 
+/// FastMCP starting slower than the probe waits (Python importing it on a loaded machine): its
+/// late answer is dropped, its refusal of `initialize` names 2026-07-28, and discovery again
+/// finds it.
+#[test]
+fn fastmcp_over_stdio_slower_than_the_probe_is_still_spoken_to_at_2026_07_28() {
+    let Some(python) = fastmcp_python() else {
+        return;
+    };
+    let script = fixture("fastmcp_server.py");
+    let endpoint = Endpoint::stdio(
+        python.to_string_lossy(),
+        [script.to_string_lossy().into_owned(), "stdio".to_owned()],
+    );
+    // No Python server answers within a millisecond of its start.
+    let options = ConnectOptions {
+        probe_timeout: Duration::from_millis(1),
+        ..options()
+    };
+    let client = Client::connect("fastmcp-slow", &endpoint, options).expect("connect");
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    let out = client
+        .call_tool("echo", json!({"message": "late"}))
+        .unwrap();
+    assert_eq!(out.text(), "late");
+    client.close();
+}
+
 #[test]
 fn fastmcp_over_http_speaks_2026_07_28() {
     let Some(python) = fastmcp_python() else {

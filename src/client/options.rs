@@ -67,7 +67,8 @@ pub enum EraChoice {
     /// Find out: a stdio server is probed with `server/discover` first (bounded by
     /// [`ConnectOptions::probe_timeout`]), and speaks 2026-07-28 if it answers as a stateless
     /// server, else the `initialize` handshake (on a fresh process if the probe ended the first
-    /// one). A transport of the caller's ([`Client::with_transport`](crate::client::Client::with_transport))
+    /// one); a server slow to answer that refuses `initialize` naming a stateless version is
+    /// discovered again at it. A transport of the caller's ([`Client::with_transport`](crate::client::Client::with_transport))
     /// is not probed: it gets the handshake.
     #[default]
     Detect,

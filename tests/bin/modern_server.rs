@@ -11,6 +11,8 @@
 //!   --log PATH     append one line per process start (`start`) and per request (its method)
 //!   --ttl MS       the `ttlMs` of `tools/list` (default 60000)
 //!   --tasks        also list the tasks extension's tools (`modern_tasks.rs`)
+//!   --slow-start   answer the first request only once the next one came (a server slow to
+//!                  start: its answer to the probe arrives after the probe gave up)
 //!   --hold-stdout P  start a process that keeps this server's stdout open until the test at
 //!                  127.0.0.1:P releases it (the end of its output reaches the client late)
 //!
@@ -88,9 +90,14 @@ fn main() {
         tasks: None,
         handshake_caps: Value::Null,
     };
+    let mut slow_start = false;
     while let Some(flag) = args.next() {
         if flag == "--tasks" {
             server.tasks = Some(modern_tasks::Tasks::default());
+            continue;
+        }
+        if flag == "--slow-start" {
+            slow_start = true;
             continue;
         }
         let value = args.next().unwrap_or_default();
@@ -105,7 +112,14 @@ fn main() {
     }
     server.record("start");
     let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
+    let mut lines = stdin.lock().lines();
+    let mut early = Vec::new();
+    if slow_start {
+        // The first request waits for the second, then both are handled in order.
+        early.extend(lines.next());
+        early.extend(lines.next());
+    }
+    for line in early.into_iter().chain(lines) {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             continue;

@@ -18,7 +18,9 @@ use crate::client::{
     Client, ConnectFailure, ConnectOptions, Connection, EraChoice, Inner, Leftover, Wait,
 };
 use crate::error::Error;
-use crate::protocol::stateless::{HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY};
+use crate::protocol::stateless::{
+    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+};
 use crate::protocol::{methods, DiscoverResult, InitializeResult, ProtocolVersion};
 use crate::transport::Transport;
 
@@ -97,13 +99,15 @@ pub(crate) fn negotiate(
     }
     let deadline = started + options.timeout;
     let (mut machine, mut step) = Probe::start();
+    // Whether the server answered anything yet: then silence is no longer a verdict.
+    let mut heard = false;
     loop {
         match step {
             Step::Discover(version) => {
                 // On stdio silence is a verdict, so it has a short bound; on HTTP it is an
                 // outage, bounded like any connect.
                 let bound = match probe {
-                    ProbeKind::Stdio => options.probe_timeout,
+                    ProbeKind::Stdio if !heard => options.probe_timeout,
                     _ => options.timeout,
                 };
                 let outcome = discover(&conn, options, version, bound, deadline);
@@ -149,6 +153,7 @@ pub(crate) fn negotiate(
                     Err(Error::TransportClosed { .. }) => ProbeEvent::Gone,
                     Err(other) => return Err((other.clone(), conn.transport)),
                 };
+                heard |= matches!(event, ProbeEvent::Answered(_) | ProbeEvent::Refused { .. });
                 step = machine.on(event);
             }
             Step::Stateless(version, discover) => {
@@ -178,7 +183,32 @@ pub(crate) fn negotiate(
                 }
                 // `initialize` goes under no version, as a first contact does.
                 conn.envelopes.settle(None);
-                return handshake_on(conn, options, started);
+                let error = match handshake::run(&conn, options, started) {
+                    Ok((init, version)) => {
+                        return Ok(Negotiated {
+                            era: SessionEra::Handshake,
+                            init,
+                            version,
+                            conn,
+                        })
+                    }
+                    Err(error) => error,
+                };
+                // A stateless server that was slow to answer the probe refuses `initialize`
+                // naming its versions: discovery again, now that it answers.
+                let refusal = unsupported_version_data(&error);
+                if let Some(next) =
+                    refusal.and_then(|data| machine.on_initialize_refused(data.as_ref()))
+                {
+                    log::debug!(
+                        "[{}] initialize was refused as by a stateless server; discovering again",
+                        conn.name
+                    );
+                    heard = true;
+                    step = next;
+                    continue;
+                }
+                return Err(handshake_failure(error, conn));
             }
             Step::Fail(error) => return Err((error, conn.transport)),
         }
@@ -262,12 +292,29 @@ fn handshake_on(
             version,
             conn,
         }),
-        // A stateless server refusing `initialize` (`-32022`, even in an HTTP 400) says which
-        // versions it speaks: that is the error, never "not Streamable HTTP".
-        Err(error) if is_stateless_refusal(&error) || matches!(error, Error::Rpc { .. }) => {
-            Err((typed(methods::INITIALIZE, error), conn.transport))
+        Err(error) => Err(handshake_failure(error, conn)),
+    }
+}
+
+/// A failed handshake's error, typed. A stateless server refusing `initialize` (`-32022`, even
+/// in an HTTP 400) says which versions it speaks: that is the error, never "not Streamable
+/// HTTP".
+fn handshake_failure(error: Error, conn: Connection) -> Failed {
+    if is_stateless_refusal(&error) || matches!(error, Error::Rpc { .. }) {
+        return (typed(methods::INITIALIZE, error), conn.transport);
+    }
+    (error, conn.transport)
+}
+
+/// The `data` of a `-32022` (Unsupported protocol version) refusal, in a JSON-RPC error or an
+/// HTTP error's body; `None` for any other error.
+fn unsupported_version_data(error: &Error) -> Option<Option<Value>> {
+    let in_body = rpc_in_http_body(error);
+    match in_body.as_ref().unwrap_or(error) {
+        Error::Rpc { code, data, .. } if *code == UNSUPPORTED_PROTOCOL_VERSION => {
+            Some(data.clone())
         }
-        Err(error) => Err((error, conn.transport)),
+        _ => None,
     }
 }
 

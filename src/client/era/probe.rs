@@ -12,6 +12,11 @@
 //! - the process exited or closed its stdout (servers built on rmcp exit on any request before
 //!   `initialize`): the handshake, on a fresh process.
 //!
+//! A server slow to start (a Python server importing its framework on a loaded machine) can be
+//! silent past the probe timeout and still be stateless. Its answer to `initialize` then says
+//! so: `-32022` naming a stateless version we speak sends the probe back to `server/discover`
+//! at that version, once.
+//!
 //! The machine never does I/O: its driver (`negotiate`) sends what a [`Step`] asks for and
 //! feeds back what happened as a [`ProbeEvent`].
 
@@ -64,6 +69,8 @@ pub(crate) struct Probe {
     /// Whether a version already offered was offered once more (a `-32022` that names the very
     /// version it refused gets one retry, not a loop).
     retried: bool,
+    /// Whether `initialize` was refused as by a stateless server, and discovery tried again.
+    rediscovered: bool,
 }
 
 impl Probe {
@@ -74,6 +81,7 @@ impl Probe {
             Probe {
                 tried: vec![first],
                 retried: false,
+                rediscovered: false,
             },
             Step::Discover(first),
         )
@@ -113,6 +121,18 @@ impl Probe {
             ProbeEvent::Refused { .. } | ProbeEvent::Silent => Step::Handshake { respawn: false },
             ProbeEvent::Gone => Step::Handshake { respawn: true },
         }
+    }
+
+    /// The next step after the handshake a [`Step::Handshake`] asked for was refused with
+    /// `-32022` and this `data`: `server/discover` at the newest stateless version it names
+    /// that we speak (once), or `None` when the refusal stands.
+    pub(crate) fn on_initialize_refused(&mut self, data: Option<&Value>) -> Option<Step> {
+        if self.rediscovered {
+            return None;
+        }
+        let version = newest_stateless(&supported_versions_of(data)?)?;
+        self.rediscovered = true;
+        Some(Step::Discover(version))
     }
 
     /// The server named its versions and no stateless one is common (or left to try): the
@@ -278,6 +298,32 @@ mod tests {
             probe.on(ProbeEvent::Gone),
             Step::Handshake { respawn: true }
         );
+    }
+
+    #[test]
+    fn initialize_refused_by_a_slow_stateless_server_sends_the_probe_back_to_discovery_once() {
+        let (mut probe, first) = Probe::start();
+        assert_eq!(
+            probe.on(ProbeEvent::Silent),
+            Step::Handshake { respawn: false }
+        );
+        let data = json!({"supported": ["2026-07-28"], "requested": "2025-11-25"});
+        assert_eq!(probe.on_initialize_refused(Some(&data)), Some(first));
+        assert_eq!(probe.on_initialize_refused(Some(&data)), None, "only once");
+    }
+
+    #[test]
+    fn initialize_refused_without_a_stateless_version_of_ours_stands() {
+        let (mut probe, _) = Probe::start();
+        probe.on(ProbeEvent::Silent);
+        for data in [
+            json!({"supported": ["2025-06-18"]}),
+            json!({"supported": ["2099-01-01"]}),
+            json!({}),
+        ] {
+            assert_eq!(probe.on_initialize_refused(Some(&data)), None, "{data}");
+        }
+        assert_eq!(probe.on_initialize_refused(None), None);
     }
 
     #[test]
