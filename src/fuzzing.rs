@@ -18,6 +18,7 @@ use crate::auth::token::{oauth_error_of, TokenResponse};
 use crate::config::{ConfigSource, DiscoveryContext};
 use crate::jsonrpc::Message;
 use crate::protocol::top_level::{member, Scan};
+use crate::transport::http1::{parse_head, Framing, Malformed, Parsed};
 use crate::transport::lines::{read_line_capped, trim_line, LineRead, LineSplitter, Piece};
 use crate::transport::sse_parser::{SseDecoder, SseEvent};
 
@@ -29,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("stdio_lines", stdio_lines),
     ("jsonrpc_envelope", jsonrpc_envelope),
     ("event_stream", event_stream),
+    ("http_response", http_response),
     ("top_level_member", top_level_member),
     ("www_authenticate", www_authenticate),
     ("oauth_metadata", oauth_metadata),
@@ -202,6 +204,74 @@ pub fn event_stream(data: &[u8]) {
             "an event's data is within the limit: {e:?} {limit}"
         );
         assert!(e.id.as_ref().is_none_or(|id| !id.contains('\0')), "{e:?}");
+    }
+}
+
+/// A POST's response as the exchange reads it: heads (interim ones skipped) then the body,
+/// taken off the input whole and in cuts (byte 0: the cut, byte 1: the room read into): both
+/// readings agree, no body byte is made up, and a length is never overrun. (An error's text is
+/// a fixed one by its type: it cannot show a header.)
+pub fn http_response(data: &[u8]) {
+    let [a, b, input @ ..] = data else { return };
+    let whole = read_response(input, input.len().max(1), 4096);
+    let cut = read_response(input, 1 + usize::from(a % 32), 1 + usize::from(b % 32));
+    match (&whole, &cut) {
+        (Ok(w), Ok(c)) => assert_eq!(w, c, "the cut response reads as the whole one"),
+        (Err(_), Err(_)) => {}
+        _ => panic!("one reading failed, the other not: {whole:?} {cut:?}"),
+    }
+    if let Ok(Some((body, _))) = &whole {
+        assert!(body.len() <= input.len(), "no body byte made up");
+    }
+}
+
+/// The body of the first final response in `input` (fed `step` bytes at a time, read into
+/// `room` bytes at a time), and whether it reached its end; `None` while the head is
+/// incomplete.
+type ReadResponse = Result<Option<(Vec<u8>, bool)>, Malformed>;
+
+fn read_response(input: &[u8], step: usize, room: usize) -> ReadResponse {
+    let mut fed = 0;
+    let mut at = 0;
+    let mut framing: Option<Framing> = None;
+    let mut limit = None;
+    let mut body = Vec::new();
+    let mut out = vec![0u8; room];
+    loop {
+        let progressed = match &mut framing {
+            None => match parse_head(&input[at..fed])? {
+                Parsed::Partial => false,
+                Parsed::Interim(n) => {
+                    at += n;
+                    true
+                }
+                Parsed::Final(n, head) => {
+                    at += n;
+                    if let Framing::Length(len) = head.body {
+                        limit = Some(len);
+                    }
+                    framing = Some(head.body);
+                    true
+                }
+            },
+            Some(f) if f.is_done() => return Ok(Some((body, true))),
+            Some(f) => {
+                let (used, produced) = f.read(&input[at..fed], &mut out)?;
+                assert!(produced <= used, "no more body bytes than input taken");
+                at += used;
+                body.extend_from_slice(&out[..produced]);
+                if let Some(len) = limit {
+                    assert!(body.len() as u64 <= len, "a length is never overrun");
+                }
+                used > 0 || produced > 0
+            }
+        };
+        if !progressed {
+            if fed == input.len() {
+                return Ok(framing.map(|f| (body, f.is_done())));
+            }
+            fed = (fed + step).min(input.len());
+        }
     }
 }
 

@@ -1,13 +1,12 @@
-//! One HTTP/1.1 exchange on a kept-alive connection, driven through `ureq`'s protocol core.
+//! One HTTP/1.1 exchange on a kept-alive connection.
 //!
 //! `ureq`'s agent runs every request through its general machinery: a per-call configuration,
 //! timings recorded at each step, redirect handling, a header map built for the request and
 //! another for the response, a pool keyed by scheme, host and proxy, and about 25 allocations.
 //! An MCP POST needs none of it but the protocol itself, so the Streamable HTTP transport's
-//! POSTs run here instead: `ureq_proto`'s call (the same state machine the agent drives: the
-//! request head, the body, the response head, the body by length or chunks) over a connection
-//! of the same stack the agent uses (tunnel, our TCP, TLS, the cork that writes the secrets:
-//! see `web::connections`), kept alive between requests in [`Kept`].
+//! POSTs run here instead: the head written and the response read by `http1` (sans I/O), over
+//! a connection of the same stack the agent uses (tunnel, our TCP, TLS, the cork that writes
+//! the secrets: see `web::connections`), kept alive between requests in [`Kept`].
 //!
 //! What the agent gives and this keeps: redirects are not followed (a 3xx is returned as it
 //! is, like the agents' `max_redirects(0)`), every phase has its own bound or the request's
@@ -29,9 +28,8 @@ use ureq::unversioned::transport::{
     ConnectionDetails, Connector, NextTimeout, ShutdownHandle, Transport,
 };
 use ureq::{Body, Timeout};
-use ureq_proto::client::state::{RecvBody, RecvResponse, SendBody, SendRequest};
-use ureq_proto::client::{Call, RecvBodyResult, RecvResponseResult, SendRequestResult};
-use ureq_proto::BodyMode;
+
+use super::http1;
 
 /// The connection stack a connection's exchanges run on (see `web::connections`).
 pub(crate) type Stack =
@@ -166,38 +164,27 @@ impl Kept {
         body: &[u8],
         budget: Budget,
     ) -> Result<Response<Body>, ureq::Error> {
-        let mut call = Call::new(request)?;
-        call.header(
-            ureq::http::header::CONTENT_LENGTH,
-            ureq::http::HeaderValue::from(body.len()),
-        )?;
-        call.header(
-            ureq::http::header::USER_AGENT,
-            ureq::http::HeaderValue::from_static(super::web::USER_AGENT),
-        )?;
-        let mut connection = self.connection(shard, call.uri().clone(), &budget)?;
-        let call = send_request(call.proceed(), body, &mut *connection, &budget)?;
-        let (response, next) = receive_response(call, &mut *connection, &budget)?;
-        let reader = match next {
-            RecvResponseResult::RecvBody(call) => BodyReader {
-                call: Some(call),
+        let mut head = Vec::with_capacity(256);
+        http1::write_head(&request, body.len(), super::web::USER_AGENT, &mut head);
+        let mut connection = self.connection(shard, request.uri(), &budget)?;
+        send_request(&head, body, &mut *connection, &budget)?;
+        let head = receive_response(&mut *connection, &budget)?;
+        let reader = if head.body.is_done() {
+            self.put_back(shard, connection, head.must_close);
+            BodyReader::empty(self, shard, budget)
+        } else {
+            BodyReader {
+                framing: head.body,
+                must_close: head.must_close,
                 connection: Some(connection),
                 kept: Arc::downgrade(self),
                 shard,
                 budget,
                 started: Instant::now(),
                 remote_closed: false,
-            },
-            RecvResponseResult::Redirect(call) => {
-                self.put_back(shard, connection, call.must_close_connection());
-                BodyReader::empty(self, shard, budget)
-            }
-            RecvResponseResult::Cleanup(call) => {
-                self.put_back(shard, connection, call.must_close_connection());
-                BodyReader::empty(self, shard, budget)
             }
         };
-        let (parts, ()) = response.into_parts();
+        let (parts, ()) = head.response.into_parts();
         Ok(Response::from_parts(parts, Body::builder().reader(reader)))
     }
 
@@ -205,7 +192,7 @@ impl Kept {
     fn connection(
         &self,
         shard: usize,
-        uri: ureq::http::Uri,
+        uri: &ureq::http::Uri,
         budget: &Budget,
     ) -> Result<Box<dyn Transport>, ureq::Error> {
         if self.down.load(Ordering::SeqCst) {
@@ -226,7 +213,7 @@ impl Kept {
         expired(&timeout)?;
         let resolver = super::tcp::ResolveOnConnect;
         let details = ConnectionDetails {
-            uri: &uri,
+            uri,
             addrs: resolver.empty(),
             config: &self.config,
             // As a request with settings of its own (see `tls`: a connection with a client
@@ -283,69 +270,52 @@ impl Kept {
     }
 }
 
+/// Writes the head and the body (the cork sends them as one write when the response is awaited).
 fn send_request(
-    mut call: Call<SendRequest>,
+    head: &[u8],
     body: &[u8],
     connection: &mut dyn Transport,
     budget: &Budget,
-) -> Result<Call<RecvResponse>, ureq::Error> {
+) -> Result<(), ureq::Error> {
     let start = Instant::now();
-    while !call.can_proceed() {
-        let amount = call.write(connection.buffers().output())?;
-        let timeout = budget.next(start, budget.send, Timeout::SendRequest);
-        expired(&timeout)?;
-        connection.transmit_output(amount, timeout)?;
-    }
-    let call = match call.proceed()? {
-        Some(SendRequestResult::SendBody(call)) => call,
-        Some(SendRequestResult::RecvResponse(call)) => return Ok(call),
-        // No `Expect: 100-continue` is ever sent.
-        Some(SendRequestResult::Await100(_)) | None => return Err(stuck()),
-    };
-    send_body(call, body, connection, budget, start)
-}
-
-fn send_body(
-    mut call: Call<SendBody>,
-    body: &[u8],
-    connection: &mut dyn Transport,
-    budget: &Budget,
-    start: Instant,
-) -> Result<Call<RecvResponse>, ureq::Error> {
-    // The length was declared: the body goes into the output as it is.
-    let mut rest = body;
-    while !call.can_proceed() {
-        let output = connection.buffers().output();
-        let n = rest.len().min(output.len());
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::WriteZero, "the body ended early").into());
+    for mut rest in [head, body] {
+        while !rest.is_empty() {
+            let output = connection.buffers().output();
+            let n = rest.len().min(output.len());
+            if n == 0 {
+                return Err(io::Error::new(io::ErrorKind::WriteZero, "no room to write").into());
+            }
+            output[..n].copy_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            let timeout = budget.next(start, budget.send, Timeout::SendRequest);
+            expired(&timeout)?;
+            connection.transmit_output(n, timeout)?;
         }
-        output[..n].copy_from_slice(&rest[..n]);
-        call.consume_direct_write(n)?;
-        rest = &rest[n..];
-        let timeout = budget.next(start, budget.send, Timeout::SendBody);
-        expired(&timeout)?;
-        connection.transmit_output(n, timeout)?;
     }
-    call.proceed().ok_or_else(stuck)
+    Ok(())
 }
 
+/// Reads the final response's head (skipping interim ones).
 fn receive_response(
-    mut call: Call<RecvResponse>,
     connection: &mut dyn Transport,
     budget: &Budget,
-) -> Result<(Response<()>, RecvResponseResult), ureq::Error> {
+) -> Result<http1::Head, ureq::Error> {
     let start = Instant::now();
     loop {
         let timeout = budget.next(start, budget.receive, Timeout::RecvResponse);
         expired(&timeout)?;
         let progress = connection.maybe_await_input(timeout)?;
         let input = connection.buffers().input();
-        let (amount, response) = call.try_response(input, false)?;
-        connection.buffers().input_consume(amount);
-        if let Some(response) = response {
-            let next = call.proceed().ok_or_else(stuck)?;
-            return Ok((response, next));
+        match http1::parse_head(input).map_err(malformed)? {
+            http1::Parsed::Final(used, head) => {
+                connection.buffers().input_consume(used);
+                return Ok(head);
+            }
+            http1::Parsed::Interim(used) => {
+                connection.buffers().input_consume(used);
+                continue;
+            }
+            http1::Parsed::Partial => connection.buffers().input_consume(0),
         }
         if !progress {
             // A full buffer without a whole head: the head is too large to read.
@@ -365,15 +335,15 @@ fn receive_response(
     }
 }
 
-/// A state the protocol core does not reach for a POST with a declared length.
-fn stuck() -> ureq::Error {
-    io::Error::other("the HTTP exchange could not go on").into()
+fn malformed(e: http1::Malformed) -> ureq::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string()).into()
 }
 
 /// A response's body, read from its connection; the connection goes back for reuse once the
 /// body was read to its end (dropped before that, it is closed).
 struct BodyReader {
-    call: Option<Call<RecvBody>>,
+    framing: http1::Framing,
+    must_close: bool,
     connection: Option<Box<dyn Transport>>,
     kept: Weak<Kept>,
     shard: usize,
@@ -385,7 +355,8 @@ struct BodyReader {
 impl BodyReader {
     fn empty(kept: &Arc<Kept>, shard: usize, budget: Budget) -> BodyReader {
         BodyReader {
-            call: None,
+            framing: http1::Framing::Empty,
+            must_close: false,
             connection: None,
             kept: Arc::downgrade(kept),
             shard,
@@ -396,20 +367,22 @@ impl BodyReader {
     }
 
     fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, ureq::Error> {
-        let (Some(call), Some(connection)) = (&mut self.call, &mut self.connection) else {
+        let Some(connection) = &mut self.connection else {
             return Ok(0);
         };
+        if buf.is_empty() {
+            return Ok(0);
+        }
         loop {
-            let fulfilled = match call.body_mode() {
-                BodyMode::LengthDelimited(_) | BodyMode::Chunked => call.can_proceed(),
-                BodyMode::CloseDelimited | BodyMode::NoBody => false,
-            };
-            if fulfilled {
+            if self.framing.is_done() {
                 self.ended()?;
                 return Ok(0);
             }
             if connection.buffers().can_use_input() {
-                let (used, produced) = call.read(connection.buffers().input(), buf)?;
+                let (used, produced) = self
+                    .framing
+                    .read(connection.buffers().input(), buf)
+                    .map_err(malformed)?;
                 connection.buffers().input_consume(used);
                 if produced > 0 {
                     return Ok(produced);
@@ -443,30 +416,29 @@ impl BodyReader {
             };
             let input = connection.buffers().input();
             let input_ended = input.is_empty();
-            let (used, produced) = call.read(input, buf)?;
+            let (used, produced) = self.framing.read(input, buf).map_err(malformed)?;
             connection.buffers().input_consume(used);
             if produced > 0 {
                 return Ok(produced);
             }
-            if input_ended {
+            if input_ended || !progress {
+                // The connection ended (a read of nothing).
+                self.remote_closed = true;
                 self.ended()?;
                 return Ok(0);
-            }
-            if !progress {
-                return Err(ureq::Error::BodyStalled);
             }
         }
     }
 
-    /// The body was read: the connection goes back, or is closed.
+    /// The body was read (or its connection ended): the connection goes back, or is closed.
     fn ended(&mut self) -> Result<(), ureq::Error> {
-        let (Some(call), Some(connection)) = (self.call.take(), self.connection.take()) else {
+        let Some(connection) = self.connection.take() else {
             return Ok(());
         };
-        let ended_chunked = call.is_ended_chunked();
-        if !call.can_proceed() {
-            if ended_chunked {
-                // `0\r\n` then the connection closed: the body is whole, the connection not.
+        if !self.framing.is_done() {
+            // Ended by the connection: whole if the body ends with it, or if the last chunk
+            // came (its trailers cut off).
+            if matches!(self.framing, http1::Framing::Close) || self.framing.had_last_chunk() {
                 return Ok(());
             }
             return Err(io::Error::new(
@@ -475,13 +447,12 @@ impl BodyReader {
             )
             .into());
         }
-        let must_close = match call.proceed() {
-            Some(RecvBodyResult::Cleanup(c)) => c.must_close_connection(),
-            Some(RecvBodyResult::Redirect(c)) => c.must_close_connection(),
-            None => true,
-        };
         if let Some(kept) = self.kept.upgrade() {
-            kept.put_back(self.shard, connection, must_close);
+            kept.put_back(
+                self.shard,
+                connection,
+                self.must_close || self.remote_closed,
+            );
         }
         Ok(())
     }

@@ -406,19 +406,21 @@ impl Shared {
             (Some(_), None) => None,
             (None, None) => Some(Instant::now() + self.options.post_timeout),
         };
-        let request = ureq::http::Request::post(self.uri.clone())
-            .header(
-                ACCEPT,
-                HeaderValue::from_static("application/json, text/event-stream"),
-            )
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // Built in place (a builder moves the whole request through each header it adds).
+        let mut request = ureq::http::Request::new(());
+        *request.method_mut() = ureq::http::Method::POST;
+        *request.uri_mut() = self.uri.clone();
+        let headers = request.headers_mut();
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let request = self.with_envelope(self.with_session(request), envelope);
         let response = if self.wire.forwards() {
             // Forwarded to a proxy as it is: through the agent (see `exchange`).
             let agent = self.agents.get();
-            let request = request
-                .body(&body[..])
-                .map_err(|e| Error::closed(format!("cannot build the POST: {e}")))?;
+            let request = request.map(|()| &body[..]);
             match deadline {
                 Some(d) => agent.run(
                     agent
@@ -429,9 +431,6 @@ impl Shared {
                 None => agent.run(request),
             }
         } else {
-            let request = request
-                .body(())
-                .map_err(|e| Error::closed(format!("cannot build the POST: {e}")))?;
             let budget = super::exchange::Budget {
                 deadline,
                 connect: self.options.connect_timeout,

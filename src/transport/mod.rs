@@ -21,6 +21,7 @@ pub(crate) mod abort;
 mod cork;
 mod exchange;
 pub(crate) mod http;
+pub(crate) mod http1;
 #[cfg(windows)]
 mod job;
 pub(crate) mod lines;

@@ -1,0 +1,160 @@
+//! The Streamable HTTP POST's own HTTP/1.1: every framing a server may answer in (chunks with
+//! extensions and trailers, an interim 103 before the response, a length, an HTTP/1.0 body
+//! ended by the connection), and when the connection is kept for the next call and when not.
+//! A scripted server on 127.0.0.1 counts the connections POSTs came on.
+
+mod common;
+
+use std::io::{BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::http_request::{accept_each, read_request};
+use mcp_runtime::transport::HttpTarget;
+use mcp_runtime::{Client, Endpoint, EraChoice};
+use serde_json::{json, Value};
+
+#[derive(Default)]
+struct Server {
+    connections: AtomicUsize,
+    stopped: AtomicBool,
+}
+
+/// The JSON-RPC answer to `request`, and how the echo tool's answer is framed (its message).
+fn answer(request: &Value) -> Option<(Value, String)> {
+    let id = request.get("id")?.clone();
+    let method = request["method"].as_str().unwrap_or("");
+    let (result, framing) = match method {
+        "initialize" => (
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "framing", "version": "1"}}),
+            "length".to_owned(),
+        ),
+        "tools/call" => {
+            let message = request["params"]["arguments"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            (
+                json!({"content": [{"type": "text", "text": message}]}),
+                message,
+            )
+        }
+        _ => {
+            return Some((
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}),
+                "length".into(),
+            ))
+        }
+    };
+    Some((
+        json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        framing,
+    ))
+}
+
+/// Writes `body` as `framing` says; false when the connection is to end.
+fn respond(out: &mut TcpStream, framing: &str, body: &str) -> bool {
+    let json = "Content-Type: application/json\r\n";
+    let wrote = match framing {
+        "chunked" => {
+            let (a, b) = body.split_at(body.len() / 2);
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\n{json}Transfer-Encoding: chunked\r\n\r\n\
+                 {:x};ext=1\r\n{a}\r\n{:X}\r\n{b}\r\n0\r\nX-Trailer: t\r\n\r\n",
+                a.len(),
+                b.len()
+            )
+        }
+        "interim" => write!(
+            out,
+            "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n\
+             HTTP/1.1 200 OK\r\n{json}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+        "close10" => {
+            let _ = write!(out, "HTTP/1.0 200 OK\r\n{json}\r\n{body}");
+            return false;
+        }
+        _ => write!(
+            out,
+            "HTTP/1.1 200 OK\r\n{json}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    };
+    wrote.is_ok()
+}
+
+fn serve(server: &Server, conn: TcpStream) {
+    let mut out = conn.try_clone().unwrap();
+    let mut reader = BufReader::new(conn);
+    let mut counted = false;
+    while let Some(request) = read_request(&mut reader) {
+        if request.method != "POST" {
+            // No server stream here.
+            let _ = write!(out, "HTTP/1.1 405 No\r\nContent-Length: 0\r\n\r\n");
+            continue;
+        }
+        if !std::mem::replace(&mut counted, true) {
+            server.connections.fetch_add(1, Ordering::SeqCst);
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
+            return;
+        };
+        let Some((reply, framing)) = answer(&message) else {
+            // A notification.
+            if write!(out, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n").is_err() {
+                return;
+            }
+            continue;
+        };
+        if !respond(&mut out, &framing, &reply.to_string()) {
+            return;
+        }
+    }
+}
+
+fn start() -> (Arc<Server>, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = Arc::new(Server::default());
+    accept_each(
+        listener,
+        Arc::clone(&server),
+        |s| s.stopped.load(Ordering::SeqCst),
+        serve,
+    );
+    (server, url)
+}
+
+#[test]
+fn every_framing_reads_whole_and_the_connection_is_kept_only_when_it_can_be() {
+    let (server, url) = start();
+    let options = mcp_runtime::ConnectOptions {
+        era: EraChoice::Handshake,
+        ..common::options()
+    };
+    let client = Client::connect("framing", &Endpoint::Http(HttpTarget::new(&url)), options)
+        .expect("connect");
+    let echo = |message: &str| {
+        client
+            .call_tool("echo", json!({ "message": message }))
+            .map(|r| r.text())
+    };
+    let connections = || server.connections.load(Ordering::SeqCst);
+    // The handshake's exchanges left one connection kept alive.
+    let before = connections();
+    for framing in ["chunked", "interim", "length", "chunked"] {
+        assert_eq!(echo(framing).unwrap(), framing);
+        assert_eq!(connections(), before, "{framing}: the connection was kept");
+    }
+    // A body the connection's end frames: whole, and the connection is not reused.
+    assert_eq!(echo("close10").unwrap(), "close10");
+    assert_eq!(echo("length").unwrap(), "length");
+    assert_eq!(connections(), before + 1, "a new connection after close10");
+    client.close();
+    server.stopped.store(true, Ordering::SeqCst);
+    let _ = TcpStream::connect(url.trim_start_matches("http://").trim_end_matches("/mcp"));
+}
