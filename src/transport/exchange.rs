@@ -277,6 +277,19 @@ fn send_request(
     connection: &mut dyn Transport,
     budget: &Budget,
 ) -> Result<(), ureq::Error> {
+    // The cork finds the request line in the first output of a request (to put the real
+    // target and the secrets in): it must fit there.
+    let line = head
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(head.len(), |p| p + 1);
+    if line > connection.buffers().output().len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the request line is longer than the output buffer (a URL too long)",
+        )
+        .into());
+    }
     let start = Instant::now();
     for mut rest in [head, body] {
         while !rest.is_empty() {

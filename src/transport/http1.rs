@@ -42,17 +42,31 @@ pub(crate) fn write_head(
     let uri = request.uri();
     out.extend_from_slice(request.method().as_str().as_bytes());
     out.push(b' ');
-    let target = uri.path_and_query().map_or("/", |p| p.as_str());
+    let target = uri.path_and_query().map_or("", |p| p.as_str());
     if !target.starts_with('/') {
-        // Origin form starts with a slash, also when the URL had only a query.
+        // Origin form starts with a slash, also when the URL had only a query (as
+        // `url::origin_form`, which the cork's swap of the real target matches).
         out.push(b'/');
     }
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
     let headers = request.headers();
     if !headers.contains_key(HOST) {
-        if let Some(authority) = uri.authority() {
-            line(out, b"host", authority.as_str().as_bytes());
+        if let Some(host) = uri.host() {
+            // The port only when it is not the scheme's default, as `ureq` writes it.
+            let default = if uri.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            };
+            match uri.port_u16().filter(|p| *p != default) {
+                Some(port) => {
+                    let mut digits = [0u8; 20];
+                    let port = decimal(u64::from(port), &mut digits);
+                    line(out, b"host", &[host.as_bytes(), b":", port].concat());
+                }
+                None => line(out, b"host", host.as_bytes()),
+            }
         }
     }
     for (name, value) in headers {
@@ -169,13 +183,20 @@ fn framing(
     headers: &HeaderMap,
 ) -> Result<(Framing, bool), Malformed> {
     let length = content_length(headers)?;
-    let codings = headers.get_all(TRANSFER_ENCODING);
-    let coded = codings.iter().next().is_some();
-    let chunked = codings
+    // The codings in order; `identity` (obsolete, and no coding at all) is left out, so that
+    // a length beside it still frames the body.
+    let codings = headers
+        .get_all(TRANSFER_ENCODING)
         .iter()
-        .next_back()
-        .and_then(|v| v.as_bytes().rsplit(|b| *b == b',').next())
-        .is_some_and(|last| trim(last).eq_ignore_ascii_case(b"chunked"));
+        .flat_map(|v| v.as_bytes().split(|b| *b == b','))
+        .map(trim)
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case(b"identity"));
+    let mut coded = false;
+    let mut chunked = false;
+    for coding in codings {
+        coded = true;
+        chunked = coding.eq_ignore_ascii_case(b"chunked");
+    }
     if status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED
         || status.is_informational()
@@ -306,6 +327,8 @@ pub(crate) struct Chunked {
 enum ChunkState {
     /// The chunk size's hex digits: the value so far, how many digits.
     Size { value: u64, digits: u8 },
+    /// Whitespace after the size: more of it, `;` or the line's end next.
+    SizeSpace { value: u64 },
     /// A chunk extension, up to the line's end.
     Extension { value: u64 },
     /// `\r` came after the size line: `\n` next.
@@ -386,9 +409,15 @@ impl Chunked {
                 }
             }
             (Size { digits: 0, .. }, _) => return Err(Malformed("a chunk without its size")),
-            (Size { value, .. }, b';' | b' ' | b'\t') => Extension { value },
-            (Size { value, .. } | Extension { value }, b'\r') => SizeEnd { value },
-            (Size { value, .. } | Extension { value } | SizeEnd { value }, b'\n') => {
+            (Size { value, .. } | SizeSpace { value }, b' ' | b'\t') => SizeSpace { value },
+            (Size { value, .. } | SizeSpace { value }, b';') => Extension { value },
+            (Size { value, .. } | SizeSpace { value } | Extension { value }, b'\r') => {
+                SizeEnd { value }
+            }
+            (
+                Size { value, .. } | SizeSpace { value } | Extension { value } | SizeEnd { value },
+                b'\n',
+            ) => {
                 self.line = 0;
                 if value == 0 {
                     Trailers { at_start: true }
@@ -396,7 +425,7 @@ impl Chunked {
                     Data(value)
                 }
             }
-            (Size { .. } | SizeEnd { .. }, _) => {
+            (Size { .. } | SizeSpace { .. } | SizeEnd { .. }, _) => {
                 return Err(Malformed("an invalid chunk size line"))
             }
             (Extension { value }, _) => Extension { value },

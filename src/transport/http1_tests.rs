@@ -76,6 +76,22 @@ fn a_url_without_a_path_asks_for_the_root_and_a_host_header_of_the_request_wins(
 }
 
 #[test]
+fn the_host_has_its_port_only_when_it_is_not_the_schemes_default() {
+    for (url, host) in [
+        ("http://example.test:80/mcp", "host: example.test\r\n"),
+        ("https://example.test:443/mcp", "host: example.test\r\n"),
+        ("https://example.test:80/mcp", "host: example.test:80\r\n"),
+        ("http://[::1]:8080/mcp", "host: [::1]:8080\r\n"),
+    ] {
+        let request = Request::post(url).body(()).unwrap();
+        let mut out = Vec::new();
+        write_head(&request, 0, "ua", &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(host), "{url}: {text}");
+    }
+}
+
+#[test]
 fn decimal_writes_every_magnitude() {
     let mut buf = [0u8; 20];
     for n in [0u64, 7, 10, 99, 100, 65_536, u64::MAX] {
@@ -126,6 +142,22 @@ fn chunked_wins_over_a_length_and_a_bare_lf_is_tolerated() {
     let (read, _) = decode(&mut body, b"3\nabc\n0\n\n", 4, 16).unwrap();
     assert_eq!(read, b"abc");
     assert!(!h.must_close);
+}
+
+#[test]
+fn an_identity_coding_leaves_the_length_to_frame_the_body() {
+    let h = head("HTTP/1.1 200 OK\r\ntransfer-encoding: identity\r\ncontent-length: 2\r\n\r\n");
+    assert!(matches!(h.body, Framing::Length(2)), "{:?}", h.body);
+    assert!(!h.must_close);
+}
+
+#[test]
+fn whitespace_after_a_chunk_size_comes_only_before_an_extension_or_the_end() {
+    let mut body = Framing::Chunked(Chunked::default());
+    let (read, _) = decode(&mut body, b"2 \t;x=1\r\nok\r\n1 \r\n!\r\n0\r\n\r\n", 3, 8).unwrap();
+    assert_eq!(read, b"ok!");
+    let mut body = Framing::Chunked(Chunked::default());
+    assert!(decode(&mut body, b"1 0\r\nx\r\n", 64, 64).is_err());
 }
 
 #[test]

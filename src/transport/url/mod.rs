@@ -102,9 +102,21 @@ pub(crate) struct Split {
 }
 
 impl Split {
-    /// The request-target `ureq` writes for [`Split::public`].
-    pub(crate) fn public_target(&self) -> &str {
-        self.public.path_and_query().map_or("/", |p| p.as_str())
+    /// The request-target written for [`Split::public`].
+    pub(crate) fn public_target(&self) -> String {
+        origin_form(&self.public)
+    }
+}
+
+/// A URL's request-target in origin form (RFC 9112 §3.2.1): its path and query, starting with
+/// `/` also when the URL has only a query (`http://h?k=v` asks for `/?k=v`), as every HTTP/1.1
+/// head is written.
+pub(crate) fn origin_form(uri: &Uri) -> String {
+    let target = uri.path_and_query().map_or("", |p| p.as_str());
+    if target.starts_with('/') {
+        target.to_owned()
+    } else {
+        format!("/{target}")
     }
 }
 
@@ -119,10 +131,9 @@ pub(crate) fn split(url: &str) -> Result<Split, Error> {
     let real = parse(url)?;
     let shown = redact(url);
     let public = parse(&shown)?;
-    let real_target = real.path_and_query().map_or("/", |p| p.as_str());
-    let public_target = public.path_and_query().map_or("/", |p| p.as_str());
+    let real_target = origin_form(&real);
     let real_target =
-        (real_target != public_target).then(|| real_target.as_bytes().to_vec().into_boxed_slice());
+        (real_target != origin_form(&public)).then(|| real_target.into_bytes().into_boxed_slice());
     Ok(Split {
         public,
         shown,
@@ -391,6 +402,14 @@ mod tests {
             .unwrap()
             .real_target
             .is_none());
+    }
+
+    #[test]
+    fn a_url_with_a_query_and_no_path_asks_for_the_root_with_its_real_query() {
+        let s = split("http://127.0.0.1:9?apiKey=SECRET").unwrap();
+        assert_eq!(s.public_target(), "/?apiKey=REDACTED");
+        assert_eq!(s.real_target.as_deref(), Some(&b"/?apiKey=SECRET"[..]));
+        assert_eq!(split("http://127.0.0.1:9").unwrap().public_target(), "/");
     }
 
     #[test]
