@@ -8,7 +8,7 @@ mod common;
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use common::http_request::{accept_each, read_request};
 use mcp_runtime::transport::HttpTarget;
@@ -19,6 +19,8 @@ use serde_json::{json, Value};
 struct Server {
     connections: AtomicUsize,
     stopped: AtomicBool,
+    /// The request-target of every POST.
+    targets: Mutex<Vec<String>>,
 }
 
 /// The JSON-RPC answer to `request`, and how the echo tool's answer is framed (its message).
@@ -97,6 +99,7 @@ fn serve(server: &Server, conn: TcpStream) {
             let _ = write!(out, "HTTP/1.1 405 No\r\nContent-Length: 0\r\n\r\n");
             continue;
         }
+        server.targets.lock().unwrap().push(request.target.clone());
         if !std::mem::replace(&mut counted, true) {
             server.connections.fetch_add(1, Ordering::SeqCst);
         }
@@ -119,6 +122,10 @@ fn serve(server: &Server, conn: TcpStream) {
 fn start() -> (Arc<Server>, String) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    serve_on(listener, url)
+}
+
+fn serve_on(listener: TcpListener, url: String) -> (Arc<Server>, String) {
     let server = Arc::new(Server::default());
     accept_each(
         listener,
@@ -157,4 +164,39 @@ fn every_framing_reads_whole_and_the_connection_is_kept_only_when_it_can_be() {
     client.close();
     server.stopped.store(true, Ordering::SeqCst);
     let _ = TcpStream::connect(url.trim_start_matches("http://").trim_end_matches("/mcp"));
+}
+
+/// A URL's query goes on the wire as configured (the client's own layers only ever see it
+/// redacted), also when the URL has no path.
+#[test]
+fn the_real_query_reaches_the_server_with_and_without_a_path() {
+    for (tail, target) in [
+        ("?apiKey=Q-SECRET", "/?apiKey=Q-SECRET"),
+        ("/mcp?k=v&x=Q-SECRET", "/mcp?k=v&x=Q-SECRET"),
+    ] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}{tail}", listener.local_addr().unwrap());
+        let (server, _) = serve_on(listener, url.clone());
+        let options = mcp_runtime::ConnectOptions {
+            era: EraChoice::Handshake,
+            ..common::options()
+        };
+        let client = Client::connect("query", &Endpoint::Http(HttpTarget::new(&url)), options)
+            .expect("connect");
+        let out = client
+            .call_tool("echo", json!({ "message": "length" }))
+            .unwrap();
+        assert_eq!(out.text(), "length");
+        client.close();
+        let targets = server.targets.lock().unwrap().clone();
+        assert!(!targets.is_empty());
+        assert!(targets.iter().all(|t| t == target), "{tail}: {targets:?}");
+        server.stopped.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(
+            url.trim_start_matches("http://")
+                .split(['/', '?'])
+                .next()
+                .unwrap(),
+        );
+    }
 }
