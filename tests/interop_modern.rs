@@ -201,12 +201,16 @@ fn fastmcp_over_stdio_speaks_2026_07_28() {
     let Some(python) = fastmcp_python() else {
         return;
     };
+    check("fastmcp-stdio", &fastmcp_stdio(&python));
+}
+
+/// The FastMCP fixture server over stdio.
+fn fastmcp_stdio(python: &std::path::Path) -> Endpoint {
     let script = fixture("fastmcp_server.py");
-    let endpoint = Endpoint::stdio(
+    Endpoint::stdio(
         python.to_string_lossy(),
         [script.to_string_lossy().into_owned(), "stdio".to_owned()],
-    );
-    check("fastmcp-stdio", &endpoint);
+    )
 }
 
 /// FastMCP starting slower than the probe waits (Python importing it on a loaded machine): its
@@ -217,11 +221,7 @@ fn fastmcp_over_stdio_slower_than_the_probe_is_still_spoken_to_at_2026_07_28() {
     let Some(python) = fastmcp_python() else {
         return;
     };
-    let script = fixture("fastmcp_server.py");
-    let endpoint = Endpoint::stdio(
-        python.to_string_lossy(),
-        [script.to_string_lossy().into_owned(), "stdio".to_owned()],
-    );
+    let endpoint = fastmcp_stdio(&python);
     // No Python server answers within a millisecond of its start.
     let options = ConnectOptions {
         probe_timeout: Duration::from_millis(1),
