@@ -59,14 +59,14 @@ pub(crate) fn write_head(
             } else {
                 80
             };
-            match uri.port_u16().filter(|p| *p != default) {
-                Some(port) => {
-                    let mut digits = [0u8; 20];
-                    let port = decimal(u64::from(port), &mut digits);
-                    line(out, b"host", &[host.as_bytes(), b":", port].concat());
-                }
-                None => line(out, b"host", host.as_bytes()),
+            out.extend_from_slice(b"host: ");
+            out.extend_from_slice(host.as_bytes());
+            if let Some(port) = uri.port_u16().filter(|p| *p != default) {
+                let mut digits = [0u8; 20];
+                out.push(b':');
+                out.extend_from_slice(decimal(u64::from(port), &mut digits));
             }
+            out.extend_from_slice(b"\r\n");
         }
     }
     for (name, value) in headers {
@@ -150,12 +150,12 @@ pub(crate) fn parse_head(input: &[u8]) -> Result<Parsed, Malformed> {
             HeaderValue::from_bytes(h.value).map_err(|_| Malformed("an invalid header value"))?;
         map.append(name, value);
     }
-    let (body, framed_by_close) = framing(http10, status, &map)?;
+    let body = framing(http10, status, &map)?;
     let close = has_token(&map, "close");
     let keep_alive = has_token(&map, "keep-alive");
     let must_close = close
         || (http10 && !keep_alive)
-        || framed_by_close
+        || matches!(body, Framing::Close)
         || status == StatusCode::SWITCHING_PROTOCOLS;
     let mut response = Response::new(());
     *response.status_mut() = status;
@@ -175,13 +175,8 @@ pub(crate) fn parse_head(input: &[u8]) -> Result<Parsed, Malformed> {
     ))
 }
 
-/// The body's framing, and whether it is the connection's end (or a framing the connection
-/// cannot be trusted after).
-fn framing(
-    http10: bool,
-    status: StatusCode,
-    headers: &HeaderMap,
-) -> Result<(Framing, bool), Malformed> {
+/// The body's framing (`Close` also for a framing the connection cannot be trusted after).
+fn framing(http10: bool, status: StatusCode, headers: &HeaderMap) -> Result<Framing, Malformed> {
     let length = content_length(headers)?;
     // The codings in order; `identity` (obsolete, and no coding at all) is left out, so that
     // a length beside it still frames the body.
@@ -189,7 +184,7 @@ fn framing(
         .get_all(TRANSFER_ENCODING)
         .iter()
         .flat_map(|v| v.as_bytes().split(|b| *b == b','))
-        .map(trim)
+        .map(<[u8]>::trim_ascii)
         .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case(b"identity"));
     let mut coded = false;
     let mut chunked = false;
@@ -201,20 +196,20 @@ fn framing(
         || status == StatusCode::NOT_MODIFIED
         || status.is_informational()
     {
-        return Ok((Framing::Empty, false));
+        return Ok(Framing::Empty);
     }
     if coded {
         // An HTTP/1.0 message with a coding is faulty (RFC 9112 §6.1): its end is the
         // connection's, as is the end of a body whose final coding is not chunked.
         if chunked && !http10 {
-            return Ok((Framing::Chunked(Chunked::default()), false));
+            return Ok(Framing::Chunked(Chunked::default()));
         }
-        return Ok((Framing::Close, true));
+        return Ok(Framing::Close);
     }
     match length {
-        Some(0) => Ok((Framing::Empty, false)),
-        Some(n) => Ok((Framing::Length(n), false)),
-        None => Ok((Framing::Close, true)),
+        Some(0) => Ok(Framing::Empty),
+        Some(n) => Ok(Framing::Length(n)),
+        None => Ok(Framing::Close),
     }
 }
 
@@ -223,7 +218,7 @@ fn content_length(headers: &HeaderMap) -> Result<Option<u64>, Malformed> {
     let mut found = None;
     for value in headers.get_all(CONTENT_LENGTH) {
         for element in value.as_bytes().split(|b| *b == b',') {
-            let digits = trim(element);
+            let digits = element.trim_ascii();
             if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
                 return Err(Malformed("an invalid Content-Length"));
             }
@@ -244,18 +239,8 @@ fn has_token(headers: &HeaderMap, token: &str) -> bool {
     headers.get_all(CONNECTION).iter().any(|v| {
         v.as_bytes()
             .split(|b| *b == b',')
-            .any(|t| trim(t).eq_ignore_ascii_case(token.as_bytes()))
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
     })
-}
-
-fn trim(mut b: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = b {
-        b = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = b {
-        b = rest;
-    }
-    b
 }
 
 /// How a response's body ends.
