@@ -170,7 +170,7 @@ impl FileToolCache {
     /// names never share a file.
     pub fn path_for(&self, server: &str) -> PathBuf {
         let digest = Sha256::digest(server.as_bytes());
-        let short: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        let short = crate::hex::hex(&digest[..4]);
         let safe: String = server
             .chars()
             .map(|c| {

@@ -121,6 +121,7 @@ mod cancel;
 mod commands;
 mod error;
 mod files;
+mod hex;
 mod jsonrpc;
 mod loader;
 mod session;

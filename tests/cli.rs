@@ -46,9 +46,15 @@ fn the_demo_runs_every_step_and_leaves_nothing_behind() {
         "{text}"
     );
     assert!(text.contains("progress: 2 left, 1 left, 0 left"), "{text}");
-    // The reload found the slow server's tools in the cache, and the deferred call waited.
+    // The reload found the slow server's tools in the cache (the fast one may be deferred too
+    // on a loaded machine), and the deferred call waited.
+    let reload = text
+        .lines()
+        .filter(|l| l.contains("deferred (from the cache):"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no reload line: {text}"));
     assert!(
-        text.contains("deferred (from the cache): [\"slow\"]"),
+        reload.contains("deferred (from the cache): [") && reload.contains("\"slow\"]"),
         "{text}"
     );
     assert!(

@@ -242,7 +242,7 @@ fn version_and_short_usage_errors() {
     assert_eq!(o.status.code(), Some(2));
     let text = err(&o);
     assert!(
-        text.starts_with("mcp: unknown command \"frobnicate\"\n"),
+        text.starts_with("mcp: unrecognized subcommand 'frobnicate'"),
         "{text}"
     );
     assert!(

@@ -74,13 +74,16 @@ fn search_lists_the_best_tools_first_and_exits_1_when_none_answers() {
     );
 
     for (args, says) in [
-        (&["search"][..], "search needs a QUERY"),
+        (&["search"][..], "not provided: <QUERY>"),
         (
             &["search", "--limit", "x", "git"][..],
-            "--limit takes a number",
+            "invalid value 'x' for '--limit <N>'",
         ),
-        (&["tools", "--limit", "2"][..], "--limit goes with search"),
-        (&["tools", "--full"][..], "--full goes with call"),
+        (
+            &["tools", "--limit", "2"][..],
+            "unexpected argument '--limit'",
+        ),
+        (&["tools", "--full"][..], "unexpected argument '--full'"),
     ] {
         let out = mcp(&root, &cfg).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

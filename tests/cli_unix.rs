@@ -110,7 +110,7 @@ fn text(out: &Output) -> String {
 fn help_for_the_tool_and_for_each_command_and_the_version() {
     let full = mcp_out(&["help"]);
     assert!(full.status.success());
-    assert!(text(&full).contains("commands:"), "{}", text(&full));
+    assert!(text(&full).contains("Commands:"), "{}", text(&full));
     assert_eq!(text(&full), text(&mcp_out(&["--help"])));
     for (a, b) in [
         (vec!["help", "call"], vec!["call", "--help"]),
@@ -120,11 +120,11 @@ fn help_for_the_tool_and_for_each_command_and_the_version() {
         assert!(x.status.success() && y.status.success(), "{a:?} {b:?}");
         assert_eq!(text(&x), text(&y));
         assert!(
-            text(&x).starts_with(&format!("usage: mcp [OPTIONS] {}", a[1])),
+            text(&x).contains(&format!("Usage: mcp {} [OPTIONS]", a[1])),
             "{}",
             text(&x)
         );
-        assert!(!text(&x).contains("commands:"), "one command's help only");
+        assert!(!text(&x).contains("Commands:"), "one command's help only");
     }
     for flag in ["-V", "--version"] {
         let out = mcp_out(&[flag]);
@@ -133,14 +133,34 @@ fn help_for_the_tool_and_for_each_command_and_the_version() {
     let miss = mcp_out(&["help", "tols"]);
     assert_eq!(miss.status.code(), Some(2));
     let err = String::from_utf8_lossy(&miss.stderr);
-    assert!(err.contains("did you mean tools?"), "{err}");
+    assert!(
+        err.contains("a similar subcommand exists: 'tools'"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
-/// Runs a shell's syntax check (`-n`) on `script`; `None` (said) where the shell is missing.
+/// Runs a shell's syntax check (`-n`; elvish's `-compileonly`) on `script`; `None` (said) where
+/// the shell is missing. A script for elvish sets the line editor's completer, which a shell
+/// that is not interactive does not have: a variable of the script's own stands in for it.
 fn syntax_check(dir: &std::path::Path, shell: &str, script: &str) -> Option<Output> {
     let path = dir.join(format!("mcp.{shell}"));
+    let script = if shell == "elvish" {
+        assert!(script.contains("set edit:completion:arg-completer[mcp] = "));
+        format!(
+            "var arg-completer = [&]\n{}",
+            script.replace("edit:completion:arg-completer", "arg-completer")
+        )
+    } else {
+        script.to_owned()
+    };
     std::fs::write(&path, script).unwrap();
-    match Command::new(shell).arg("-n").arg(&path).output() {
+    let check = if shell == "elvish" {
+        "-compileonly"
+    } else {
+        "-n"
+    };
+    match Command::new(shell).arg(check).arg(&path).output() {
         Ok(out) => Some(out),
         Err(_) => common::npm::missing(&format!(
             "{shell} is not installed; its completion script was not checked"
@@ -151,7 +171,7 @@ fn syntax_check(dir: &std::path::Path, shell: &str, script: &str) -> Option<Outp
 #[test]
 fn completion_scripts_parse_in_their_shells_and_complete_commands_and_options() {
     let dir = home("completions");
-    for shell in ["bash", "zsh", "fish"] {
+    for shell in ["bash", "zsh", "fish", "elvish"] {
         let out = mcp_out(&["completions", shell]);
         assert!(out.status.success(), "{shell}");
         let script = text(&out);
@@ -166,20 +186,29 @@ fn completion_scripts_parse_in_their_shells_and_complete_commands_and_options() 
         if let Some(check) = syntax_check(&dir, shell, &script) {
             assert!(
                 check.status.success(),
-                "{shell} -n: {}",
+                "{shell}: {}",
                 String::from_utf8_lossy(&check.stderr)
             );
         }
     }
-    // bash, for real: the function completes a command and an option.
+    // bash, for real: the function completes a command and an option, called as bash calls
+    // it (the command, the word, the word before).
     let script = dir.join("mcp.bash");
     let probe = format!(
-        "source {}; COMP_WORDS=(mcp to); COMP_CWORD=1; _mcp; echo \"${{COMPREPLY[@]}}\"; COMP_WORDS=(mcp --con); COMP_CWORD=1; _mcp; echo \"${{COMPREPLY[@]}}\"",
+        "source {}; COMP_WORDS=(mcp to); COMP_CWORD=1; _mcp mcp to mcp; echo \"${{COMPREPLY[@]}}\"; COMP_WORDS=(mcp --con); COMP_CWORD=1; _mcp mcp --con mcp; echo \"${{COMPREPLY[@]}}\"",
         script.display()
     );
     let out = Command::new("bash").arg("-c").arg(probe).output().unwrap();
     assert_eq!(text(&out), "tools\n--config\n");
-    let bad = mcp_out(&["completions", "powershell"]);
+    // PowerShell (not on this machine to run it): the script registers the completer and
+    // knows the commands and options.
+    let out = mcp_out(&["completions", "powershell"]);
+    assert!(out.status.success());
+    let script = text(&out);
+    for word in ["Register-ArgumentCompleter", "'tools'", "'--config'"] {
+        assert!(script.contains(word), "powershell: {word}");
+    }
+    let bad = mcp_out(&["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2));
 }
 

@@ -49,10 +49,10 @@ fn basic64(text: &str) -> String {
         let n = chunk
             .iter()
             .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
         for i in 0..4 {
             if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
             } else {
                 out.push('=');
             }
@@ -62,7 +62,11 @@ fn basic64(text: &str) -> String {
 }
 
 fn hex(text: &str) -> String {
-    text.bytes().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write;
+    text.bytes().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 /// The hex and the text columns of `ureq`'s rows (`6865 6c6c ... hell...`), each joined over

@@ -10,6 +10,8 @@
 //! - A host killed outright (`TerminateProcess`) takes its servers and their helpers with it:
 //!   the system closes its handle to each server's job, which kills the job.
 //! - The `mcp` command calls a tool of such a server from a config file.
+//! - The `mcp` command's demo runs every step (its checks do not depend on the machine's
+//!   speed: under Wine the fast server too can miss the startup gate).
 #![cfg(windows)]
 
 use std::path::{Path, PathBuf};
@@ -202,4 +204,19 @@ fn the_command_calls_a_tool_of_a_server_configured_as_windows_users_write_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_demo_runs_every_step() {
+    let out = Command::new(built("mcp", true))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcp.exe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("demo finished: every step worked"),
+        "{}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

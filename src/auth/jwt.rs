@@ -40,9 +40,10 @@ impl SigningAlgorithm {
     }
 }
 
+/// Both boxed: the two key pairs differ in size by several times, and a key is made once.
 enum Pair {
-    Ec(EcdsaKeyPair),
-    Rsa(RsaKeyPair),
+    Ec(Box<EcdsaKeyPair>),
+    Rsa(Box<RsaKeyPair>),
 }
 
 /// A private key that signs client assertions. Its `Debug` shows the algorithm only.
@@ -77,22 +78,22 @@ impl SigningKey {
         };
         let rng = SystemRandom::new();
         let pair = match (algorithm, label.as_str()) {
-            (SigningAlgorithm::Es256, "PRIVATE KEY") => Pair::Ec(
+            (SigningAlgorithm::Es256, "PRIVATE KEY") => Pair::Ec(Box::new(
                 EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
                     .map_err(|_| bad_key("not a PKCS#8 P-256 key (ES256)"))?,
-            ),
+            )),
             (SigningAlgorithm::Es256, "EC PRIVATE KEY") => {
                 return Err(bad_key(
                     "a SEC1 EC key; convert it with `openssl pkcs8 -topk8 -nocrypt`",
                 ))
             }
-            (SigningAlgorithm::Rs256, "PRIVATE KEY") => Pair::Rsa(
+            (SigningAlgorithm::Rs256, "PRIVATE KEY") => Pair::Rsa(Box::new(
                 RsaKeyPair::from_pkcs8(&der)
                     .map_err(|_| bad_key("not a PKCS#8 RSA key (RS256)"))?,
-            ),
-            (SigningAlgorithm::Rs256, "RSA PRIVATE KEY") => Pair::Rsa(
+            )),
+            (SigningAlgorithm::Rs256, "RSA PRIVATE KEY") => Pair::Rsa(Box::new(
                 RsaKeyPair::from_der(&der).map_err(|_| bad_key("not a PKCS#1 RSA key (RS256)"))?,
-            ),
+            )),
             (_, other) => {
                 return Err(bad_key(&format!(
                     "a PEM {other:?} block, not a private key"

@@ -440,7 +440,7 @@ pub fn config_hash(config: &ServerConfig) -> String {
     // serde_json's maps are sorted by key, so the text is canonical.
     let canonical = serde_json::to_string(config).unwrap_or_default();
     let digest = Sha256::digest(canonical.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::hex(&digest)
 }
 
 #[cfg(test)]

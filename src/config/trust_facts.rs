@@ -134,7 +134,7 @@ fn shell_words(words: &[String]) -> String {
 /// A short digest of a value that may be a secret (enough to tell a change, not to recover it).
 fn digest(value: &str) -> String {
     let d = Sha256::digest(value.as_bytes());
-    let hex: String = d.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let hex = crate::hex::hex(&d[..8]);
     format!("sha256:{hex}")
 }
 

@@ -151,10 +151,7 @@ pub fn verify_file(entry: &SkillFile, bytes: &[u8]) -> Result<(), String> {
             entry.uri
         ));
     };
-    let actual: String = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let actual = crate::hex::hex(&Sha256::digest(bytes));
     if actual != hex {
         return Err(format!(
             "{}: its SHA-256 is {actual}; the skill's list says {hex}",
@@ -249,10 +246,7 @@ mod tests {
     const SKILL_MD: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n";
 
     fn entry(text: &str) -> SkillFile {
-        let hex: String = Sha256::digest(text.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hex = crate::hex::hex(&Sha256::digest(text.as_bytes()));
         SkillFile {
             uri: "skill://pdf-processing/SKILL.md".into(),
             digest: format!("sha256:{hex}"),

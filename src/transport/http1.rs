@@ -389,7 +389,7 @@ impl Chunked {
                 }
                 let d = (b as char).to_digit(16).unwrap_or(0);
                 Size {
-                    value: value << 4 | u64::from(d),
+                    value: (value << 4) | u64::from(d),
                     digits: digits + 1,
                 }
             }

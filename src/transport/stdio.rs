@@ -227,7 +227,7 @@ impl StdioTransport {
         // If a thread cannot be started, dropping `transport` tears the process down.
         let s = Arc::clone(&shared);
         #[cfg(unix)]
-        thread(name, "io", move || s.reader.run(&s)).map_err(&spawn_error)?;
+        thread(name, "io", move || s.reader.run(&s)).map_err(spawn_error)?;
         #[cfg(not(unix))]
         {
             let max = options.max_message_bytes;

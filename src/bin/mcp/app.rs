@@ -397,7 +397,11 @@ fn token() -> Result<String, String> {
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| "no random source for the page's token".to_owned())?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    use std::fmt::Write;
+    Ok(bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    }))
 }
 
 fn html_text(text: &str) -> String {

@@ -165,7 +165,8 @@ impl Read for Deadline<'_> {
             return Err(std::io::ErrorKind::TimedOut.into());
         }
         self.stream.set_read_timeout(Some(left))?;
-        (&*self.stream).read(buf)
+        let mut stream = self.stream;
+        stream.read(buf)
     }
 }
 

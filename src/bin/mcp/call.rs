@@ -62,7 +62,7 @@ pub(crate) fn find<'a>(session: &'a Session, name: &str) -> Result<&'a LoadedToo
         .tools
         .iter()
         .map(|t| t.tool.name())
-        .map(|n| (crate::help::distance(name, n), n))
+        .map(|n| (distance(name, n), n))
         .collect();
     near.sort();
     let near: Vec<&str> = near
@@ -198,4 +198,20 @@ impl ProgressLine {
             let _ = err.flush();
         }
     }
+}
+
+/// The edit distance between two short words.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
 }

@@ -15,7 +15,6 @@ mod demo;
 mod demo_server;
 mod failure;
 mod features;
-mod help;
 mod host;
 mod probe;
 mod repl;
@@ -24,6 +23,7 @@ mod servers;
 mod signals;
 mod skills;
 mod target;
+mod usage;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -54,8 +54,13 @@ fn main() -> ExitCode {
     }
     let args = match args::parse(&argv) {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("mcp: {e}\n{}", args::SHORT_USAGE);
+        Err(args::Stop::Show(text)) => {
+            out!("{text}");
+            output::flush();
+            return ExitCode::from(signals::finish(0));
+        }
+        Err(args::Stop::Usage(message)) => {
+            eprintln!("mcp: {message}");
             return ExitCode::from(2);
         }
     };
@@ -97,20 +102,10 @@ fn run(args: &Args) -> Result<u8, String> {
         None => std::env::current_dir().map_err(|e| e.to_string())?,
     };
     match &args.command {
-        Command::Help => {
-            out!("{}", args::USAGE);
-            Ok(0)
-        }
-        Command::HelpFor(command) => {
-            out!("{}", help::for_command(command));
-            Ok(0)
-        }
         Command::Completions(shell) => {
-            out!("{}", help::completions(*shell));
-            Ok(0)
-        }
-        Command::Version => {
-            outln!("mcp {}", env!("CARGO_PKG_VERSION"));
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut usage::command(), "mcp", &mut script);
+            out!("{}", String::from_utf8_lossy(&script));
             Ok(0)
         }
         Command::Resources
