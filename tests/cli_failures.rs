@@ -81,3 +81,61 @@ fn when_every_server_failed_tools_exits_with_the_failures_status() {
     assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
     assert!(stderr(&out).contains("Failed to start MCP server"));
 }
+
+/// `call` reports a server it could not use with that failure's own status and, with `--json`,
+/// its error object, as `tools` does (it used to exit 69 whatever the cause, printing no
+/// object).
+#[test]
+fn call_exits_with_the_failure_of_the_server_it_could_not_use() {
+    let unauthorized = TestHttp::start(Behaviour {
+        post_status: Some((401, vec![], "unauthorized".into())),
+        ..Behaviour::default()
+    });
+    let hanging = TestHttp::start(Behaviour {
+        hang_discover: true,
+        ..Behaviour::default()
+    });
+    let (unauthorized_url, hanging_url) = (unauthorized.url(), hanging.url());
+    let cases: [(&str, Vec<&str>, i32, &str, &str); 3] = [
+        (
+            "call-401",
+            vec!["--url", &unauthorized_url],
+            77,
+            "authorization",
+            "needs a login",
+        ),
+        (
+            "call-timeout",
+            vec!["--timeout", "400", "--url", &hanging_url],
+            124,
+            "timeout",
+            "timed out after 400ms",
+        ),
+        (
+            "call-unstartable",
+            vec!["--", "/nonexistent/server"],
+            69,
+            "unavailable",
+            "Failed to start MCP server",
+        ),
+    ];
+    for (name, target, status, kind, says) in cases {
+        let (options, server): (Vec<&str>, Vec<&str>) = match target.iter().position(|a| *a == "--")
+        {
+            Some(at) => (target[..at].to_vec(), target[at..].to_vec()),
+            None => (target.clone(), Vec::new()),
+        };
+        let mut args = vec!["--json"];
+        args.extend(&options);
+        args.extend(["call", "mcp_x_echo", "message=hi"]);
+        args.extend(&server);
+        let out = mcp(name, &args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(status), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+        let printed: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{name}: no JSON on stdout ({e}): {err}"));
+        assert_eq!(printed["error"]["kind"], kind, "{name}: {printed}");
+        assert!(printed["error"]["message"].is_string(), "{name}: {printed}");
+    }
+}

@@ -70,6 +70,24 @@ fn respond(out: &mut TcpStream, framing: &str, body: &str) -> bool {
                 b.len()
             )
         }
+        // A coding and a length both: framed by the coding, and the connection not kept.
+        "te+cl" => {
+            let (a, b) = body.split_at(body.len() / 2);
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\n{json}Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n\
+                 {:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+                a.len(),
+                b.len()
+            )
+        }
+        // A head larger than the client reads for one.
+        "huge-head" => write!(
+            out,
+            "HTTP/1.1 200 OK\r\n{json}X-Padding: {}\r\nContent-Length: {}\r\n\r\n{body}",
+            "p".repeat(40_000),
+            body.len()
+        ),
         "interim" => write!(
             out,
             "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n\
@@ -161,6 +179,18 @@ fn every_framing_reads_whole_and_the_connection_is_kept_only_when_it_can_be() {
     assert_eq!(echo("close10").unwrap(), "close10");
     assert_eq!(echo("length").unwrap(), "length");
     assert_eq!(connections(), before + 1, "a new connection after close10");
+    // Both a coding and a length (RFC 9112 §6.3: a smuggling shape): read by the coding, and
+    // the connection is not reused.
+    assert_eq!(echo("te+cl").unwrap(), "te+cl");
+    assert_eq!(echo("length").unwrap(), "length");
+    assert_eq!(connections(), before + 2, "a new connection after te+cl");
+    // A head too large to read: an error that says the limit once.
+    let err = echo("huge-head").unwrap_err().to_string();
+    assert!(
+        err.contains("the response's head is larger than the 16384 bytes read for it"),
+        "{err}"
+    );
+    assert!(!err.contains("16384 > 16384"), "{err}");
     client.close();
     server.stopped.store(true, Ordering::SeqCst);
     let _ = TcpStream::connect(url.trim_start_matches("http://").trim_end_matches("/mcp"));

@@ -334,10 +334,13 @@ fn receive_response(
             // A full buffer without a whole head: the head is too large to read.
             let held = connection.buffers().input().len();
             if held >= super::web::INPUT_BUFFER {
-                return Err(ureq::Error::LargeResponseHeader(
-                    held,
-                    super::web::INPUT_BUFFER,
-                ));
+                return Err(ureq::Error::Io(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "the response's head is larger than the {} bytes read for it",
+                        super::web::INPUT_BUFFER
+                    ),
+                )));
             }
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

@@ -151,7 +151,11 @@ pub(crate) fn parse_head(input: &[u8]) -> Result<Parsed, Malformed> {
         map.append(name, value);
     }
     let body = framing(http10, status, &map)?;
-    let close = has_token(&map, "close");
+    // Both a Transfer-Encoding and a Content-Length: the coding frames the body, but such a
+    // response may be an attempt at smuggling, after which the connection cannot be trusted
+    // (RFC 9112 §6.3): it is closed.
+    let both = map.contains_key(TRANSFER_ENCODING) && map.contains_key(CONTENT_LENGTH);
+    let close = both || has_token(&map, "close");
     let keep_alive = has_token(&map, "keep-alive");
     let must_close = close
         || (http10 && !keep_alive)

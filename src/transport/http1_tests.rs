@@ -141,14 +141,16 @@ fn chunked_wins_over_a_length_and_a_bare_lf_is_tolerated() {
     let mut body = h.body;
     let (read, _) = decode(&mut body, b"3\nabc\n0\n\n", 4, 16).unwrap();
     assert_eq!(read, b"abc");
-    assert!(!h.must_close);
+    // A length beside the coding: the connection is not trusted after it (RFC 9112 §6.3).
+    assert!(h.must_close);
 }
 
 #[test]
 fn an_identity_coding_leaves_the_length_to_frame_the_body() {
     let h = head("HTTP/1.1 200 OK\r\ntransfer-encoding: identity\r\ncontent-length: 2\r\n\r\n");
     assert!(matches!(h.body, Framing::Length(2)), "{:?}", h.body);
-    assert!(!h.must_close);
+    // Both headers: the connection is not trusted after it (RFC 9112 §6.3).
+    assert!(h.must_close);
 }
 
 #[test]
@@ -208,6 +210,16 @@ fn a_coding_other_than_chunked_last_or_in_http_1_0_ends_with_the_connection() {
         let h = head(text);
         assert!(matches!(h.body, Framing::Close), "{text}");
         assert!(h.must_close, "{text}");
+    }
+}
+
+#[test]
+fn a_length_alone_or_a_coding_alone_keeps_the_connection() {
+    for text in [
+        "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n",
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
+    ] {
+        assert!(!head(text).must_close, "{text}");
     }
 }
 

@@ -86,10 +86,18 @@ pub(crate) fn find<'a>(session: &'a Session, name: &str) -> Result<&'a LoadedToo
 fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<u8, String> {
     let loaded = match find(session, name) {
         Ok(loaded) => loaded,
-        // A server that failed may be the one that has it: unavailable, not a usage error.
+        // A server that failed may be the one that has it: its failure, not a usage error
+        // (the status and `--json`'s kind are that failure's, as `tools` gives them).
         Err(e) if !session.errors.is_empty() => {
+            let (kind, code) = crate::failure::first_server_failure(&session.manager);
+            if args.json {
+                outln!(
+                    "{}",
+                    serde_json::json!({"error": {"kind": kind, "message": e}})
+                );
+            }
             eprintln!("mcp: {e}");
-            return Ok(69);
+            return Ok(code);
         }
         Err(e) => return Err(e),
     };

@@ -32,6 +32,16 @@ pub fn classify(e: &Error) -> (&'static str, u8) {
     }
 }
 
+/// What the first server that could not be used failed with, as its kind and status (a server
+/// that recorded no reason: unavailable, 69).
+pub fn first_server_failure(manager: &mcp_runtime::manager::McpManager) -> (&'static str, u8) {
+    manager
+        .server_names()
+        .iter()
+        .find_map(|n| manager.connection_status(n).error.as_ref().map(classify))
+        .unwrap_or(("unavailable", 69))
+}
+
 /// `--json`'s object for a failure of the call (never a tool result).
 pub fn json(e: &Error) -> serde_json::Value {
     serde_json::json!({"error": {"kind": classify(e).0, "message": e.to_string()}})

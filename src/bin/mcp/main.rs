@@ -190,11 +190,10 @@ fn failure_status(session: &Session) -> u8 {
         .iter()
         .any(|s| s.state != ConnectionState::Disconnected);
     let failed = session.errors.len() > session.needs_approval.len();
-    match statuses.iter().find_map(|s| s.error.as_ref()) {
-        _ if !failed || alive => 0,
-        Some(e) => failure::classify(e).1,
-        None => 69,
+    if !failed || alive {
+        return 0;
     }
+    failure::first_server_failure(m).1
 }
 
 /// Discovery settings from the command line: project config on or off, and the trust policy
