@@ -139,3 +139,39 @@ fn call_exits_with_the_failure_of_the_server_it_could_not_use() {
         assert!(printed["error"]["message"].is_string(), "{name}: {printed}");
     }
 }
+
+/// Headers the transport owns (framing, connection, session) cannot come from a config or
+/// `--header`: the config is refused before any connection, naming each header, as a usage
+/// error. Before, they went out beside the transport's own (a request-smuggling shape).
+#[test]
+fn a_configured_framing_header_is_refused_before_anything_is_sent() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let out = mcp(
+        "owned-headers",
+        &[
+            "--timeout",
+            "2000",
+            "tools",
+            "--url",
+            &url,
+            "--header",
+            "Transfer-Encoding: chunked",
+            "--header",
+            "Content-Length: 0",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for header in ["Transfer-Encoding", "Content-Length"] {
+        assert!(
+            err.contains(&format!("header \"{header}\" cannot be configured")),
+            "{err}"
+        );
+    }
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a connection was made"
+    );
+}

@@ -33,6 +33,7 @@ fn answer(request: &Value) -> Option<(Value, String)> {
                    "serverInfo": {"name": "framing", "version": "1"}}),
             "length".to_owned(),
         ),
+        "tools/list" => (json!({"tools": []}), "length".to_owned()),
         "tools/call" => {
             let message = request["params"]["arguments"]["message"]
                 .as_str()
@@ -81,6 +82,26 @@ fn respond(out: &mut TcpStream, framing: &str, body: &str) -> bool {
                 b.len()
             )
         }
+        // A request answered without its response.
+        "accepted202" => write!(out, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"),
+        "nocontent204" => write!(out, "HTTP/1.1 204 No Content\r\n\r\n"),
+        "empty200" => write!(out, "HTTP/1.1 200 OK\r\n{json}Content-Length: 0\r\n\r\n"),
+        "other-id" => {
+            let mut other: Value = serde_json::from_str(body).unwrap();
+            other["id"] = json!(987_654);
+            let other = other.to_string();
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\n{json}Content-Length: {}\r\n\r\n{other}",
+                other.len()
+            )
+        }
+        // A server that keeps idle connections for one second (as Node's says five).
+        "keepalive1" => write!(
+            out,
+            "HTTP/1.1 200 OK\r\n{json}Keep-Alive: timeout=1\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
         // A head larger than the client reads for one.
         "huge-head" => write!(
             out,
@@ -184,6 +205,15 @@ fn every_framing_reads_whole_and_the_connection_is_kept_only_when_it_can_be() {
     assert_eq!(echo("te+cl").unwrap(), "te+cl");
     assert_eq!(echo("length").unwrap(), "length");
     assert_eq!(connections(), before + 2, "a new connection after te+cl");
+    // `Keep-Alive: timeout=1`: the connection would be closed by the server before it could be
+    // reused safely, so it is not kept.
+    assert_eq!(echo("keepalive1").unwrap(), "keepalive1");
+    assert_eq!(echo("length").unwrap(), "length");
+    assert_eq!(
+        connections(),
+        before + 3,
+        "a new connection after Keep-Alive: timeout=1"
+    );
     // A head too large to read: an error that says the limit once.
     let err = echo("huge-head").unwrap_err().to_string();
     assert!(
@@ -229,4 +259,132 @@ fn the_real_query_reaches_the_server_with_and_without_a_path() {
                 .unwrap(),
         );
     }
+}
+
+/// A request the server answers without its response (202, 204, an empty 200, a 200 with
+/// another id) fails at once as a protocol error saying what came, where it used to wait its
+/// whole timeout; the connection serves the next call.
+#[test]
+fn a_request_answered_without_its_response_fails_at_once() {
+    let (server, url) = start();
+    let options = mcp_runtime::ConnectOptions {
+        era: EraChoice::Handshake,
+        ..common::options()
+    };
+    let client = Client::connect(
+        "unanswered",
+        &Endpoint::Http(HttpTarget::new(&url)),
+        options,
+    )
+    .expect("connect");
+    for (framing, what) in [
+        (
+            "accepted202",
+            "with 202 Accepted, without its JSON-RPC response",
+        ),
+        (
+            "nocontent204",
+            "with an empty body, without its JSON-RPC response",
+        ),
+        (
+            "empty200",
+            "with an empty body, without its JSON-RPC response",
+        ),
+        ("other-id", "with a body that holds no response to it"),
+    ] {
+        let err = client
+            .call_tool("echo", json!({ "message": framing }))
+            .unwrap_err();
+        assert!(
+            matches!(err, mcp_runtime::Error::Protocol { .. }),
+            "{framing}: {err:?}"
+        );
+        assert!(err.to_string().contains(what), "{framing}: {err}");
+    }
+    let out = client
+        .call_tool("echo", json!({ "message": "length" }))
+        .unwrap();
+    assert_eq!(out.text(), "length");
+    client.close();
+    server.stopped.store(true, Ordering::SeqCst);
+    let _ = TcpStream::connect(url.trim_start_matches("http://").trim_end_matches("/mcp"));
+}
+
+/// Serves like `serve`, but a `tools/list` or `tools/call` that is not the first request on its
+/// connection finds the connection closed without an answer: what a server that closes idle
+/// connections does to a request written as it closes.
+fn serve_closing(server: &Server, conn: TcpStream) {
+    let mut out = conn.try_clone().unwrap();
+    let mut reader = BufReader::new(conn);
+    let mut served = 0;
+    while let Some(request) = read_request(&mut reader) {
+        if request.method != "POST" {
+            let _ = write!(out, "HTTP/1.1 405 No\r\nContent-Length: 0\r\n\r\n");
+            continue;
+        }
+        if served == 0 {
+            server.connections.fetch_add(1, Ordering::SeqCst);
+        }
+        served += 1;
+        let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
+            return;
+        };
+        let method = message["method"].as_str().unwrap_or("").to_owned();
+        server.targets.lock().unwrap().push(method.clone());
+        if served > 1 && matches!(method.as_str(), "tools/list" | "tools/call") {
+            return;
+        }
+        let Some((reply, _)) = answer(&message) else {
+            if write!(out, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n").is_err() {
+                return;
+            }
+            continue;
+        };
+        if !respond(&mut out, "length", &reply.to_string()) {
+            return;
+        }
+    }
+}
+
+/// A kept connection the server closes as a request is written: a request that only lists
+/// (`tools/list`) goes again on a new connection and succeeds; a tool call is never sent
+/// twice, and fails.
+#[test]
+fn a_safe_request_goes_again_on_a_new_connection_and_a_tool_call_does_not() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = Arc::new(Server::default());
+    accept_each(
+        listener,
+        Arc::clone(&server),
+        |s| s.stopped.load(Ordering::SeqCst),
+        serve_closing,
+    );
+    let options = mcp_runtime::ConnectOptions {
+        era: EraChoice::Handshake,
+        ..common::options()
+    };
+    let client = Client::connect("closing", &Endpoint::Http(HttpTarget::new(&url)), options)
+        .expect("connect");
+    let sent = |method: &str| {
+        server
+            .targets
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| *m == method)
+            .count()
+    };
+    // On the handshake's kept connection: closed under it, then sent again on a new one.
+    let tools = client.list_tools().expect("tools/list, sent again");
+    assert!(tools.is_empty());
+    assert_eq!(sent("tools/list"), 2);
+    // On the new one, kept: closed under it, and not sent again.
+    let err = client
+        .call_tool("echo", json!({ "message": "x" }))
+        .unwrap_err();
+    assert_eq!(sent("tools/call"), 1, "a tool call went twice: {err}");
+    client.close();
+    server.stopped.store(true, Ordering::SeqCst);
+    let _ = TcpStream::connect(url.trim_start_matches("http://").trim_end_matches("/mcp"));
 }

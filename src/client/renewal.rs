@@ -16,7 +16,7 @@
 //!   [`Client::instructions`] return the new values from then on;
 //! - tells the handler ([`ClientHandler::on_session_reinitialized`]; the manager lists that
 //!   server's tools, resources and prompts again);
-//! - re-sends the request if it only reads or lists ([`IDEMPOTENT`]), and fails any other
+//! - re-sends the request if it only reads or lists ([`methods::IDEMPOTENT`]), and fails any other
 //!   with [`Error::SessionExpired`]: a tool call may have had effects.
 //!
 //! What the old session held on the server (resource subscriptions, the log level) is not
@@ -44,19 +44,6 @@ use crate::error::Error;
 use crate::protocol::{
     methods, Implementation, InitializeResult, Progress, ProtocolVersion, ServerCapabilities,
 };
-
-/// The requests re-sent on a new session: they read or list, so sending one twice does no
-/// harm. Any other request fails with [`Error::SessionExpired`] instead.
-pub(super) const IDEMPOTENT: &[&str] = &[
-    methods::PING,
-    methods::TOOLS_LIST,
-    methods::RESOURCES_LIST,
-    methods::RESOURCE_TEMPLATES_LIST,
-    methods::RESOURCES_READ,
-    methods::PROMPTS_LIST,
-    methods::PROMPTS_GET,
-    methods::COMPLETION_COMPLETE,
-];
 
 /// What a handshake settled.
 struct Settled {
@@ -170,7 +157,7 @@ impl Client {
     }
 
     /// A request of the handshake era: when the server forgot the session, a new one is
-    /// established and the request re-sent if it is [`IDEMPOTENT`] (see the module docs).
+    /// established and the request re-sent if it is idempotent ([`methods::IDEMPOTENT`]) (see the module docs).
     pub(super) fn handshake_request(
         &self,
         method: &str,
@@ -202,7 +189,9 @@ impl Client {
             }
         }
         let epoch = session.epoch.load(Ordering::SeqCst);
-        let again = IDEMPOTENT.contains(&method).then(|| params.clone());
+        let again = methods::IDEMPOTENT
+            .contains(&method)
+            .then(|| params.clone());
         let first = Wait {
             timeout,
             hard_deadline,

@@ -201,6 +201,13 @@ pub fn validate_server_config(name: &str, config: &ServerConfig) -> Vec<String> 
             "Server \"{name}\": unknown server type \"{other}\""
         )),
     }
+    for header in config.headers.keys() {
+        if let Some(why) = owned_header(header) {
+            errors.push(format!(
+                "Server \"{name}\": header \"{header}\" cannot be configured: {why}"
+            ));
+        }
+    }
     match (has(&config.client_cert), has(&config.client_key)) {
         (true, false) => errors.push(format!(
             "Server \"{name}\": \"clientCert\" needs \"clientKey\" (the certificate's private key)"
@@ -211,6 +218,27 @@ pub fn validate_server_config(name: &str, config: &ServerConfig) -> Vec<String> 
         _ => {}
     }
     errors
+}
+
+/// Why a header may not come from a config: the framing and connection headers (a second
+/// `Content-Length` or `Transfer-Encoding` beside ours is a request-smuggling shape toward any
+/// proxy in front of the server), and those the transport keeps for the session. `None` for a
+/// header a config may set.
+fn owned_header(name: &str) -> Option<&'static str> {
+    let name = name.trim().to_ascii_lowercase();
+    match name.as_str() {
+        "content-length" | "transfer-encoding" | "te" | "trailer" => {
+            Some("it frames the request, which the transport does")
+        }
+        "connection" | "upgrade" | "keep-alive" => Some("the transport manages the connection"),
+        "mcp-session-id" | "mcp-protocol-version" | "last-event-id" => {
+            Some("the transport sets it for the session")
+        }
+        _ if name.starts_with("proxy-") => {
+            Some("it is for a proxy; give the proxy's credentials in its URL")
+        }
+        _ => None,
+    }
 }
 
 /// Checks a server name we write to a config file: 1 to 100 of `[A-Za-z0-9_.-]`.
@@ -503,6 +531,18 @@ mod tests {
         assert_eq!(
             v(json!({"type": "ws", "url": "x"})),
             ["Server \"s\": unknown server type \"ws\""]
+        );
+        // Headers the transport owns: named, each, whatever their case.
+        assert_eq!(
+            v(json!({"url": "http://127.0.0.1/", "headers": {
+                "Transfer-Encoding": "chunked", "content-length": "0", "MCP-Session-Id": "x",
+                "Proxy-Authorization": "Basic x", "Authorization": "Bearer t", "Host": "h"}})),
+            [
+                "Server \"s\": header \"MCP-Session-Id\" cannot be configured: the transport sets it for the session",
+                "Server \"s\": header \"Proxy-Authorization\" cannot be configured: it is for a proxy; give the proxy's credentials in its URL",
+                "Server \"s\": header \"Transfer-Encoding\" cannot be configured: it frames the request, which the transport does",
+                "Server \"s\": header \"content-length\" cannot be configured: it frames the request, which the transport does",
+            ]
         );
         assert!(validate_server_name("my.server-1_a").is_ok());
         assert!(validate_server_name("").is_err());

@@ -89,6 +89,19 @@ pub(crate) mod methods {
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
     /// Client → server: the level of the log messages the server sends.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// The requests that only read or list: sending one twice does no harm, so one is sent
+    /// again where it may not have reached the server (on a new session; on a new connection
+    /// when the server closed a kept one as the request was written).
+    pub const IDEMPOTENT: &[&str] = &[
+        PING,
+        TOOLS_LIST,
+        RESOURCES_LIST,
+        RESOURCE_TEMPLATES_LIST,
+        RESOURCES_READ,
+        PROMPTS_LIST,
+        PROMPTS_GET,
+        COMPLETION_COMPLETE,
+    ];
     /// Client → server: a task's status (2025-11-25; and the tasks extension of 2026-07-28,
     /// where it carries the result too).
     pub const TASKS_GET: &str = "tasks/get";

@@ -48,8 +48,49 @@ const IDLE_PER_SHARD: usize = 64;
 /// probe, and a POST written into it could only fail.
 const MAX_IDLE_AGE: Duration = Duration::from_secs(15);
 
-/// An idle connection, and when it went idle.
+/// An idle connection, and until when it may be reused.
 type Idle = (Instant, Box<dyn Transport>);
+
+/// How long a connection may stay idle after `response`: `MAX_IDLE_AGE`, or less when the
+/// server says it keeps idle connections for less (`Keep-Alive: timeout=N`, as Node's HTTP
+/// server sends `timeout=5`), a second before the server's end so that a request is not
+/// written into a connection the server is closing. Zero: not kept.
+fn keep_for(response: &Response<()>) -> Duration {
+    let said = response
+        .headers()
+        .get_all("keep-alive")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|p| {
+            let (k, v) = p.split_once('=')?;
+            k.trim()
+                .eq_ignore_ascii_case("timeout")
+                .then(|| v.trim().parse::<u64>().ok())?
+        })
+        .min();
+    match said {
+        Some(seconds) => Duration::from_secs(seconds.saturating_sub(1)).min(MAX_IDLE_AGE),
+        None => MAX_IDLE_AGE,
+    }
+}
+
+/// Whether an exchange on a kept connection failed as the server closing it does, before any
+/// byte of a response: a request that is safe to repeat then goes again on a new connection.
+fn closed_before_response(e: &ureq::Error, connection: &mut dyn Transport) -> bool {
+    let kind = match e {
+        ureq::Error::Io(e) => e.kind(),
+        _ => return false,
+    };
+    matches!(
+        kind,
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::NotConnected
+    ) && connection.buffers().input().is_empty()
+}
 
 /// The kept-alive connections of one HTTP connection config, by shard (see `web::Agents`), and
 /// the handles that interrupt the ones in use.
@@ -156,26 +197,56 @@ impl Kept {
 
     /// POSTs `request` with `body` on a kept-alive connection of `shard` (or a new one) and
     /// reads the response head. The body is read from the response; the connection goes back
-    /// once it was read to its end.
+    /// once it was read to its end. A request that is `safe` to repeat goes again, once, on a
+    /// new connection when a kept one fails before any byte of a response (the server closed
+    /// it as the request was written); any other request fails.
     pub(crate) fn send(
         self: &Arc<Self>,
         shard: usize,
         request: Request<()>,
         body: &[u8],
         budget: Budget,
+        safe: bool,
     ) -> Result<Response<Body>, ureq::Error> {
         let mut head = Vec::with_capacity(256);
         http1::write_head(&request, body.len(), super::web::USER_AGENT, &mut head);
-        let mut connection = self.connection(shard, request.uri(), &budget)?;
-        send_request(&head, body, &mut *connection, &budget)?;
-        let head = receive_response(&mut *connection, &budget)?;
+        let exchange = |connection: &mut dyn Transport| {
+            send_request(&head, body, connection, &budget)?;
+            receive_response(connection, &budget)
+        };
+        let (connection, head) = match self.idle_connection(shard) {
+            Some(mut kept) => match exchange(&mut *kept) {
+                Ok(head) => (kept, head),
+                Err(e) if safe && closed_before_response(&e, &mut *kept) => {
+                    log::debug!(
+                        "a kept connection ended before its response ({e}); the request goes \
+                         again on a new one"
+                    );
+                    drop(kept);
+                    let mut fresh = self.new_connection(request.uri(), &budget)?;
+                    let head = exchange(&mut *fresh)?;
+                    (fresh, head)
+                }
+                Err(e) => return Err(e),
+            },
+            None => {
+                let mut fresh = self.new_connection(request.uri(), &budget)?;
+                let head = exchange(&mut *fresh)?;
+                (fresh, head)
+            }
+        };
+        let keep = if head.must_close {
+            Duration::ZERO
+        } else {
+            keep_for(&head.response)
+        };
         let reader = if head.body.is_done() {
-            self.put_back(shard, connection, head.must_close);
+            self.put_back(shard, connection, keep);
             BodyReader::empty(self, shard, budget)
         } else {
             BodyReader {
                 framing: head.body,
-                must_close: head.must_close,
+                keep,
                 connection: Some(connection),
                 kept: Arc::downgrade(self),
                 shard,
@@ -188,10 +259,23 @@ impl Kept {
         Ok(Response::from_parts(parts, Body::builder().reader(reader)))
     }
 
-    /// An idle connection of `shard` that is still open, or a new one.
-    fn connection(
+    /// An idle connection of `shard` that may still be reused and is open.
+    fn idle_connection(&self, shard: usize) -> Option<Box<dyn Transport>> {
+        if self.down.load(Ordering::SeqCst) {
+            return None;
+        }
+        let idle = &self.idle[shard % self.idle.len()];
+        loop {
+            let (until, mut c) = idle.lock().pop()?;
+            if Instant::now() < until && c.is_open() {
+                return Some(c);
+            }
+        }
+    }
+
+    /// A new connection to `uri`.
+    fn new_connection(
         &self,
-        shard: usize,
         uri: &ureq::http::Uri,
         budget: &Budget,
     ) -> Result<Box<dyn Transport>, ureq::Error> {
@@ -199,15 +283,6 @@ impl Kept {
             return Err(
                 io::Error::new(io::ErrorKind::NotConnected, "the connection is closed").into(),
             );
-        }
-        let idle = &self.idle[shard % self.idle.len()];
-        loop {
-            let Some((since, mut c)) = idle.lock().pop() else {
-                break;
-            };
-            if since.elapsed() < MAX_IDLE_AGE && c.is_open() {
-                return Ok(c);
-            }
         }
         let timeout = budget.next(Instant::now(), budget.connect, Timeout::Connect);
         expired(&timeout)?;
@@ -233,12 +308,13 @@ impl Kept {
         Ok(transport)
     }
 
-    /// Keeps a connection whose exchange ended cleanly for the next request of its shard, and
-    /// closes the shard's connections that were idle too long (outside the lock).
-    fn put_back(&self, shard: usize, mut connection: Box<dyn Transport>, must_close: bool) {
+    /// Keeps a connection whose exchange ended cleanly for the next request of its shard, for
+    /// `keep` at most (zero: closed), and closes the shard's connections that are past theirs
+    /// (outside the lock).
+    fn put_back(&self, shard: usize, mut connection: Box<dyn Transport>, keep: Duration) {
         // Unread input means the server sent more than its response; `is_open` here also
         // readies the transport's next probe (see `tcp`).
-        if must_close || !connection.buffers().input().is_empty() || !connection.is_open() {
+        if keep.is_zero() || !connection.buffers().input().is_empty() || !connection.is_open() {
             return;
         }
         if self.down.load(Ordering::SeqCst) {
@@ -247,14 +323,18 @@ impl Kept {
         let now = Instant::now();
         let (stale, kept) = {
             let mut idle = self.idle[shard % self.idle.len()].lock();
-            // Oldest first: the stale ones are a prefix.
-            let fresh = idle
-                .iter()
-                .position(|(since, _)| now.duration_since(*since) < MAX_IDLE_AGE)
-                .unwrap_or(idle.len());
-            let stale: Vec<Idle> = idle.drain(..fresh).collect();
+            // Nothing to sort out (and nothing allocated) unless a connection is past its time.
+            let stale: Vec<Idle> = if idle.iter().any(|(until, _)| *until <= now) {
+                let (stale, fresh) = std::mem::take(&mut *idle)
+                    .into_iter()
+                    .partition(|(until, _)| *until <= now);
+                *idle = fresh;
+                stale
+            } else {
+                Vec::new()
+            };
             let kept = if idle.len() < IDLE_PER_SHARD {
-                idle.push((now, connection));
+                idle.push((now + keep, connection));
                 None
             } else {
                 Some(connection)
@@ -359,7 +439,8 @@ fn malformed(e: http1::Malformed) -> ureq::Error {
 /// body was read to its end (dropped before that, it is closed).
 struct BodyReader {
     framing: http1::Framing,
-    must_close: bool,
+    /// How long the connection may be kept once the body is read (zero: closed).
+    keep: Duration,
     connection: Option<Box<dyn Transport>>,
     kept: Weak<Kept>,
     shard: usize,
@@ -372,7 +453,7 @@ impl BodyReader {
     fn empty(kept: &Arc<Kept>, shard: usize, budget: Budget) -> BodyReader {
         BodyReader {
             framing: http1::Framing::Empty,
-            must_close: false,
+            keep: Duration::ZERO,
             connection: None,
             kept: Arc::downgrade(kept),
             shard,
@@ -464,11 +545,12 @@ impl BodyReader {
             .into());
         }
         if let Some(kept) = self.kept.upgrade() {
-            kept.put_back(
-                self.shard,
-                connection,
-                self.must_close || self.remote_closed,
-            );
+            let keep = if self.remote_closed {
+                Duration::ZERO
+            } else {
+                self.keep
+            };
+            kept.put_back(self.shard, connection, keep);
         }
         Ok(())
     }

@@ -115,8 +115,9 @@ struct Shared {
 
 /// What a POST (or a resumed stream) produced.
 enum Reply {
-    /// 202, or a body without our response.
-    Accepted,
+    /// 202, or a body without our response: what the server answered, for a request's error
+    /// (a request must be answered with its response, as JSON or on an event stream).
+    Accepted(&'static str),
     /// The response to our request.
     Answer(RpcResponse),
     /// The event stream ended before the response.
@@ -431,6 +432,10 @@ impl Shared {
                 None => agent.run(request),
             }
         } else {
+            // A request that only reads or lists may go again on a new connection when a kept
+            // one was closed under it (see `exchange`); never a tool call, nor a notification.
+            let safe = matches!(message, Message::Request(r)
+                if methods::IDEMPOTENT.contains(&r.method.as_str()));
             let budget = super::exchange::Budget {
                 deadline,
                 connect: self.options.connect_timeout,
@@ -439,7 +444,7 @@ impl Shared {
             };
             self.agents
                 .kept()
-                .send(web::Agents::slot(), request, &body, budget)
+                .send(web::Agents::slot(), request, &body, budget, safe)
         }
         .map_err(|e| self.failure(e, "POST"))?;
         web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
@@ -461,15 +466,20 @@ impl Shared {
         let shown = &self.wire.split.shown;
         if status == 202 {
             let _ = web::read_body(response, 64 * 1024, shown);
-            return Ok(Reply::Accepted);
+            return Ok(Reply::Accepted("202 Accepted"));
         }
         if web::is_event_stream(&response) {
             return self.read_stream(response, expect, None);
         }
         let bytes = web::read_body(response, self.options.max_message_bytes, shown)?;
+        let what = if bytes.iter().all(u8::is_ascii_whitespace) {
+            "an empty body"
+        } else {
+            "a body that holds no response to it"
+        };
         Ok(self
             .dispatch(&bytes, expect)
-            .map_or(Reply::Accepted, Reply::Answer))
+            .map_or(Reply::Accepted(what), Reply::Answer))
     }
 
     /// Reads an event stream until `expect`'s response (dispatching everything else) or its end.

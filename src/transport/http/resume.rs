@@ -47,7 +47,14 @@ impl Shared {
             }
             match reply {
                 Reply::Answer(r) => return Ok(Some(r)),
-                Reply::Accepted => return Ok(None),
+                // The spec has a request answered with its response (JSON, or an event
+                // stream): one answered without it would otherwise wait its whole timeout.
+                Reply::Accepted(what) => {
+                    return Err(Error::protocol(format!(
+                        "the server answered request {id} with {what}, without its JSON-RPC \
+                         response"
+                    )))
+                }
                 Reply::Cut {
                     last_event_id: Some(last),
                     retry,
