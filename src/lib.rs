@@ -124,6 +124,7 @@ mod files;
 mod hex;
 mod jsonrpc;
 mod loader;
+mod panic;
 mod session;
 mod sleep_lock;
 mod subagent;

@@ -140,11 +140,7 @@ pub fn try_load_all_mcp_configs(
         load_all_mcp_configs(cwd, options)
     }));
     discovered.map_err(|panic| {
-        let error = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-            .unwrap_or_else(|| "MCP config discovery failed".to_owned());
+        let error = crate::panic::message(&*panic, "MCP config discovery failed");
         log::error!("MCP discovery failed: {error}");
         LoadError {
             path: ".mcp.json".into(),

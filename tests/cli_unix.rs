@@ -22,11 +22,12 @@ fn config(home: &std::path::Path, tag: &str) -> PathBuf {
 }
 
 /// The write end of a pipe whose read end is already closed: the first write fails with EPIPE,
-/// whatever the timing.
+/// whatever the timing. Close-on-exec: a process another test starts meanwhile must not keep a
+/// copy of the read end (it did, now and then, and the command's writes then succeeded).
 fn closed_pipe() -> Stdio {
     let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe fills two new descriptors, each then owned exactly once.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: pipe2 fills two new descriptors, each then owned exactly once.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     drop(unsafe { OwnedFd::from_raw_fd(fds[0]) });
     Stdio::from(unsafe { OwnedFd::from_raw_fd(fds[1]) })
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 fn layer(module: &[&str]) -> Option<(u8, &'static str)> {
     Some(match module {
         // Shared by every layer: the one error, the cancel token, a sleeping lock, private files.
-        ["error" | "cancel" | "sleep_lock" | "files" | "hex", ..] => (0, "wire"),
+        ["error" | "cancel" | "sleep_lock" | "files" | "hex" | "panic", ..] => (0, "wire"),
         ["jsonrpc" | "protocol", ..] => (0, "wire"),
         ["transport", ..] => (1, "transport"),
         ["auth", ..] => (2, "auth"),

@@ -8,6 +8,9 @@
 //! A job gets a [`Worker`] handle and calls [`Worker::done`] just before its last, quick step
 //! (handing the response over): the caller it wakes usually sends the next request at once,
 //! and finds this worker available instead of starting another.
+//!
+//! A job that panics is logged with its message and the worker goes on: a worker that had
+//! counted itself available (and may already be promised the next job) must be there for it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -89,7 +92,7 @@ fn work(first: Job, queue: &Receiver<Job>, idle: &Arc<AtomicUsize>) {
         idle: Arc::clone(idle),
         counted: std::cell::Cell::new(false),
     };
-    first(&worker);
+    run_job(first, &worker);
     loop {
         // Available now, unless the job said so already.
         worker.done();
@@ -97,7 +100,7 @@ fn work(first: Job, queue: &Receiver<Job>, idle: &Arc<AtomicUsize>) {
             // A dispatcher claimed this worker (took it off `idle`) before sending.
             Ok(job) => {
                 worker.counted.set(false);
-                job(&worker);
+                run_job(job, &worker);
             }
             Err(RecvTimeoutError::Timeout) => {
                 // Leave only if no dispatcher has claimed us meanwhile; if one has, its job is
@@ -111,7 +114,7 @@ fn work(first: Job, queue: &Receiver<Job>, idle: &Arc<AtomicUsize>) {
                 match queue.recv() {
                     Ok(job) => {
                         worker.counted.set(false);
-                        job(&worker);
+                        run_job(job, &worker);
                     }
                     Err(_) => return,
                 }
@@ -121,9 +124,39 @@ fn work(first: Job, queue: &Receiver<Job>, idle: &Arc<AtomicUsize>) {
     }
 }
 
+/// Runs a job; a panic in it ends the job, not the worker.
+fn run_job(job: Job, worker: &Worker) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(worker))) {
+        log::error!(
+            "an HTTP worker's job panicked: {}",
+            crate::panic::message(&*panic, "a panic without a message")
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job that panics after its worker counted itself available: the next job, sent to that
+    /// worker, still runs (it used to go to a dead thread and be lost).
+    #[test]
+    fn a_job_that_panics_leaves_its_worker_for_the_next() {
+        let pool = WorkerPool::new("t");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let first = tx.clone();
+        pool.run(move |worker| {
+            worker.done();
+            first.send(std::thread::current().id()).unwrap();
+            panic!("a job's own failure");
+        });
+        let panicked_on = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        pool.run(move |_| tx.send(std::thread::current().id()).unwrap());
+        let next_on = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the next job ran");
+        assert_eq!(next_on, panicked_on, "the same worker took it");
+    }
 
     #[test]
     fn a_blocked_job_does_not_hold_up_the_next() {
