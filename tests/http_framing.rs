@@ -158,6 +158,15 @@ fn serve(server: &Server, conn: TcpStream) {
     }
 }
 
+/// A client of `url` that speaks the handshake era (no era probe).
+fn connect(name: &str, url: &str) -> Client {
+    let options = mcp_runtime::ConnectOptions {
+        era: EraChoice::Handshake,
+        ..common::options()
+    };
+    Client::connect(name, &Endpoint::Http(HttpTarget::new(url)), options).expect("connect")
+}
+
 fn start() -> (Arc<Server>, String) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -178,12 +187,7 @@ fn serve_on(listener: TcpListener, url: String) -> (Arc<Server>, String) {
 #[test]
 fn every_framing_reads_whole_and_the_connection_is_kept_only_when_it_can_be() {
     let (server, url) = start();
-    let options = mcp_runtime::ConnectOptions {
-        era: EraChoice::Handshake,
-        ..common::options()
-    };
-    let client = Client::connect("framing", &Endpoint::Http(HttpTarget::new(&url)), options)
-        .expect("connect");
+    let client = connect("framing", &url);
     let echo = |message: &str| {
         client
             .call_tool("echo", json!({ "message": message }))
@@ -237,12 +241,7 @@ fn the_real_query_reaches_the_server_with_and_without_a_path() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}{tail}", listener.local_addr().unwrap());
         let (server, _) = serve_on(listener, url.clone());
-        let options = mcp_runtime::ConnectOptions {
-            era: EraChoice::Handshake,
-            ..common::options()
-        };
-        let client = Client::connect("query", &Endpoint::Http(HttpTarget::new(&url)), options)
-            .expect("connect");
+        let client = connect("query", &url);
         let out = client
             .call_tool("echo", json!({ "message": "length" }))
             .unwrap();
@@ -267,16 +266,7 @@ fn the_real_query_reaches_the_server_with_and_without_a_path() {
 #[test]
 fn a_request_answered_without_its_response_fails_at_once() {
     let (server, url) = start();
-    let options = mcp_runtime::ConnectOptions {
-        era: EraChoice::Handshake,
-        ..common::options()
-    };
-    let client = Client::connect(
-        "unanswered",
-        &Endpoint::Http(HttpTarget::new(&url)),
-        options,
-    )
-    .expect("connect");
+    let client = connect("unanswered", &url);
     for (framing, what) in [
         (
             "accepted202",
@@ -360,12 +350,7 @@ fn a_safe_request_goes_again_on_a_new_connection_and_a_tool_call_does_not() {
         |s| s.stopped.load(Ordering::SeqCst),
         serve_closing,
     );
-    let options = mcp_runtime::ConnectOptions {
-        era: EraChoice::Handshake,
-        ..common::options()
-    };
-    let client = Client::connect("closing", &Endpoint::Http(HttpTarget::new(&url)), options)
-        .expect("connect");
+    let client = connect("closing", &url);
     let sent = |method: &str| {
         server
             .targets

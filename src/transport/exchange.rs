@@ -214,26 +214,23 @@ impl Kept {
             send_request(&head, body, connection, &budget)?;
             receive_response(connection, &budget)
         };
-        let (connection, head) = match self.idle_connection(shard) {
-            Some(mut kept) => match exchange(&mut *kept) {
-                Ok(head) => (kept, head),
-                Err(e) if safe && closed_before_response(&e, &mut *kept) => {
-                    log::debug!(
-                        "a kept connection ended before its response ({e}); the request goes \
-                         again on a new one"
-                    );
-                    drop(kept);
-                    let mut fresh = self.new_connection(request.uri(), &budget)?;
-                    let head = exchange(&mut *fresh)?;
-                    (fresh, head)
-                }
-                Err(e) => return Err(e),
-            },
-            None => {
-                let mut fresh = self.new_connection(request.uri(), &budget)?;
-                let head = exchange(&mut *fresh)?;
-                (fresh, head)
+        let kept = self.idle_connection(shard);
+        let reused = kept.is_some();
+        let mut connection = match kept {
+            Some(c) => c,
+            None => self.new_connection(request.uri(), &budget)?,
+        };
+        let head = match exchange(&mut *connection) {
+            Ok(head) => head,
+            Err(e) if reused && safe && closed_before_response(&e, &mut *connection) => {
+                log::debug!(
+                    "a kept connection ended before its response ({e}); the request goes \
+                     again on a new one"
+                );
+                connection = self.new_connection(request.uri(), &budget)?;
+                exchange(&mut *connection)?
             }
+            Err(e) => return Err(e),
         };
         let keep = if head.must_close {
             Duration::ZERO

@@ -363,10 +363,8 @@ impl Shared {
         }
         match outcome {
             Ok(Some(response)) => self.inbound.on_message(Message::Response(response)),
-            Ok(None) => log::debug!(
-                "[{}] request {id} was accepted without an answer; it may come on the GET stream",
-                self.name
-            ),
+            // Only a message that is not a request has no answer, and none comes here.
+            Ok(None) => {}
             // A timeout is the caller's to report (it also tells the server), and so is a
             // cancellation; anything else ends the request here. The exchange's own bound is
             // the caller's deadline, and a socket wait may end a hair before it (the kernel's

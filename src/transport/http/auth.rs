@@ -21,7 +21,7 @@ impl Shared {
         id: &RequestId,
         deadline: Option<Instant>,
         abort: Option<&Abort>,
-    ) -> Result<Option<RpcResponse>, Error> {
+    ) -> Result<RpcResponse, Error> {
         // Re-sends so far after a 401, and after a 403; and whether the one re-send a DPoP
         // nonce is worth (RFC 9449 §9) was made.
         let (mut unauthorized, mut forbidden) = (0, 0);

@@ -23,7 +23,7 @@ impl Shared {
         id: &RequestId,
         deadline: Option<Instant>,
         abort: Option<&Abort>,
-    ) -> Result<Option<RpcResponse>, Error> {
+    ) -> Result<RpcResponse, Error> {
         // A caller without a switch of its own runs its exchange in one, so that its answer
         // arriving on another stream (see `strays`) ends a wait that would carry nothing more.
         let own = abort.is_none().then(|| Arc::new(Abort::default()));
@@ -35,18 +35,18 @@ impl Shared {
             None => step(),
         };
         let mut reply = match run(&|| self.post(message, envelope, Some(id), deadline)) {
-            Err(e) => return stray().map(|r| Ok(Some(r))).unwrap_or(Err(e)),
+            Err(e) => return stray().map(Ok).unwrap_or(Err(e)),
             Ok(reply) => reply,
         };
         let mut attempts = 0;
         loop {
             if !matches!(reply, Reply::Answer(_)) {
                 if let Some(r) = stray() {
-                    return Ok(Some(r));
+                    return Ok(r);
                 }
             }
             match reply {
-                Reply::Answer(r) => return Ok(Some(r)),
+                Reply::Answer(r) => return Ok(r),
                 // The spec has a request answered with its response (JSON, or an event
                 // stream): one answered without it would otherwise wait its whole timeout.
                 Reply::Accepted(what) => {
@@ -66,7 +66,7 @@ impl Shared {
                     }
                     if !self.pause(delay, abort.or(own.as_deref())) {
                         if let Some(r) = stray() {
-                            return Ok(Some(r));
+                            return Ok(r);
                         }
                         return Err(Error::closed("the connection was closed"));
                     }
@@ -75,7 +75,7 @@ impl Shared {
                     }
                     log::debug!("[{}] resuming the response stream after event {last:?}", self.name);
                     reply = match run(&|| self.resume(&last, envelope, id, deadline)) {
-                        Err(e) => return stray().map(|r| Ok(Some(r))).unwrap_or(Err(e)),
+                        Err(e) => return stray().map(Ok).unwrap_or(Err(e)),
                         Ok(reply) => reply,
                     };
                 }

@@ -90,12 +90,12 @@ impl Shared {
             {
                 Err(Error::SessionExpired)
             }
-            Ok(Some(response)) if initialize && response.outcome.is_ok() => {
+            Ok(response) if initialize && response.outcome.is_ok() => {
                 let _session = self.session.write();
                 self.expired.store(false, Ordering::SeqCst);
                 Ok(Some(response))
             }
-            other => other,
+            other => other.map(Some),
         }
     }
 
