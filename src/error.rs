@@ -147,6 +147,16 @@ pub enum Error {
         /// What needed it, naming the server or file (URLs redacted).
         what: String,
     },
+    /// A panic, caught: in a thread of this crate (a bug in it: please report it), or in a host
+    /// callback it ran. What that thread served fails with this (a connection's machinery: the
+    /// connection; a callback: the one request it answered). Renders as
+    /// `Internal error in <place>: <message>`.
+    Internal {
+        /// Where it was caught (`the stdout reader`, `the ClientHandler's sampling`, ...).
+        place: String,
+        /// The panic's message.
+        message: String,
+    },
 }
 
 impl Error {
@@ -298,6 +308,9 @@ impl fmt::Display for Error {
                 write!(f, "Failed to start MCP server \"{server}\": {message}")
             }
             Error::Protocol { message } => write!(f, "Protocol error: {message}"),
+            Error::Internal { place, message } => {
+                write!(f, "Internal error in {place}: {message}")
+            }
             Error::Config { message } => write!(f, "Invalid config: {message}"),
             Error::NotConnected {
                 server,

@@ -140,6 +140,14 @@ mod tool;
 #[doc(hidden)]
 pub mod fuzzing;
 
+/// Fault injection for this crate's own tests (the `fault-injection` feature): not part of the
+/// API.
+#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
+pub mod faults {
+    pub use crate::panic::{inject, Boundary, Injected};
+}
+
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -311,6 +311,79 @@ fn https_goes_through_a_proxy_tunnel_and_is_verified_at_its_end() {
     );
 }
 
+/// A certificate TLS would refuse to show (the v1 the common `openssl x509 -req` recipe makes),
+/// or a key that is not the certificate's, is a configuration error naming the file, before
+/// anything is sent: never a panic in the connecting thread, a server left "connecting", or a
+/// command that says nothing and exits 0.
+#[test]
+fn a_client_certificate_tls_cannot_use_is_a_config_error_naming_it() {
+    let Some((pki, _server, front)) = tls_server("mtls-v1", true) else {
+        return;
+    };
+    pki.v1_client();
+    let with = |cert: &str, key: &str| HttpTarget {
+        ca_file: Some(pki.file("ca.pem")),
+        client_cert: Some(pki.file(cert)),
+        client_key: Some(pki.file(key)),
+        ..target(&front)
+    };
+    let v1 = Endpoint::Http(with("client-v1.pem", "client-v1.key"));
+    match Client::connect("v1", &v1, options()) {
+        Err(Error::Config { message }) => assert!(
+            message.contains("client-v1.pem")
+                && message.contains("v1")
+                && message.contains("extfile"),
+            "{message}"
+        ),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let mismatch = Endpoint::Http(with("client.pem", "other-ca.key"));
+    match Client::connect("mismatch", &mismatch, options()) {
+        Err(Error::Config { message }) => assert!(
+            message.contains("other-ca.key") && message.contains("not the key of"),
+            "{message}"
+        ),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+
+    // The command: every command that uses the server says so, in one line.
+    let home = common::temp_dir("tls-v1-home");
+    let url = front.url("127.0.0.1", "/mcp");
+    let run = |command: &[&str]| {
+        common::cli(&home)
+            .args(["--no-cache", "--url", &url, "--ca-file"])
+            .arg(pki.file("ca.pem"))
+            .arg("--client-cert")
+            .arg(pki.file("client-v1.pem"))
+            .arg("--client-key")
+            .arg(pki.file("client-v1.key"))
+            .args(command)
+            .output()
+            .unwrap()
+    };
+    for command in [&["tools"][..], &["call", "echo", "message=hi"], &["status"]] {
+        let out = run(command);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let said = format!("{stdout}{stderr}");
+        assert!(
+            said.contains("client-v1.pem") && said.contains("v1"),
+            "{command:?}: {said}"
+        );
+        for wrong in ["connecting", "no tool named", "panicked"] {
+            assert!(!said.contains(wrong), "{command:?}: {said}");
+        }
+        assert_ne!(out.status.code(), Some(0), "{command:?}: {said}");
+        if command[0] != "status" {
+            assert_eq!(out.status.code(), Some(2), "{command:?}: {said}");
+            assert_eq!(stderr.lines().count(), 1, "{command:?}: {stderr}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
+
 #[test]
 fn the_command_line_takes_a_ca_and_a_client_certificate_for_its_url() {
     let Some((pki, _server, front)) = tls_server("cli", true) else {

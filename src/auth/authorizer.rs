@@ -79,9 +79,14 @@ fn open_system_browser(url: &str) -> Result<(), Error> {
         })?;
     // The launcher exits at once (or, for a `$BROWSER` that is the browser itself, when the
     // login is done); reap it without making the login wait.
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
+    let _ = crate::panic::spawn(
+        "mcp-browser".into(),
+        crate::panic::Boundary::Browser,
+        move || {
+            let _ = child.wait();
+        },
+        |_| {},
+    );
     Ok(())
 }
 

@@ -196,10 +196,12 @@ fn pem(text: &str) -> Result<(String, Vec<u8>), Error> {
     let label = rest[..label_end].to_owned();
     let body_start = label_end + 5;
     let end_marker = format!("-----END {label}-----");
-    let body_end = rest
+    // Searched after the header, which it may otherwise overlap (`-----BEGIN X-----END X-----`).
+    let body = rest.get(body_start..).unwrap_or_default();
+    let body_end = body
         .find(&end_marker)
         .ok_or_else(|| bad_key("no PEM end line"))?;
-    let body: String = rest[body_start..body_end]
+    let body: String = body[..body_end]
         .chars()
         .filter(|c| !c.is_whitespace())
         .collect();
@@ -215,7 +217,14 @@ fn pem(text: &str) -> Result<(String, Vec<u8>), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use ring::signature::KeyPair as _;
+
+    #[test]
+    fn a_pem_end_that_overlaps_its_header_is_an_error() {
+        assert!(pem("-----BEGIN X-----END X-----").is_err());
+        assert!(pem("-----BEGIN -----END -----").is_err());
+    }
 
     fn es256_pem() -> (String, Vec<u8>) {
         let rng = SystemRandom::new();

@@ -60,6 +60,8 @@
 #[cfg(feature = "oauth")]
 mod authorizer;
 #[cfg(feature = "oauth")]
+mod caught;
+#[cfg(feature = "oauth")]
 pub(crate) mod challenge;
 #[cfg(feature = "oauth")]
 mod config;

@@ -192,8 +192,9 @@ impl OAuthProvider {
                 server_resource,
                 config,
                 key,
-                storage,
-                authorizer,
+                // The host's, behind a catch: a panic fails the authorization it served.
+                storage: super::caught::CaughtStorage::wrap(storage),
+                authorizer: super::caught::CaughtAuthorizer::wrap(authorizer),
                 http: Http::new(&options),
                 options,
                 state: Mutex::new(State {

@@ -353,7 +353,11 @@ fn dechunk(mut data: &[u8]) -> Result<Option<Vec<u8>>, Failure> {
             // Trailers end with an empty line.
             return Ok(find(data, b"\r\n").map(|_| body));
         }
-        if data.len() < size + 2 {
+        // A size near usize::MAX (a hostile server's) must not overflow here.
+        let Some(with_end) = size.checked_add(2) else {
+            return Err(other("a broken chunked body"));
+        };
+        if data.len() < with_end {
             return Ok(None);
         }
         body.extend_from_slice(&data[..size]);
@@ -364,6 +368,12 @@ fn dechunk(mut data: &[u8]) -> Result<Option<Vec<u8>>, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_size_that_would_overflow_is_refused() {
+        assert!(dechunk(b"ffffffffffffffff\r\nx").is_err());
+        assert!(dechunk(b"fffffffffffffffe\r\nx").is_err());
+    }
 
     #[test]
     fn chunked_bodies() {

@@ -48,7 +48,9 @@ impl Connection {
         options: &ConnectOptions,
         make: impl FnOnce(Arc<dyn Inbound>) -> Result<Arc<dyn Transport>, Error>,
     ) -> Result<Connection, Error> {
-        let mut declared = options.handler.capabilities();
+        // The host's callbacks run behind a catch: a panic in one fails what it answered.
+        let handler = super::caught::CaughtHandler::wrap(Arc::clone(&options.handler));
+        let mut declared = handler.capabilities();
         if !options.extensions.is_empty() {
             let extensions = declared
                 .extra
@@ -60,11 +62,7 @@ impl Connection {
                 }
             }
         }
-        let router = Arc::new(Router::new(
-            name,
-            Arc::clone(&options.handler),
-            declared.clone(),
-        ));
+        let router = Arc::new(Router::new(name, Arc::clone(&handler), declared.clone()));
         let inbound: Arc<dyn Inbound> = router.clone();
         let transport = make(inbound)?;
         let envelopes = Envelopes::new(transport.kind());
@@ -76,7 +74,7 @@ impl Connection {
             envelopes,
             next_id: Arc::new(AtomicI64::new(1)),
             declared,
-            handler: Arc::clone(&options.handler),
+            handler,
         })
     }
 }

@@ -64,9 +64,20 @@ impl Client {
             next_id: Arc::clone(&inner.conn.next_id),
             params,
         };
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-subscriptions", inner.conn.name))
-            .spawn(move || listener.run());
+        // A panic here ends the connection with it: its notifications would stop silently.
+        let (router, transport) = (
+            Arc::clone(&inner.conn.router),
+            Arc::clone(&inner.conn.transport),
+        );
+        let spawned = crate::panic::spawn(
+            format!("mcp-{}-subscriptions", inner.conn.name),
+            crate::panic::Boundary::Subscriptions,
+            move || listener.run(),
+            move |e| {
+                router.fail_all(e);
+                transport.close();
+            },
+        );
         if let Err(e) = spawned {
             log::warn!(
                 "[{}] cannot listen for change notifications: {e}",

@@ -24,12 +24,14 @@ use serde_json::{json, Map, Value};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::jsonrpc::Message;
+use crate::panic::Boundary;
 use crate::protocol::{methods, CallToolResult, ClientCapabilities, Implementation, Tool};
-use crate::transport::Transport;
+use crate::transport::{Envelope, Transport};
 
 mod apps;
 pub use apps::{AppPage, MAX_APP_BYTES};
 mod budget;
+mod caught;
 mod connect;
 mod era;
 mod extensions;
@@ -46,6 +48,7 @@ mod task_extension;
 mod tasks;
 
 pub use budget::MAX_RESULT_VALUES;
+pub(crate) use caught::CaughtHandler;
 pub use era::MAX_INPUT_ROUNDS;
 pub use extensions::Extension;
 pub use handler::{ClientHandler, TraceContext};
@@ -147,8 +150,24 @@ impl Connection {
 
     fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
         let message = Message::notification(method, params);
-        self.transport
-            .send(&message, &self.envelopes.envelope(&message))
+        self.send(&message, &self.envelopes.envelope(&message))
+    }
+
+    /// Ends the connection with `error`: marked closed first, so a call racing with the close
+    /// gets this reason, then the transport is closed.
+    pub(crate) fn fail(&self, error: Error) {
+        self.router.fail_all(error);
+        self.transport.close();
+    }
+
+    /// Hands a message to the transport, which may do its I/O on this thread: a panic in it
+    /// ends the connection with [`Error::Internal`], which this returns.
+    pub(crate) fn send(&self, message: &Message, envelope: &Envelope) -> Result<(), Error> {
+        crate::panic::catch(Boundary::Send, || self.transport.send(message, envelope))
+            .unwrap_or_else(|e| {
+                self.fail(e.clone());
+                Err(e)
+            })
     }
 
     /// Sends a request and waits for its result, parsed as a [`Value`].
@@ -202,7 +221,7 @@ impl Connection {
             cancel: wait.cancel.clone().filter(|_| wait.on_progress.is_none()),
             ..self.envelopes.envelope(&message)
         };
-        match self.transport.send(&message, &envelope) {
+        match self.send(&message, &envelope) {
             Ok(()) => {}
             // The transport is shutting down: its reader fails this slot with the real reason
             // (exit status, stderr) once the process is gone, so wait for that below.
@@ -467,12 +486,15 @@ impl Client {
     /// close grace period plus a second). Every pending request fails with
     /// [`Error::TransportClosed`]. Idempotent; dropping the last clone of a client closes it too.
     pub fn close(&self) {
-        // Mark the connection closed first, so a call racing with close gets this reason.
         self.inner
             .conn
-            .router
-            .fail_all(Error::closed("the connection was closed"));
-        self.inner.conn.transport.close();
+            .fail(Error::closed("the connection was closed"));
+    }
+
+    /// Ends the connection with `error` (a panic caught in what served it): every pending
+    /// request fails with it, and it is the connection's closed reason.
+    pub(crate) fn fail(&self, error: Error) {
+        self.inner.conn.fail(error);
     }
 
     /// Whether the connection has ended, and why.

@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::jsonrpc::{
     codes, empty_object, Message, Notification, Request, RequestId, Response, RpcError,
 };
+use crate::panic::Boundary;
 use crate::protocol::{
     check_elicitation_mode, methods, ClientCapabilities, LoggingMessageParams, Progress,
 };
@@ -127,27 +128,30 @@ impl Router {
                 let (events, rx) = crossbeam_channel::unbounded::<Event>();
                 let name = self.server.clone();
                 let h = Arc::clone(&self.handler);
-                std::thread::Builder::new()
-                    .name(format!("mcp-{name}-events"))
-                    .spawn(move || {
-                        for event in rx.iter() {
-                            match event {
-                                Event::Log(m) => {
-                                    h.on_log_message(&name, m.level, m.logger.as_deref(), &m.data)
-                                }
-                                Event::Notification(n)
-                                    if n.method == methods::TOOLS_LIST_CHANGED =>
-                                {
-                                    h.on_tools_list_changed(&name)
-                                }
-                                Event::Notification(n) => {
-                                    h.on_notification(&name, &n.method, n.params.as_ref())
-                                }
+                // A handler that panics on one event is logged, and hears the next.
+                let deliver = move || {
+                    for event in rx.iter() {
+                        let _ = crate::panic::catch(Boundary::Events, || match event {
+                            Event::Log(m) => {
+                                h.on_log_message(&name, m.level, m.logger.as_deref(), &m.data)
                             }
-                        }
-                    })
-                    .ok()
-                    .map(|_| events)
+                            Event::Notification(n) if n.method == methods::TOOLS_LIST_CHANGED => {
+                                h.on_tools_list_changed(&name)
+                            }
+                            Event::Notification(n) => {
+                                h.on_notification(&name, &n.method, n.params.as_ref())
+                            }
+                        });
+                    }
+                };
+                crate::panic::spawn_in(
+                    format!("mcp-{}-events", self.server),
+                    "the notification thread",
+                    deliver,
+                    |_| {},
+                )
+                .ok()
+                .map(|_| events)
             })
             .as_ref()
     }
@@ -332,26 +336,30 @@ impl Router {
         }
         let handler = Arc::clone(&self.handler);
         let outbound = self.outbound.get().cloned();
-        let counter = Arc::clone(&self.server_requests);
+        // The count goes down however this ends: answered, panicked, or never started.
+        let counted = Uncount(Arc::clone(&self.server_requests));
         let server = self.server.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-request", self.server))
-            .spawn(move || {
+        let reply_to = (request.id.clone(), outbound.clone());
+        // The handler is behind a catch (a panic in it is an error answer); a panic of ours
+        // here is answered as an error too: the server must not wait for the answer.
+        let _ = crate::panic::spawn(
+            format!("mcp-{}-request", self.server),
+            Boundary::ServerRequest,
+            move || {
+                let _counted = counted;
                 let id = request.id.clone();
                 let reply = match answer(&*handler, &server, request) {
                     Ok(v) => Message::result(id, v),
                     Err(e) => Message::error(id, e),
                 };
-                if let Some((transport, envelopes)) = outbound {
-                    if let Some(t) = transport.upgrade() {
-                        let _ = t.send(&reply, &envelopes.envelope(&reply));
-                    }
-                }
-                counter.fetch_sub(1, Ordering::SeqCst);
-            });
-        if spawned.is_err() {
-            self.server_requests.fetch_sub(1, Ordering::SeqCst);
-        }
+                send_reply(outbound.as_ref(), &reply);
+            },
+            move |e| {
+                let (id, outbound) = reply_to;
+                let error = RpcError::new(codes::INTERNAL_ERROR, e.to_string());
+                send_reply(outbound.as_ref(), &Message::error(id, error));
+            },
+        );
     }
 
     fn on_notification(&self, n: Notification) {
@@ -461,5 +469,23 @@ impl Inbound for Router {
         if let Some(slot) = self.take(id) {
             slot.response.send(Err(error));
         }
+    }
+}
+
+/// Sends an answer to a server request on the connection, if it is still there.
+fn send_reply(outbound: Option<&(Weak<dyn Transport>, Arc<Envelopes>)>, reply: &Message) {
+    if let Some((transport, envelopes)) = outbound {
+        if let Some(t) = transport.upgrade() {
+            let _ = t.send(reply, &envelopes.envelope(reply));
+        }
+    }
+}
+
+/// Takes one off the count of server requests being answered when dropped.
+struct Uncount(Arc<AtomicUsize>);
+
+impl Drop for Uncount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -118,16 +118,20 @@ impl Client {
                     // Cooperative: the task may go on; the call does not wait to see.
                     let client = self.clone();
                     let params = json!({ "taskId": task_id });
-                    let _ = std::thread::Builder::new()
-                        .name("mcp-task-cancel".into())
-                        .spawn(move || {
+                    // A panic here is logged: the cancellation is a courtesy.
+                    let _ = crate::panic::spawn(
+                        "mcp-task-cancel".into(),
+                        crate::panic::Boundary::CancelSend,
+                        move || {
                             let _ = client.request_raw_with(
                                 methods::TASKS_CANCEL,
                                 Some(params),
                                 CallOptions::timeout(CANCEL_BOUND),
                                 false,
                             );
-                        });
+                        },
+                        |_| {},
+                    );
                 }
                 Err(match e {
                     Error::Timeout { .. } => Error::Timeout {

@@ -291,15 +291,19 @@ fn run(command: &str, timeout: Duration, cancel: Option<&CancelToken>) -> Option
     let pid = child.id();
     let mut stdout = child.stdout.take()?;
     let (tx, rx) = crossbeam_channel::bounded(1);
-    std::thread::Builder::new()
-        .name("mcp-value-command".into())
-        .spawn(move || {
+    // A panic in the reader fails the value (as a command that failed does).
+    crate::panic::spawn(
+        "mcp-value-command".into(),
+        crate::panic::Boundary::Command,
+        move || {
             let mut out = Vec::new();
             let _ = stdout.by_ref().take(1 << 20).read_to_end(&mut out);
             let status = child.wait();
             let _ = tx.send((status.map(|s| s.success()).unwrap_or(false), out));
-        })
-        .ok()?;
+        },
+        |_| {},
+    )
+    .ok()?;
     let never = crossbeam_channel::never();
     let cancelled = cancel.map(CancelToken::receiver).unwrap_or(&never);
     let finished = crossbeam_channel::select! {

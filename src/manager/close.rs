@@ -21,6 +21,8 @@ use parking_lot::Mutex;
 
 use super::Shared;
 use crate::client::Client;
+use crate::error::Error;
+use crate::panic::{Boundary, Faults};
 
 /// One running thread: its server, its job number, and a channel that disconnects when it ends.
 struct Running {
@@ -34,6 +36,8 @@ struct Running {
 pub(crate) struct Work {
     running: Mutex<Vec<Running>>,
     next_job: AtomicU64,
+    /// The faults injected where the manager was made (tests), carried to its threads.
+    faults: Faults,
 }
 
 thread_local! {
@@ -42,12 +46,23 @@ thread_local! {
 }
 
 impl Work {
+    /// No threads yet; the ones it starts carry the faults injected on this thread (tests).
+    pub(crate) fn new() -> Work {
+        Work {
+            faults: Faults::here(),
+            ..Work::default()
+        }
+    }
+
     /// Starts `job` on a thread named `thread_name`, registered under `server` until it ends.
+    /// A panic in it is caught at `at` and handed to `on_panic`, on that thread.
     pub(crate) fn spawn(
         &self,
         server: &str,
         thread_name: String,
+        at: Boundary,
         job: impl FnOnce() + Send + 'static,
+        on_panic: impl FnOnce(Error) + Send + 'static,
     ) -> std::io::Result<()> {
         let (alive, ended) = crossbeam_channel::bounded::<()>(0);
         let number = self.next_job.fetch_add(1, Ordering::Relaxed) + 1;
@@ -61,13 +76,17 @@ impl Work {
                 ended,
             });
         }
+        let faults = self.faults.clone();
         let spawned = std::thread::Builder::new()
             .name(thread_name)
             .spawn(move || {
                 // Dropped when the job ends, however it ends: that is what waiters see.
                 let _alive: Sender<()> = alive;
+                let _faults = faults.enter();
                 CURRENT_JOB.with(|j| j.set(number));
-                job();
+                if let Err(e) = crate::panic::catch(at, job) {
+                    let _ = crate::panic::catch_in(at.place(), || on_panic(e));
+                }
             });
         if let Err(e) = spawned {
             self.running.lock().retain(|r| r.job != number);
@@ -110,9 +129,15 @@ impl Shared {
     pub(crate) fn close_later(&self, clients: Vec<Client>) {
         for client in clients {
             let name = client.name().to_owned();
-            let spawned = self
-                .work
-                .spawn(&name, format!("mcp-{name}-close"), move || client.close());
+            // A panic while closing is logged; the client's last clone, dropped as it unwinds,
+            // closes it all the same.
+            let spawned = self.work.spawn(
+                &name,
+                format!("mcp-{name}-close"),
+                Boundary::Close,
+                move || client.close(),
+                |_| {},
+            );
             if let Err(e) = spawned {
                 log::warn!("[{name}] cannot start a close thread ({e}); closing here");
             }
@@ -142,11 +167,18 @@ mod tests {
     fn wait_sees_threads_end_and_is_bounded() {
         let work = Work::default();
         let (release, gate) = crossbeam_channel::bounded::<()>(0);
-        work.spawn("a", "t-a".into(), move || {
-            let _ = gate.recv();
-        })
+        work.spawn(
+            "a",
+            "t-a".into(),
+            Boundary::Close,
+            move || {
+                let _ = gate.recv();
+            },
+            |_| {},
+        )
         .unwrap();
-        work.spawn("b", "t-b".into(), || {}).unwrap();
+        work.spawn("b", "t-b".into(), Boundary::Close, || {}, |_| {})
+            .unwrap();
         let soon = Instant::now() + Duration::from_secs(5);
         assert!(work.wait(Some("b"), soon), "b ends by itself");
         assert!(
@@ -158,13 +190,36 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_is_handed_over_and_the_thread_still_ends() {
+        let work = Work::default();
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        work.spawn(
+            "a",
+            "t-panic".into(),
+            Boundary::Close,
+            || panic!("a bug"),
+            move |e| tx.send(e).unwrap(),
+        )
+        .unwrap();
+        let e = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(e.to_string().contains("a bug"), "{e}");
+        assert!(work.wait(None, Instant::now() + Duration::from_secs(10)));
+    }
+
+    #[test]
     fn a_thread_never_waits_for_itself() {
         let work = std::sync::Arc::new(Work::default());
         let inner = std::sync::Arc::clone(&work);
         let (tx, rx) = crossbeam_channel::bounded(1);
-        work.spawn("a", "t-self".into(), move || {
-            let _ = tx.send(inner.wait(None, Instant::now() + Duration::from_secs(30)));
-        })
+        work.spawn(
+            "a",
+            "t-self".into(),
+            Boundary::Close,
+            move || {
+                let _ = tx.send(inner.wait(None, Instant::now() + Duration::from_secs(30)));
+            },
+            |_| {},
+        )
         .unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(true));
     }

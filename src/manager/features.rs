@@ -134,9 +134,7 @@ impl Shared {
 
     pub(crate) fn features_changed(&self, servers: Vec<String>) {
         let listeners = self.features_listeners.lock().clone();
-        for listener in listeners {
-            listener(&servers);
-        }
+        super::caught::tell("an on_features_changed listener", &listeners, &servers);
     }
 }
 

@@ -32,7 +32,8 @@ impl ManagedHandler {
             manager,
             server: server.to_owned(),
             attempt,
-            host,
+            // The manager's own work in each callback is done whatever the host's does.
+            host: crate::client::CaughtHandler::wrap(host),
         }
     }
 }

@@ -38,6 +38,7 @@ mod auth;
 #[cfg(not(feature = "oauth"))]
 #[path = "auth_off.rs"]
 mod auth;
+mod caught;
 mod close;
 mod eras;
 mod features;
@@ -105,7 +106,9 @@ pub(crate) struct Shared {
 
 impl McpManager {
     /// A manager with no servers.
-    pub fn new(options: ManagerOptions) -> McpManager {
+    pub fn new(mut options: ManagerOptions) -> McpManager {
+        // The host's cache runs behind a catch: a panic in it is a miss, or a failed write.
+        options.cache = options.cache.map(caught::CaughtCache::wrap);
         McpManager {
             shared: Arc::new(Shared {
                 options,
@@ -114,7 +117,7 @@ impl McpManager {
                 features_listeners: Mutex::new(Vec::new()),
                 next_attempt: AtomicU64::new(1),
                 snapshots: AtomicU64::new(0),
-                work: Work::default(),
+                work: Work::new(),
                 eras: Arc::default(),
                 spill: output::SpillDir::default(),
             }),
@@ -457,8 +460,6 @@ impl Shared {
 
     fn tools_changed(&self, servers: Vec<String>) {
         let listeners: Vec<Listener> = self.listeners.lock().clone();
-        for listener in listeners {
-            listener(&servers);
-        }
+        caught::tell("an on_tools_changed listener", &listeners, &servers);
     }
 }

@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use super::features::Features;
 use super::state::{Coalesce, Phase, Server};
-use super::task::{allowed_tools, Task};
+use super::task::{allowed_tools, Applied, Task};
 use super::Shared;
 use crate::cancel::CancelToken;
 use crate::config::config_hash;
 use crate::error::Error;
+use crate::panic::Boundary;
 
 /// What a `list_changed` refreshes.
 #[derive(Debug, Clone, Copy)]
@@ -100,28 +101,42 @@ impl Shared {
         }
         let shared = Arc::clone(self);
         let server = name.to_owned();
-        let spawned = self
-            .work
-            .spawn(name, format!("mcp-{name}-refresh"), move || loop {
-                let done = match kind {
-                    Refresh::Tools => shared.refresh(&server),
-                    Refresh::Features => shared.refresh_features(&server),
-                };
-                if let Err(e) = done {
-                    log::debug!("[{server}] refreshing after list_changed failed: {e}");
-                }
-                let mut state = shared.state.lock();
-                let Some(entry) = state.servers.get_mut(&server) else {
-                    return;
-                };
+        let (after, failed) = (Arc::clone(self), name.to_owned());
+        let on_panic = move |e: Error| {
+            if let Some(entry) = after.state.lock().servers.get_mut(&failed) {
                 let flags = kind.flags(entry);
-                if flags.queued {
-                    flags.queued = false;
-                    continue;
-                }
                 flags.running = false;
+                flags.queued = false;
+            }
+            after.panicked(&failed, None, e, true);
+        };
+        let job = move || loop {
+            let done = match kind {
+                Refresh::Tools => shared.refresh(&server),
+                Refresh::Features => shared.refresh_features(&server),
+            };
+            if let Err(e) = done {
+                log::debug!("[{server}] refreshing after list_changed failed: {e}");
+            }
+            let mut state = shared.state.lock();
+            let Some(entry) = state.servers.get_mut(&server) else {
                 return;
-            });
+            };
+            let flags = kind.flags(entry);
+            if flags.queued {
+                flags.queued = false;
+                continue;
+            }
+            flags.running = false;
+            return;
+        };
+        let spawned = self.work.spawn(
+            name,
+            format!("mcp-{name}-refresh"),
+            Boundary::Refresh,
+            job,
+            on_panic,
+        );
         if let Err(e) = spawned {
             log::warn!("[{name}] cannot start a refresh thread: {e}");
             if let Some(server) = self.state.lock().servers.get_mut(name) {
@@ -181,8 +196,44 @@ impl Shared {
                 shared.features_changed(vec![server.clone()]);
             }
         };
-        if let Err(e) = self.work.spawn(name, format!("mcp-{name}-died"), job) {
+        // A panic here is logged: the server is already disconnected, with its reason.
+        let spawned = self.work.spawn(
+            name,
+            format!("mcp-{name}-died"),
+            Boundary::Teardown,
+            job,
+            |_| {},
+        );
+        if let Err(e) = spawned {
             log::warn!("[{name}] cannot start a teardown thread: {e}");
+        }
+    }
+
+    /// A manager thread of `name` panicked (`error`): a connect `attempt` still running fails
+    /// with it, and a connected client is ended with it (its death is then handled as any
+    /// other: status, tools, listeners).
+    pub(crate) fn panicked(
+        self: &Arc<Self>,
+        name: &str,
+        attempt: Option<u64>,
+        error: Error,
+        late: bool,
+    ) {
+        if let Some(attempt) = attempt {
+            if let Applied::Current = self.apply(name, None, attempt, &Err(error.clone()), late) {
+                return;
+            }
+        }
+        let connected = match self.state.lock().servers.get(name).map(|s| &s.phase) {
+            Some(Phase::Connected { attempt: a, client })
+                if attempt.is_none_or(|attempt| attempt == *a) =>
+            {
+                Some(client.clone())
+            }
+            _ => None,
+        };
+        if let Some(client) = connected {
+            client.fail(error);
         }
     }
 
@@ -193,7 +244,10 @@ impl Shared {
         let policy = self.options.reconnect.as_ref()?;
         if matches!(
             error,
-            Error::Cancelled | Error::Config { .. } | Error::UnsupportedProtocolVersion { .. }
+            Error::Cancelled
+                | Error::Config { .. }
+                | Error::UnsupportedProtocolVersion { .. }
+                | Error::Internal { .. }
         ) {
             return None;
         }

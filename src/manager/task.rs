@@ -24,6 +24,7 @@ use crate::client::{Client, Endpoint, EraChoice, Leftover};
 use crate::config::config_hash;
 use crate::config::{resolve_cancellable, ServerConfig};
 use crate::error::Error;
+use crate::panic::Boundary;
 use crate::protocol::{ProtocolVersion, Tool};
 use crate::transport::Connector;
 
@@ -71,9 +72,22 @@ impl Task {
         let name = self.name.clone();
         let attempt = self.attempt;
         let late = Arc::clone(&self.startup_over);
-        let spawned = shared
-            .work
-            .spawn(&name, format!("mcp-{name}-connect"), move || self.run());
+        let (panicked, done) = (Arc::clone(&shared), self.done.clone());
+        let (failed, failed_late) = (name.clone(), Arc::clone(&late));
+        let spawned = shared.work.spawn(
+            &name,
+            format!("mcp-{name}-connect"),
+            Boundary::Connect,
+            move || self.run(),
+            // What the attempt opened was dropped (and so closed) as the panic unwound.
+            move |e| {
+                let late = failed_late.load(Ordering::SeqCst);
+                panicked.panicked(&failed, Some(attempt), e, late);
+                if let Some(done) = done {
+                    let _ = done.send(failed);
+                }
+            },
+        );
         if let Err(e) = spawned {
             let error = Error::io("cannot start a connect thread", e);
             shared.apply(

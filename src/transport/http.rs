@@ -57,6 +57,7 @@ use super::{Envelope, Inbound, Transport};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
+use crate::panic::Boundary;
 use crate::protocol::{methods, ProtocolVersion};
 
 /// The session header (Streamable HTTP).
@@ -135,6 +136,7 @@ impl HttpTransport {
         options: &HttpOptions,
         inbound: Arc<dyn Inbound>,
     ) -> Result<HttpTransport, Error> {
+        let target = &super::caught_auth::caught(target);
         let wire = web::Wire::new(target, options)?;
         Ok(HttpTransport {
             shared: Arc::new(Shared {
@@ -175,17 +177,21 @@ impl HttpTransport {
             s.exchanges.lock().insert(k, Arc::clone(&abort));
         }
         let (shared, message, envelope) = (Arc::clone(s), message.clone(), envelope.clone());
+        let failed = Arc::clone(s);
         let slot = web::Agents::slot();
-        s.pool.run(move |worker| {
-            web::Agents::on_behalf_of(slot, || {
-                abort.scope(|| {
-                    shared.execute(&message, &envelope, Some(worker), deadline, Some(&abort))
-                })
-            });
-            if let Some(k) = key {
-                shared.exchanges.lock().remove(&k);
-            }
-        });
+        s.pool.run(
+            move |worker| {
+                web::Agents::on_behalf_of(slot, || {
+                    abort.scope(|| {
+                        shared.execute(&message, &envelope, Some(worker), deadline, Some(&abort))
+                    })
+                });
+                if let Some(k) = key {
+                    shared.exchanges.lock().remove(&k);
+                }
+            },
+            move |e| failed.panicked(e),
+        );
     }
 }
 
@@ -241,11 +247,15 @@ impl Transport for HttpTransport {
                     return Ok(());
                 }
                 let (shared, message, envelope) = (Arc::clone(s), cancel.clone(), envelope.clone());
-                s.pool.run(move |_| {
-                    if let Err(e) = shared.post(&message, &envelope, None, None) {
-                        log::debug!("[{}] sending a cancellation failed: {e}", shared.name);
-                    }
-                });
+                let failed = Arc::clone(s);
+                s.pool.run(
+                    move |_| {
+                        if let Err(e) = shared.post(&message, &envelope, None, None) {
+                            log::debug!("[{}] sending a cancellation failed: {e}", shared.name);
+                        }
+                    },
+                    move |e| failed.panicked(e),
+                );
                 Ok(())
             }
             other => match s.post(other, envelope, None, None)? {
@@ -259,7 +269,66 @@ impl Transport for HttpTransport {
     }
 
     fn close(&self) {
-        let s = &self.shared;
+        self.shared.close();
+    }
+
+    fn kind(&self) -> &'static str {
+        "http"
+    }
+
+    fn proxy(&self) -> Option<String> {
+        let proxy = self.shared.wire.proxy.as_ref()?;
+        Some(proxy.url.redacted().to_owned())
+    }
+
+    /// Opens the GET stream: after the first handshake, and again after each re-initialization
+    /// (a listener still running carries on with the new session instead). Returns once the
+    /// server answered the GET (or [`LISTEN_OPEN_WAIT`] passed, or the transport closed), so
+    /// that the stream is there before the requests whose messages it may carry, and a server
+    /// never takes it for the resumption of a request sent after it.
+    fn on_ready(&self) {
+        if !self.shared.listening.lock().start() {
+            return;
+        }
+        let (opened, answered) = crossbeam_channel::bounded(1);
+        *self.shared.listen_opened.lock() = Some(opened);
+        let (shared, failed) = (Arc::clone(&self.shared), Arc::clone(&self.shared));
+        let spawned = crate::panic::spawn(
+            format!("mcp-{}-listen", self.shared.name),
+            Boundary::GetStream,
+            move || shared.listen(),
+            move |e| failed.panicked(e),
+        );
+        if let Err(e) = spawned {
+            self.shared.listening.lock().stopped();
+            self.shared.listen_opened.lock().take();
+            log::warn!(
+                "[{}] cannot start the GET stream listener: {e}",
+                self.shared.name
+            );
+            return;
+        }
+        crossbeam_channel::select! {
+            recv(answered) -> _ => {}
+            recv(self.shared.stop.receiver()) -> _ => {}
+            default(LISTEN_OPEN_WAIT) => {
+                log::debug!("[{}] the GET stream is not answered yet; going on", self.shared.name);
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// One of the connection's threads panicked: the connection ends with `error` (pending
+    /// calls fail with it now), then it is closed.
+    fn panicked(&self, error: Error) {
+        self.inbound.on_closed(error);
+        self.close();
+    }
+
+    /// Ends the session (a DELETE, bounded) and every connection of it.
+    fn close(&self) {
+        let s = self;
         if s.closed.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -284,48 +353,6 @@ impl Transport for HttpTransport {
         s.agents.shutdown();
         s.inbound
             .on_closed(Error::closed("the connection was closed"));
-    }
-
-    fn kind(&self) -> &'static str {
-        "http"
-    }
-
-    fn proxy(&self) -> Option<String> {
-        let proxy = self.shared.wire.proxy.as_ref()?;
-        Some(proxy.url.redacted().to_owned())
-    }
-
-    /// Opens the GET stream: after the first handshake, and again after each re-initialization
-    /// (a listener still running carries on with the new session instead). Returns once the
-    /// server answered the GET (or [`LISTEN_OPEN_WAIT`] passed, or the transport closed), so
-    /// that the stream is there before the requests whose messages it may carry, and a server
-    /// never takes it for the resumption of a request sent after it.
-    fn on_ready(&self) {
-        if !self.shared.listening.lock().start() {
-            return;
-        }
-        let (opened, answered) = crossbeam_channel::bounded(1);
-        *self.shared.listen_opened.lock() = Some(opened);
-        let shared = Arc::clone(&self.shared);
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-listen", self.shared.name))
-            .spawn(move || shared.listen());
-        if let Err(e) = spawned {
-            self.shared.listening.lock().stopped();
-            self.shared.listen_opened.lock().take();
-            log::warn!(
-                "[{}] cannot start the GET stream listener: {e}",
-                self.shared.name
-            );
-            return;
-        }
-        crossbeam_channel::select! {
-            recv(answered) -> _ => {}
-            recv(self.shared.stop.receiver()) -> _ => {}
-            default(LISTEN_OPEN_WAIT) => {
-                log::debug!("[{}] the GET stream is not answered yet; going on", self.shared.name);
-            }
-        }
     }
 }
 

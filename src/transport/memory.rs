@@ -96,10 +96,11 @@ impl MemoryConnector {
             inbound,
             closed: AtomicBool::new(false),
         });
-        let reader = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name(format!("mcp-{name}-memory"))
-            .spawn(move || loop {
+        let (reader, failed) = (Arc::clone(&shared), Arc::clone(&shared));
+        crate::panic::spawn(
+            format!("mcp-{name}-memory"),
+            crate::panic::Boundary::StdioReader,
+            move || loop {
                 select! {
                     recv(from_server) -> message => match message {
                         Ok(value) => reader.deliver(&value),
@@ -110,8 +111,10 @@ impl MemoryConnector {
                     },
                     recv(stopped) -> _ => return,
                 }
-            })
-            .map_err(|e| Error::io("cannot start the memory transport's reader", e))?;
+            },
+            move |e| failed.end(e),
+        )
+        .map_err(|e| Error::io("cannot start the memory transport's reader", e))?;
         Ok(MemoryTransport {
             to_server: Mutex::new(Some(to_server)),
             stop: Mutex::new(Some(stop)),

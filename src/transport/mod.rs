@@ -18,6 +18,7 @@ use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::ProtocolVersion;
 
 pub(crate) mod abort;
+mod caught_auth;
 mod cork;
 mod exchange;
 pub(crate) mod http;
@@ -45,6 +46,8 @@ pub(crate) mod tls;
 #[cfg(not(feature = "tls"))]
 #[path = "tls_off.rs"]
 pub(crate) mod tls;
+#[cfg(feature = "tls")]
+mod tls_check;
 pub(crate) mod url;
 pub(crate) mod web;
 

@@ -9,8 +9,9 @@
 //! (handing the response over): the caller it wakes usually sends the next request at once,
 //! and finds this worker available instead of starting another.
 //!
-//! A job that panics is logged with its message and the worker goes on: a worker that had
-//! counted itself available (and may already be promised the next job) must be there for it.
+//! A job that panics is handed its own [`Error::Internal`] (its request fails with it) and the
+//! worker goes on: a worker that had counted itself available (and may already be promised the
+//! next job) must be there for it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -18,10 +19,19 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use crate::error::Error;
+use crate::panic::{Boundary, Faults};
+
 /// How long an idle worker waits for a job before it exits.
 pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(30);
 
-type Job = Box<dyn FnOnce(&Worker) + Send + 'static>;
+/// A job: what it does, what a panic in it fails, and the faults injected where it was
+/// submitted (tests).
+struct Job {
+    work: Box<dyn FnOnce(&Worker) + Send + 'static>,
+    on_panic: Box<dyn FnOnce(Error) + Send + 'static>,
+    faults: Faults,
+}
 
 /// The running job's worker.
 pub(crate) struct Worker {
@@ -58,26 +68,35 @@ impl WorkerPool {
         }
     }
 
-    /// Runs `job` on an idle worker, or on a new one.
-    pub(crate) fn run(&self, job: impl FnOnce(&Worker) + Send + 'static) {
+    /// Runs `job` on an idle worker, or on a new one; a panic in it is handed to `on_panic`.
+    pub(crate) fn run(
+        &self,
+        job: impl FnOnce(&Worker) + Send + 'static,
+        on_panic: impl FnOnce(Error) + Send + 'static,
+    ) {
+        let job = Job {
+            work: Box::new(job),
+            on_panic: Box::new(on_panic),
+            faults: Faults::here(),
+        };
         let claimed = self
             .idle
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
         if claimed {
-            if let Err(e) = self.jobs.send(Box::new(job)) {
+            if let Err(e) = self.jobs.send(job) {
                 // Cannot happen while `self` holds the receiver; run it here rather than lose it.
                 let here = Worker {
                     idle: Arc::clone(&self.idle),
                     counted: std::cell::Cell::new(true),
                 };
-                (e.into_inner())(&here);
+                run_job(e.into_inner(), &here);
             }
             return;
         }
         let queue = self.queue.clone();
         let idle = Arc::clone(&self.idle);
-        let first: Job = Box::new(job);
+        let first = job;
         let spawned = std::thread::Builder::new()
             .name(format!("mcp-{}-http", self.name))
             .spawn(move || work(first, &queue, &idle));
@@ -124,13 +143,12 @@ fn work(first: Job, queue: &Receiver<Job>, idle: &Arc<AtomicUsize>) {
     }
 }
 
-/// Runs a job; a panic in it ends the job, not the worker.
+/// Runs a job; a panic in it ends the job (and fails what it served), not the worker.
 fn run_job(job: Job, worker: &Worker) {
-    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(worker))) {
-        log::error!(
-            "an HTTP worker's job panicked: {}",
-            crate::panic::message(&*panic, "a panic without a message")
-        );
+    let _faults = job.faults.enter();
+    let work = job.work;
+    if let Err(e) = crate::panic::catch(Boundary::HttpJob, || work(worker)) {
+        let _ = crate::panic::catch_in(Boundary::HttpJob.place(), || (job.on_panic)(e));
     }
 }
 
@@ -145,13 +163,22 @@ mod tests {
         let pool = WorkerPool::new("t");
         let (tx, rx) = crossbeam_channel::unbounded();
         let first = tx.clone();
-        pool.run(move |worker| {
-            worker.done();
-            first.send(std::thread::current().id()).unwrap();
-            panic!("a job's own failure");
-        });
+        let (failed_tx, failed) = crossbeam_channel::bounded(1);
+        pool.run(
+            move |worker| {
+                worker.done();
+                first.send(std::thread::current().id()).unwrap();
+                panic!("a job's own failure");
+            },
+            move |e| failed_tx.send(e).unwrap(),
+        );
         let panicked_on = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        pool.run(move |_| tx.send(std::thread::current().id()).unwrap());
+        let e = failed.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(e.to_string().contains("a job's own failure"), "{e}");
+        pool.run(
+            move |_| tx.send(std::thread::current().id()).unwrap(),
+            |_| {},
+        );
         let next_on = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the next job ran");
@@ -164,11 +191,14 @@ mod tests {
         let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
         let (done_tx, done_rx) = crossbeam_channel::unbounded();
         let d1 = done_tx.clone();
-        pool.run(move |_| {
-            release_rx.recv().unwrap();
-            d1.send(1).unwrap();
-        });
-        pool.run(move |_| done_tx.send(2).unwrap());
+        pool.run(
+            move |_| {
+                release_rx.recv().unwrap();
+                d1.send(1).unwrap();
+            },
+            |_| {},
+        );
+        pool.run(move |_| done_tx.send(2).unwrap(), |_| {});
         assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)).unwrap(), 2);
         release_tx.send(()).unwrap();
         assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
@@ -181,10 +211,13 @@ mod tests {
         let mut threads = std::collections::HashSet::new();
         for _ in 0..50 {
             let tx = tx.clone();
-            pool.run(move |worker| {
-                worker.done();
-                tx.send(std::thread::current().id()).unwrap();
-            });
+            pool.run(
+                move |worker| {
+                    worker.done();
+                    tx.send(std::thread::current().id()).unwrap();
+                },
+                |_| {},
+            );
             threads.insert(rx.recv_timeout(Duration::from_secs(10)).unwrap());
         }
         assert_eq!(threads.len(), 1, "every job ran on the first worker");

@@ -24,6 +24,7 @@ use super::web::{self, StreamEnd};
 use super::{Inbound, Transport};
 use crate::error::Error;
 use crate::jsonrpc::Message;
+use crate::panic::Boundary;
 
 /// A legacy HTTP+SSE connection. Dropping it closes it.
 pub struct SseTransport {
@@ -71,6 +72,7 @@ impl SseTransport {
         inbound: Arc<dyn Inbound>,
         deadline: Instant,
     ) -> Result<SseTransport, Error> {
+        let target = &super::caught_auth::caught(target);
         let wire = web::Wire::new(target, options)?;
         let base = wire.split.public.clone();
         let shown = wire.split.shown.clone();
@@ -88,62 +90,82 @@ impl SseTransport {
             options.max_message_bytes,
         );
         let (reader_base, reader_shown) = (base.clone(), shown.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{name}-sse"))
-            .spawn(move || {
-                let opened = open_stream(
-                    &reader_agent,
-                    &reader_base,
-                    &reader_shown,
-                    forwarded,
-                    deadline,
-                );
-                let body = match opened {
-                    Ok(body) => body,
-                    Err(e) => {
-                        let _ = endpoint_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let mut decoder = SseDecoder::new(limit);
-                let mut endpoint_tx = Some(endpoint_tx);
-                let end = web::read_events(body, &mut decoder, &mut |event| {
-                    match event.event.as_str() {
-                        "endpoint" => {
-                            if let Some(tx) = endpoint_tx.take() {
-                                let _ = tx.send(Ok(event.data));
-                            }
-                        }
-                        "message" => {
-                            for m in web::messages(&reader_name, event.data.as_bytes()) {
-                                inbound.on_message(m);
-                            }
-                        }
-                        other => {
-                            log::debug!("[{reader_name}] ignoring an SSE event of type {other:?}")
-                        }
-                    }
-                    ControlFlow::Continue(())
-                });
-                let error = if reader_closed.load(Ordering::SeqCst) {
-                    Error::closed("the connection was closed")
-                } else {
-                    match end {
-                        StreamEnd::Failed(e) => e,
-                        _ => Error::closed("the server ended the SSE stream"),
-                    }
-                };
-                let ready = {
-                    let mut phase = reader_phase.lock();
-                    let ready = *phase == Phase::Ready;
-                    *phase = Phase::Over;
-                    ready
-                };
-                // Before `connect` returned, the stream's end is its error, not ours to report.
+        // A panic in the reader: before the endpoint came, `connect` fails with it; after, the
+        // connection ends with it.
+        let on_panic = {
+            let (endpoint_tx, inbound) = (endpoint_tx.clone(), Arc::clone(&inbound));
+            let (closed, phase, agent) = (Arc::clone(&closed), Arc::clone(&phase), agent.clone());
+            move |e: Error| {
+                let ready = std::mem::replace(&mut *phase.lock(), Phase::Over) == Phase::Ready;
+                closed.store(true, Ordering::SeqCst);
+                agent.shutdown();
                 if ready {
-                    inbound.on_closed(error);
+                    inbound.on_closed(e);
+                } else {
+                    let _ = endpoint_tx.send(Err(e));
                 }
+            }
+        };
+        let reader = move || {
+            let opened = open_stream(
+                &reader_agent,
+                &reader_base,
+                &reader_shown,
+                forwarded,
+                deadline,
+            );
+            let body = match opened {
+                Ok(body) => body,
+                Err(e) => {
+                    let _ = endpoint_tx.send(Err(e));
+                    return;
+                }
+            };
+            let mut decoder = SseDecoder::new(limit);
+            let mut endpoint_tx = Some(endpoint_tx);
+            let end = web::read_events(body, &mut decoder, &mut |event| {
+                match event.event.as_str() {
+                    "endpoint" => {
+                        if let Some(tx) = endpoint_tx.take() {
+                            let _ = tx.send(Ok(event.data));
+                        }
+                    }
+                    "message" => {
+                        for m in web::messages(&reader_name, event.data.as_bytes()) {
+                            inbound.on_message(m);
+                        }
+                    }
+                    other => {
+                        log::debug!("[{reader_name}] ignoring an SSE event of type {other:?}")
+                    }
+                }
+                ControlFlow::Continue(())
             });
+            let error = if reader_closed.load(Ordering::SeqCst) {
+                Error::closed("the connection was closed")
+            } else {
+                match end {
+                    StreamEnd::Failed(e) => e,
+                    _ => Error::closed("the server ended the SSE stream"),
+                }
+            };
+            let ready = {
+                let mut phase = reader_phase.lock();
+                let ready = *phase == Phase::Ready;
+                *phase = Phase::Over;
+                ready
+            };
+            // Before `connect` returned, the stream's end is its error, not ours to report.
+            if ready {
+                inbound.on_closed(error);
+            }
+        };
+        let spawned = crate::panic::spawn(
+            format!("mcp-{name}-sse"),
+            Boundary::SseStream,
+            reader,
+            on_panic,
+        );
         let give_up = |error: Error| {
             *phase.lock() = Phase::Over;
             closed.store(true, Ordering::SeqCst);
@@ -262,13 +284,17 @@ impl Transport for SseTransport {
         }
         if web::is_cancellation(message) {
             let (shared, message) = (Arc::clone(s), message.clone());
-            let _ = std::thread::Builder::new()
-                .name(format!("mcp-{}-cancel", s.name))
-                .spawn(move || {
+            // A panic here is logged: the cancellation is a courtesy.
+            let _ = crate::panic::spawn(
+                format!("mcp-{}-cancel", s.name),
+                Boundary::CancelSend,
+                move || {
                     if let Err(e) = shared.post(&message) {
                         log::debug!("[{}] sending a cancellation failed: {e}", shared.name);
                     }
-                });
+                },
+                |_| {},
+            );
             return Ok(());
         }
         s.post(message)

@@ -16,10 +16,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::panic::Boundary;
 use crate::sleep_lock::SleepLock;
 
-/// Told the id of each request whose queued bytes could not be written.
-pub(crate) type OnLost = Box<dyn Fn(i64) + Send + Sync>;
+/// Told of each request whose queued bytes could not be written, and of a writer that panicked.
+pub(crate) type OnLost = Box<dyn Fn(Lost) + Send + Sync>;
+
+/// What was lost.
+pub(crate) enum Lost {
+    /// The queued bytes of this request.
+    Request(i64),
+    /// The writer itself: it panicked (the pipe is closed).
+    Writer(Error),
+}
 
 /// The stdin of one server.
 pub(crate) struct StdinWriter {
@@ -86,10 +95,22 @@ impl StdinWriter {
         }
         if !st.flushing {
             st.flushing = true;
-            let writer = Arc::clone(self);
-            let spawned = std::thread::Builder::new()
-                .name(format!("mcp-{}-writer", self.name))
-                .spawn(move || writer.flush_loop());
+            let (writer, failed) = (Arc::clone(self), Arc::clone(self));
+            let spawned = crate::panic::spawn(
+                format!("mcp-{}-writer", self.name),
+                Boundary::StdioWriter,
+                move || writer.flush_loop(),
+                move |e| {
+                    {
+                        let mut st = failed.state.lock();
+                        st.pipe = None;
+                        st.flushing = false;
+                        st.queued.clear();
+                        st.messages.clear();
+                    }
+                    (failed.on_lost)(Lost::Writer(e));
+                },
+            );
             if spawned.is_err() {
                 st.flushing = false;
                 return Err(Error::closed("cannot start the stdin writer"));
@@ -135,7 +156,7 @@ impl StdinWriter {
                         drop(guard);
                         // Outside the lock: the sink may take its own.
                         for id in lost {
-                            (self.on_lost)(id);
+                            (self.on_lost)(Lost::Request(id));
                         }
                         return;
                     }

@@ -19,8 +19,16 @@ use parking_lot::Mutex;
 
 use crate::error::Error;
 
-/// Told the id of each request whose bytes could not be written.
-pub(crate) type OnLost = Box<dyn Fn(i64) + Send + Sync>;
+/// Told of each request whose bytes could not be written, and of a writer that panicked.
+pub(crate) type OnLost = Box<dyn Fn(Lost) + Send + Sync>;
+
+/// What was lost.
+pub(crate) enum Lost {
+    /// The bytes of this request.
+    Request(i64),
+    /// The writer itself: it panicked (the pipe is closed).
+    Writer(Error),
+}
 
 /// One message's bytes, and its id if it is a request.
 type Queued = (Vec<u8>, Option<i64>);
@@ -37,9 +45,14 @@ impl StdinWriter {
     pub(crate) fn new(name: &str, pipe: ChildStdin, on_lost: OnLost) -> Arc<StdinWriter> {
         let (tx, rx) = crossbeam_channel::unbounded();
         let server = name.to_owned();
-        let started = std::thread::Builder::new()
-            .name(format!("mcp-{name}-writer"))
-            .spawn(move || write_loop(&server, pipe, &rx, &on_lost));
+        let on_lost = Arc::new(on_lost);
+        let failed = Arc::clone(&on_lost);
+        let started = crate::panic::spawn(
+            format!("mcp-{name}-writer"),
+            crate::panic::Boundary::StdioWriter,
+            move || write_loop(&server, pipe, &rx, &on_lost),
+            move |e| failed(Lost::Writer(e)),
+        );
         Arc::new(StdinWriter {
             queue: Mutex::new(started.is_ok().then_some(tx)),
         })
@@ -70,7 +83,7 @@ fn write_loop(name: &str, mut pipe: ChildStdin, queue: &Receiver<Queued>, on_los
             // the connection's reader sees the end.
             let lost = id.into_iter().chain(queue.try_iter().filter_map(|m| m.1));
             for id in lost {
-                on_lost(id);
+                on_lost(Lost::Request(id));
             }
             return;
         }

@@ -46,10 +46,11 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use super::process::{own_process_group, ServerProcess};
-use super::stdin::StdinWriter;
+use super::stdin::{Lost, StdinWriter};
 use super::{Envelope, Inbound, Transport};
 use crate::error::Error;
 use crate::jsonrpc::Message;
+use crate::panic::Boundary;
 use noise::Noise;
 use stderr::StderrTail;
 use teardown::Phase;
@@ -204,9 +205,13 @@ impl StdioTransport {
             process: Arc::clone(&process),
             stdin: StdinWriter::new(name, stdin, {
                 let me = me.clone();
-                Box::new(move |id| {
-                    if let Some(shared) = me.upgrade() {
-                        shared.write_failed(id, &Error::closed("the server's stdin is closed"));
+                Box::new(move |lost| {
+                    let Some(shared) = me.upgrade() else { return };
+                    match lost {
+                        Lost::Request(id) => {
+                            shared.write_failed(id, &Error::closed("the server's stdin is closed"))
+                        }
+                        Lost::Writer(e) => shared.panicked(e),
                     }
                 })
             }),
@@ -227,13 +232,19 @@ impl StdioTransport {
         // If a thread cannot be started, dropping `transport` tears the process down.
         let s = Arc::clone(&shared);
         #[cfg(unix)]
-        thread(name, "io", move || s.reader.run(&s)).map_err(spawn_error)?;
+        thread(&shared, "io", Boundary::StdioReader, move || {
+            s.reader.run(&s)
+        })
+        .map_err(spawn_error)?;
         #[cfg(not(unix))]
         {
             let max = options.max_message_bytes;
-            thread(name, "stderr", move || stderr::drain(&s, stderr)).map_err(&spawn_error)?;
+            thread(&shared, "stderr", Boundary::StdioStderr, move || {
+                stderr::drain(&s, stderr)
+            })
+            .map_err(&spawn_error)?;
             let s = Arc::clone(&shared);
-            thread(name, "reader", move || {
+            thread(&shared, "reader", Boundary::StdioReader, move || {
                 pipes::read_loop(&s, stdout, max, inbound)
             })
             .map_err(&spawn_error)?;
@@ -265,12 +276,20 @@ fn program(command: &StdioCommand) -> PathBuf {
     PathBuf::from(&command.program)
 }
 
-fn thread(name: &str, role: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
-    std::thread::Builder::new()
-        .name(format!("mcp-{name}-{role}"))
-        .spawn(f)
-        .map(|_| ())
-        .map_err(|e| format!("cannot start the {role} thread: {e}"))
+/// Starts one of the connection's threads; a panic in it ends the connection (see
+/// [`Shared::panicked`]).
+fn thread(
+    shared: &Arc<Shared>,
+    role: &str,
+    at: Boundary,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<(), String> {
+    let failed = Arc::clone(shared);
+    crate::panic::spawn(format!("mcp-{}-{role}", shared.name), at, f, move |e| {
+        failed.panicked(e)
+    })
+    .map(|_| ())
+    .map_err(|e| format!("cannot start the {role} thread: {e}"))
 }
 
 impl Transport for StdioTransport {

@@ -242,8 +242,17 @@ fn read(path: &Path, whose: &str) -> Result<Vec<u8>, Error> {
     })
 }
 
-/// The certificates of a PEM file.
+/// The certificates of a CA file, each checked to be usable as a root.
 fn ca_file(path: &Path, whose: &str) -> Result<Vec<Certificate<'static>>, Error> {
+    let certs = pem_certificates(path, whose)?;
+    let ders: Vec<&[u8]> = certs.iter().map(Certificate::der).collect();
+    let shown = format!("{whose} {}", expand_home(path).display());
+    super::tls_check::ca_certificates(&ders, &shown)?;
+    Ok(certs)
+}
+
+/// The certificates of a PEM file.
+fn pem_certificates(path: &Path, whose: &str) -> Result<Vec<Certificate<'static>>, Error> {
     let pem = read(path, whose)?;
     let certs: Vec<_> = ureq::tls::parse_pem(&pem)
         .filter_map(|item| match item {
@@ -270,7 +279,7 @@ fn client_cert(settings: &TlsSettings) -> Result<Option<ClientCert>, Error> {
         (Some(_), None) => return Err(config("clientCert is set without clientKey")),
         (None, Some(_)) => return Err(config("clientKey is set without clientCert")),
     };
-    let chain = ca_file(cert, "the clientCert")?;
+    let chain = pem_certificates(cert, "the clientCert")?;
     let pem = read(key, "the clientKey")?;
     let shown = expand_home(key).display().to_string();
     if is_encrypted(&pem) {
@@ -280,6 +289,10 @@ fn client_cert(settings: &TlsSettings) -> Result<Option<ClientCert>, Error> {
              name that one"
         )));
     }
+    // What ureq would panic on is refused here, with the file and the fix.
+    let ders: Vec<&[u8]> = chain.iter().map(Certificate::der).collect();
+    let cert_shown = expand_home(cert).display().to_string();
+    super::tls_check::client_pair(&ders, &pem, &cert_shown, &shown)?;
     let key = PrivateKey::from_pem(&pem).map_err(|_| {
         config(&format!(
             "the clientKey {shown} holds no PEM private key (PKCS#8, PKCS#1 or SEC1)"

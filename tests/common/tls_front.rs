@@ -54,6 +54,27 @@ impl Pki {
         Some(pki)
     }
 
+    /// A client certificate made by the common recipe, without an extension file: an X.509
+    /// v1 certificate (`client-v1.pem`, key `client-v1.key`), which TLS clients refuse to show.
+    pub fn v1_client(&self) {
+        self.new_key("client-v1", "test client v1", &[], "csr");
+        self.openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "client-v1.csr",
+            "-CA",
+            "client-ca.pem",
+            "-CAkey",
+            "client-ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            "client-v1.pem",
+        ]);
+    }
+
     /// A file of this PKI.
     pub fn file(&self, name: &str) -> PathBuf {
         self.dir.join(name)

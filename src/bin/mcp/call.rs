@@ -88,8 +88,19 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
         Ok(loaded) => loaded,
         // A server that failed may be the one that has it: its failure, not a usage error
         // (the status and `--json`'s kind are that failure's, as `tools` gives them).
-        Err(e) if !session.errors.is_empty() => {
+        Err(_) if !session.errors.is_empty() => {
             let (kind, code) = crate::failure::first_server_failure(&session.manager);
+            let failures: Vec<String> = session
+                .errors
+                .iter()
+                .map(crate::servers::error_line)
+                .collect();
+            let mut e = failures.join("; ");
+            if !session.tools.is_empty() {
+                e.push_str(&format!(
+                    "; no server that started has a tool named {name} (see `mcp tools`)"
+                ));
+            }
             if args.json {
                 outln!(
                     "{}",

@@ -67,21 +67,82 @@ fn main() -> ExitCode {
     // `mcp logs` shows the servers' messages on stdout; the log crate's copy of them (target
     // `mcp::<server>`) would repeat each on stderr.
     init_logging(args.verbosity, args.command == Command::Logs);
-    let code = match run(&args) {
-        Ok(code) => code,
-        Err(e) => {
+    panic_hook();
+    let ran = std::panic::catch_unwind(|| {
+        #[cfg(feature = "fault-injection")]
+        let _faults = inject_faults();
+        run(&args)
+    });
+    let code = match ran {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             eprintln!("mcp: {e}");
             2
         }
+        // The hook said it, in one line.
+        Err(_) => 70,
     };
     output::flush();
     ExitCode::from(signals::finish(code))
 }
 
+/// A panic of the command's own is one line on stderr (and exit status 70, EX_SOFTWARE); one
+/// the library caught on its threads comes back as an error with the place (status 70 too),
+/// so the hook only notes where it was, at debug level.
+fn panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic without a message");
+        let place = info
+            .location()
+            .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        if std::thread::current().name() == Some("main") {
+            eprintln!("mcp: internal error: {message}{place}");
+        } else {
+            let thread = std::thread::current()
+                .name()
+                .unwrap_or("a thread")
+                .to_owned();
+            log::debug!("{thread} panicked: {message}{place}");
+        }
+    }));
+}
+
+/// `MCP_FAULT=<boundary>[,<boundary>...]` (`main`, or a `Boundary` in snake case: `connect`,
+/// `stdio_reader`, ...): a panic there, for the tests of the command's faults.
+#[cfg(feature = "fault-injection")]
+fn inject_faults() -> Option<mcp_runtime::faults::Injected> {
+    let wanted = std::env::var("MCP_FAULT").ok()?;
+    let wanted: Vec<String> = wanted
+        .split(',')
+        .map(|w| w.trim().replace('_', ""))
+        .collect();
+    if wanted.iter().any(|w| w == "main") {
+        panic!("injected in main");
+    }
+    Some(mcp_runtime::faults::inject(move |at| {
+        let name = format!("{at:?}").to_lowercase();
+        if wanted.contains(&name) {
+            panic!("injected");
+        }
+    }))
+}
+
 fn init_logging(verbosity: usize, following_logs: bool) {
     let level = ["warn", "info", "debug", "trace"][verbosity.min(3)];
-    // Discovery's warnings are printed by the commands themselves (`warning: ...`), once.
+    // Discovery's warnings are printed by the commands themselves (`warning: ...`), once; a
+    // panic the library caught comes back as the error of what it served, which is printed.
     let level = format!("{level},mcp_runtime::config::discovery=error");
+    let level = if verbosity == 0 {
+        format!("{level},mcp_runtime::panic=off")
+    } else {
+        level
+    };
     let level = if following_logs {
         format!("{level},mcp=off")
     } else {
@@ -169,7 +230,8 @@ fn run(args: &Args) -> Result<u8, String> {
             wait_for_outcomes(&session.manager);
             print_status(&session, args.json);
             session.manager.disconnect_all();
-            Ok(0)
+            // As `tools`: a failure's own status when no server is usable.
+            Ok(failure_status(&session))
         }
         Command::Call { tool, args: words } => call::run(args, &project, tool, words),
         Command::App { tool, args: words } => app::run(args, &project, tool, words, !args.no_open),

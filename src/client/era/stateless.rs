@@ -196,12 +196,19 @@ pub(crate) fn answer_input(
     let (tx, rx) = crossbeam_channel::bounded(1);
     let handler = Arc::clone(handler);
     let server = conn.name.clone();
-    std::thread::Builder::new()
-        .name(format!("mcp-input-{server}"))
-        .spawn(move || {
+    // A handler that panics fails this request with the panic (the connection stays).
+    let failed = tx.clone();
+    crate::panic::spawn(
+        format!("mcp-input-{server}"),
+        crate::panic::Boundary::StatelessInput,
+        move || {
             let _ = tx.send(answer_all(&*handler, &server, requests));
-        })
-        .map_err(|e| Error::protocol(format!("could not start the input thread: {e}")))?;
+        },
+        move |e| {
+            let _ = failed.send(Err(e));
+        },
+    )
+    .map_err(|e| Error::protocol(format!("could not start the input thread: {e}")))?;
     let never = crossbeam_channel::never();
     let cancel_rx = cancel.map(CancelToken::receiver).unwrap_or(&never);
     let left = deadline.saturating_duration_since(Instant::now());

@@ -187,10 +187,14 @@ impl Shared {
                 );
                 return;
             }
-            let base = retry.unwrap_or(self.options.default_retry);
+            // The server's `retry:` is honoured up to the longest backoff (one that says to
+            // wait for ever would park the listener until the connection closes).
+            let base = retry
+                .unwrap_or(self.options.default_retry)
+                .min(self.options.max_backoff);
             let delay = base
                 .saturating_mul(1 << failures.min(16))
-                .min(self.options.max_backoff.max(base));
+                .min(self.options.max_backoff);
             if !self.pause(delay, None) {
                 return;
             }

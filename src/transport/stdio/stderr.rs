@@ -10,6 +10,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::Shared;
+use crate::panic::Boundary;
 use crate::transport::lines::{read_line_capped, trim_line, LineRead};
 
 /// Longest stderr line kept; the rest of a longer line is dropped.
@@ -23,7 +24,7 @@ pub(super) fn drain_on_thread(
     rest: Vec<u8>,
 ) {
     let s = Arc::clone(shared);
-    let spawned = super::thread(&shared.name, "stderr", move || {
+    let spawned = super::thread(shared, "stderr", Boundary::StdioStderr, move || {
         drain(&s, std::io::Cursor::new(rest).chain(pipe))
     });
     if spawned.is_err() {

@@ -69,6 +69,14 @@ impl Shared {
         self.phase_changed.notify_all();
     }
 
+    /// One of the connection's threads panicked: the connection ends with `error` (pending
+    /// calls fail with it now), then the process is stopped.
+    pub(super) fn panicked(&self, error: Error) {
+        self.process.mark_stderr_done();
+        self.inbound.on_closed(error);
+        self.shutdown();
+    }
+
     /// After stdout ended: tell the sink why the connection ended, then stop the process.
     pub(super) fn finish(&self, end: ReadEnd, max: usize, inbound: Arc<dyn Inbound>) {
         match end {
