@@ -107,6 +107,13 @@ impl Commands<'_> {
         result.unwrap_or_else(|e| format!("Error: {e}"))
     }
 
+    /// The session's manager (`run` refuses these commands without one).
+    fn manager(&self) -> Result<&crate::manager::McpManager, Failure> {
+        self.session
+            .manager()
+            .ok_or_else(|| Failure("MCP is disabled for this session.".to_owned()))
+    }
+
     fn writer(&self) -> ConfigWriter {
         ConfigWriter::new(self.session.cwd(), self.session.config_options())
     }
@@ -235,7 +242,7 @@ impl Commands<'_> {
                 "MCP server {name} has no approval in this project."
             ));
         }
-        let manager = self.session.manager().expect("checked in run");
+        let manager = self.manager()?;
         let from_project = manager
             .source(name)
             .is_some_and(|s| s.level == crate::config::Level::Project);
@@ -387,7 +394,7 @@ impl Commands<'_> {
         };
         self.writer()
             .set_enabled(name, enable, Some(&found.source))?;
-        let manager = self.session.manager().expect("checked in run");
+        let manager = self.manager()?;
         if enable {
             Ok(format!(
                 "Enabled MCP server {name}.\n{}",
@@ -402,7 +409,7 @@ impl Commands<'_> {
 
     fn reconnect(&self, args: &[&str]) -> Result<String, Failure> {
         let name = *args.first().ok_or_else(|| usage("reconnect <name>"))?;
-        let manager = self.session.manager().expect("checked in run");
+        let manager = self.manager()?;
         // Discovery first: when it fails, the server stays connected as it was.
         let loaded = self.discover()?;
         manager.disconnect_server(name);
@@ -437,7 +444,7 @@ impl Commands<'_> {
 
     fn test(&self, args: &[&str]) -> Result<String, Failure> {
         let name = *args.first().ok_or_else(|| usage("test <name>"))?;
-        let manager = self.session.manager().expect("checked in run");
+        let manager = self.manager()?;
         let loaded = self.discover()?;
         let found = loaded
             .discovered

@@ -7,6 +7,12 @@
 //! of the API. The CLI's `KEY=VALUE` typing is the command's, not the library's: its target is
 //! `src/bin/mcp/arguments.rs`'s own `fuzz`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "fuzz targets: a property that fails must crash, for the fuzzer to see it"
+)]
+
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 

@@ -165,6 +165,10 @@ impl PartialEq for Response {
 }
 
 /// A value's JSON text, for a [`Response`]'s result. Serializing a `Value` cannot fail.
+#[allow(
+    clippy::expect_used,
+    reason = "a Value's keys are strings and its numbers finite: serializing it cannot fail"
+)]
 pub fn raw(value: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).expect("serializing a JSON value")
 }
@@ -261,6 +265,7 @@ impl Message {
     /// Classifies a JSON value as a message (through its text: a response keeps its result as
     /// text).
     #[cfg(any(test, fuzzing))]
+    #[allow(clippy::expect_used, reason = "serializing a Value cannot fail")]
     pub(crate) fn from_value(value: Value) -> Result<Message, ParseError> {
         let text = serde_json::to_vec(&value).expect("serializing a JSON value");
         Parts::classify_read(serde_json::from_slice(&text))
@@ -275,8 +280,11 @@ impl Message {
     }
 
     /// Serializes the message compactly into `out`.
+    #[allow(
+        clippy::expect_used,
+        reason = "serializing a tree of Values and strings into a Vec cannot fail"
+    )]
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        // Serializing a tree of `Value`s and strings into a Vec cannot fail.
         serde_json::to_writer(&mut *out, self).expect("serializing a JSON-RPC message");
     }
 }

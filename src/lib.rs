@@ -100,6 +100,9 @@
 //! the first stdio spawn also forks a small guardian process that stops every server's process
 //! group if the host dies without closing them.
 #![warn(missing_docs)]
+// A panic is a bug: no `unwrap`/`expect` outside tests, except where an `allow` says why it
+// cannot fail.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 // The docs name the OAuth flow's types (`auth::OAuthProvider`, ...), which a build without the
 // `oauth` feature leaves out; the full build's docs are checked for broken links.
 #![cfg_attr(not(feature = "oauth"), allow(rustdoc::broken_intra_doc_links))]

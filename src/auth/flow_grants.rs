@@ -141,7 +141,7 @@ impl Flow {
             self.client = Some(client);
             return self.with_client();
         }
-        let m = self.metadata.as_ref().expect("metadata before the client");
+        let m = self.meta()?;
         let Some(url) = m.registration_endpoint.clone() else {
             let e = error(
                 OAuthErrorKind::Registration,
@@ -185,15 +185,15 @@ impl Flow {
         }
     }
 
-    pub(super) fn client_auth(&self) -> ClientAuth<'_> {
-        let client = self.client.as_ref().expect("a client");
-        ClientAuth {
+    pub(super) fn client_auth(&self) -> Result<ClientAuth<'_>, Error> {
+        let client = self.registered()?;
+        Ok(ClientAuth {
             client_id: &client.client_id,
             secret: client.client_secret.as_ref(),
             key: self.inputs.key.as_deref(),
             method: self.auth_method,
             issuer: self.issuer.as_deref().unwrap_or(""),
-        }
+        })
     }
 
     pub(super) fn resource_param(&self) -> String {
@@ -201,8 +201,8 @@ impl Flow {
     }
 
     pub(super) fn with_client(&mut self) -> Result<(), Error> {
-        let m = self.metadata.as_ref().expect("metadata before the client");
-        let client = self.client.as_ref().expect("a client");
+        let m = self.meta()?;
+        let client = self.registered()?;
         let supported = m.token_endpoint_auth_methods_supported.as_deref();
         let preferred = self
             .inputs
@@ -254,16 +254,16 @@ impl Flow {
     /// A request to the authorization server's token endpoint for `grant` (its own
     /// parameters), with the resource and the scope, authenticated as the client.
     fn machine_grant(&self, mut grant: Vec<(&str, String)>) -> Result<TokenRequest, Error> {
-        let m = self.metadata.as_ref().expect("metadata");
+        let m = self.meta()?;
         grant.push(("resource", self.resource_param()));
         if let Some(s) = self.scope_param() {
             grant.push(("scope", s));
         }
-        TokenRequest::new(&m.token_endpoint, grant, &self.client_auth())
+        TokenRequest::new(&m.token_endpoint, grant, &self.client_auth()?)
     }
 
     pub(super) fn authorization_url(&mut self) -> Result<String, Error> {
-        let m = self.metadata.as_ref().expect("metadata");
+        let m = self.meta()?;
         let endpoint = m.authorization_endpoint.clone().unwrap_or_default();
         let redirect =
             self.inputs.redirect_uri.clone().ok_or_else(|| {
@@ -271,7 +271,7 @@ impl Flow {
             })?;
         let pkce = Pkce::generate()?;
         let state = random_string(24)?;
-        let client_id = self.client.as_ref().expect("a client").client_id.clone();
+        let client_id = self.registered()?.client_id.clone();
         let mut pairs = vec![
             ("response_type", "code".to_owned()),
             ("client_id", client_id),
@@ -295,7 +295,7 @@ impl Flow {
             .config
             .enterprise
             .as_ref()
-            .expect("enterprise config");
+            .ok_or_else(|| out_of_order("its enterprise config"))?;
         checked(&e.idp_token_endpoint, "the IdP token endpoint")?;
         let mut grant = vec![
             ("grant_type", TOKEN_EXCHANGE.to_owned()),
@@ -339,7 +339,7 @@ impl Flow {
             );
             return self.fail(e);
         }
-        let m = self.metadata.as_ref().expect("metadata");
+        let m = self.meta()?;
         let iss_supported = m.authorization_response_iss_parameter_supported;
         match (iss_supported, get("iss")) {
             (_, Some(iss)) if iss != m.issuer => {
@@ -392,12 +392,16 @@ impl Flow {
             ),
             (
                 "code_verifier",
-                self.pkce.as_ref().expect("pkce").verifier().to_owned(),
+                self.pkce
+                    .as_ref()
+                    .ok_or_else(|| out_of_order("its PKCE verifier"))?
+                    .verifier()
+                    .to_owned(),
             ),
             ("resource", self.resource_param()),
         ];
         let url = m.token_endpoint.clone();
-        match TokenRequest::new(&url, grant, &self.client_auth()) {
+        match TokenRequest::new(&url, grant, &self.client_auth()?) {
             Ok(request) => {
                 self.step = Step::Token {
                     request,
@@ -479,7 +483,7 @@ impl Flow {
             );
             return self.fail(e);
         }
-        let m = self.metadata.as_ref().expect("metadata");
+        let m = self.meta()?;
         let scopes = match &tokens.scope {
             Some(s) => s.split_whitespace().map(str::to_owned).collect(),
             None => self.scopes.clone(),
@@ -488,7 +492,7 @@ impl Flow {
             issuer: m.issuer.clone(),
             resource: self.resource_param(),
             token_endpoint: m.token_endpoint.clone(),
-            client: self.client.clone().expect("a client"),
+            client: self.registered()?.clone(),
             auth_method: self.auth_method,
             scopes,
             dpop: bound,
@@ -512,4 +516,26 @@ fn registered_as_public(client: &ClientIdentity, supported: Option<&[String]>) -
         && client.auth_method.is_none()
         && (client.client_secret.is_none()
             || supported.is_some_and(|s| s.iter().any(|m| m == "none")))
+}
+
+impl Flow {
+    /// The authorization server's metadata, which every step after discovery has.
+    fn meta(&self) -> Result<&AuthorizationServerMetadata, Error> {
+        self.metadata
+            .as_ref()
+            .ok_or_else(|| out_of_order("the authorization server's metadata"))
+    }
+
+    /// The client registered (or found), which every step after registration has.
+    fn registered(&self) -> Result<&ClientIdentity, Error> {
+        self.client.as_ref().ok_or_else(|| out_of_order("a client"))
+    }
+}
+
+/// A step taken before the one it needs (the flow's own order makes this unreachable).
+fn out_of_order(what: &str) -> Error {
+    error(
+        OAuthErrorKind::Config,
+        format!("the login went on without {what} (a bug in the flow's order)"),
+    )
 }

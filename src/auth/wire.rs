@@ -248,8 +248,7 @@ impl Wire {
                         .filter(|l| buf.len() >= *l)
                         .map(|l| buf[..l].to_vec())
                 };
-                if let Some(body) = done {
-                    let (status, headers) = head.take().expect("a head");
+                if let (Some(body), Some((status, headers))) = (done, head.take()) {
                     return Ok(Response {
                         status,
                         headers,

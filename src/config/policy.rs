@@ -40,10 +40,13 @@ enum Rule {
 
 impl Rule {
     fn parse(value: &Value) -> Result<Rule, String> {
-        let object = value.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
-            "each rule is an object with one of serverName, serverCommand, serverUrl".to_owned()
-        })?;
-        let (key, value) = object.iter().next().expect("one member");
+        let (key, value) = value
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .and_then(|o| o.iter().next())
+            .ok_or_else(|| {
+                "each rule is an object with one of serverName, serverCommand, serverUrl".to_owned()
+            })?;
         match (key.as_str(), value) {
             ("serverName", Value::String(name)) => Ok(Rule::Name(name.clone())),
             ("serverUrl", Value::String(url)) => Ok(Rule::Url(url.clone())),

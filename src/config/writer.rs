@@ -174,24 +174,30 @@ fn file_lock(path: &Path) -> std::sync::Arc<parking_lot::Mutex<()>> {
     Arc::clone(locks.entry(path.to_path_buf()).or_default())
 }
 
-fn servers_mut(root: &mut Value) -> &mut Map<String, Value> {
-    let obj = root.as_object_mut().expect("checked to be an object");
-    let servers = obj
-        .entry("mcpServers")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !servers.is_object() {
-        *servers = Value::Object(Map::new());
+/// `value` as an object, made one (empty) when it is anything else.
+fn object_mut(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = Value::Object(Map::new());
     }
-    servers.as_object_mut().expect("just made an object")
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("made an object above"),
+    }
+}
+
+fn servers_mut(root: &mut Value) -> &mut Map<String, Value> {
+    object_mut(object_mut(root).entry("mcpServers").or_insert(Value::Null))
 }
 
 fn set_listed(root: &mut Value, key: &str, name: &str, present: bool) {
-    let obj = root.as_object_mut().expect("checked to be an object");
+    let obj = object_mut(root);
     let list = obj.entry(key).or_insert_with(|| Value::Array(Vec::new()));
     if !list.is_array() {
         *list = Value::Array(Vec::new());
     }
-    let items = list.as_array_mut().expect("just made an array");
+    let Value::Array(items) = list else {
+        unreachable!("made an array above")
+    };
     items.retain(|v| v.as_str() != Some(name));
     if present {
         items.push(Value::String(name.to_owned()));

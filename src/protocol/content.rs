@@ -249,6 +249,10 @@ impl Fields {
                 name: self.take_str(NAME),
                 extra: Map::new(),
             },
+            #[allow(
+                clippy::expect_used,
+                reason = "the kind is \"resource\" only when that member was found"
+            )]
             _ => {
                 let raw = self.known[RESOURCE].take().expect("checked above");
                 match serde_json::from_value::<EmbeddedResource>(raw.clone()) {

@@ -221,6 +221,7 @@ impl Transport for HttpTransport {
             // A cancellable caller runs its exchange itself too (no worker, no thread hop):
             // firing its signal aborts the exchange's I/O from the firing thread.
             Message::Request(_) if envelope.cancel.is_some() && envelope.deadline.is_some() => {
+                #[allow(clippy::expect_used, reason = "the arm's guard checked it")]
                 let cancel = envelope.cancel.as_ref().expect("checked");
                 let abort = Arc::new(Abort::default());
                 let _hook = cancel.on_cancel({

@@ -168,7 +168,8 @@ impl std::fmt::Debug for MemoryTransport {
 
 impl Transport for MemoryTransport {
     fn send(&self, message: &Message, _: &super::Envelope) -> Result<(), Error> {
-        let value: Value = serde_json::from_slice(&message.to_line()).expect("a message is JSON");
+        let value: Value = serde_json::from_slice(&message.to_line())
+            .map_err(|e| Error::protocol(format!("a message that is not JSON: {e}")))?;
         let to_server = self.to_server.lock();
         match to_server.as_ref() {
             Some(tx) if tx.send(value).is_ok() => Ok(()),

@@ -77,7 +77,12 @@ impl StdinWriter {
             return Err(Error::closed("the server's stdin is closed"));
         }
         if !st.flushing && st.queued.is_empty() {
-            match write_now(st.pipe.as_mut().expect("checked above"), bytes) {
+            #[allow(
+                clippy::expect_used,
+                reason = "checked at the top, under the same lock"
+            )]
+            let pipe = st.pipe.as_mut().expect("checked above");
+            match write_now(pipe, bytes) {
                 Ok(n) if n == bytes.len() => return Ok(true),
                 Ok(n) => {
                     st.queued.extend_from_slice(&bytes[n..]);
@@ -168,7 +173,12 @@ impl StdinWriter {
                     }
                     return;
                 }
-                raw_fd(st.pipe.as_ref().expect("still open"))
+                #[allow(
+                    clippy::expect_used,
+                    reason = "the branch above returns when it is gone"
+                )]
+                let pipe = st.pipe.as_ref().expect("still open");
+                raw_fd(pipe)
             };
             // The pipe is full: wait (outside the lock) until it can take more. Bounded, so a
             // close that drops the pipe is noticed on the next round.

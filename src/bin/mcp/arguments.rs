@@ -72,6 +72,10 @@ pub fn arguments(words: &[String], schema: Option<&Value>) -> Result<Value, Stri
 /// accepted word list is an object with one member per distinct key, and a property the schema
 /// calls a string keeps the word's text exactly.
 #[cfg(any(test, fuzzing))]
+#[allow(
+    clippy::expect_used,
+    reason = "a fuzz target's checks: one that fails must crash, for the fuzzer to see it"
+)]
 pub fn fuzz(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let mut lines = text.split('\n');

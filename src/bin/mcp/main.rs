@@ -1,6 +1,10 @@
 //! `mcp`: use MCP servers from the command line, and the black box that checks the crate.
 //! See `mcp --help` and the README.
 
+// A panic is a bug: no `unwrap`/`expect` outside tests, except where an `allow` says why it
+// cannot fail.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 #[macro_use]
 mod output;
 mod app;
@@ -229,9 +233,10 @@ fn run(args: &Args) -> Result<u8, String> {
             let session = start(args, &project)?;
             wait_for_outcomes(&session.manager);
             print_status(&session, args.json);
-            session.manager.disconnect_all();
             // As `tools`: a failure's own status when no server is usable.
-            Ok(failure_status(&session))
+            let code = failure_status(&session);
+            session.manager.disconnect_all();
+            Ok(code)
         }
         Command::Call { tool, args: words } => call::run(args, &project, tool, words),
         Command::App { tool, args: words } => app::run(args, &project, tool, words, !args.no_open),

@@ -345,7 +345,17 @@ fn call_each(client: &Client, tools: &[Tool], timeout: Duration, call_all: bool)
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().expect("probe call thread"))
+            .map(|h| {
+                h.join().unwrap_or_else(|panic| {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_default();
+                    json!({"tool": null, "ok": false, "isError": null,
+                           "error": format!("internal error: {message}")})
+                })
+            })
             .collect()
     })
 }

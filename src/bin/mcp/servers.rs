@@ -181,6 +181,7 @@ pub fn start_with_handler(
     };
     match &args.config {
         _ if args.target.is_some() => {
+            #[allow(clippy::expect_used, reason = "the arm's guard checked it")]
             let (name, config) = args.target.clone().expect("a target");
             if let Some(why) = policy_refusal(&loader.config, &name, &config) {
                 return Err(format!("{name}: {why}"));

@@ -121,12 +121,12 @@ pub(crate) fn negotiate(
                 };
                 let event = match &outcome {
                     Ok(value) => ProbeEvent::Answered(value),
-                    Err(Error::Rpc { code, .. })
+                    Err(e @ Error::Rpc { code, .. })
                         if *code == HEADER_MISMATCH
                             || *code == MISSING_REQUIRED_CLIENT_CAPABILITY =>
                     {
                         // Stateless evidence that no other version fixes: never a fallback.
-                        return Err((outcome.unwrap_err(), conn.transport));
+                        return Err((e.clone(), conn.transport));
                     }
                     Err(Error::Http {
                         status: 400 | 404 | 405,

@@ -305,10 +305,12 @@ impl<F: FnOnce() -> Instant> Clock<F> {
     }
 
     fn now(&mut self) -> Instant {
-        if let Some(read) = self.read.take() {
-            self.at = Some(read());
+        match (self.at, self.read.take()) {
+            (Some(at), _) => at,
+            (None, read) => *self
+                .at
+                .insert(read.map_or_else(Instant::now, |read| read())),
         }
-        self.at.expect("read above")
     }
 }
 
