@@ -21,6 +21,8 @@ struct Server {
     stopped: AtomicBool,
     /// The request-target of every POST.
     targets: Mutex<Vec<String>>,
+    /// The header lines of every POST.
+    heads: Mutex<Vec<Vec<String>>>,
 }
 
 /// The JSON-RPC answer to `request`, and how the echo tool's answer is framed (its message).
@@ -139,6 +141,7 @@ fn serve(server: &Server, conn: TcpStream) {
             continue;
         }
         server.targets.lock().unwrap().push(request.target.clone());
+        server.heads.lock().unwrap().push(request.lines.clone());
         if !std::mem::replace(&mut counted, true) {
             server.connections.fetch_add(1, Ordering::SeqCst);
         }
@@ -258,6 +261,35 @@ fn the_real_query_reaches_the_server_with_and_without_a_path() {
                 .unwrap(),
         );
     }
+}
+
+/// A configured `Host` replaces the one the client writes: every request carries exactly one,
+/// the configured one (two would be a request-smuggling shape toward a front proxy).
+#[test]
+fn a_configured_host_is_the_only_one_sent() {
+    let (server, url) = start();
+    let options = mcp_runtime::ConnectOptions {
+        era: EraChoice::Handshake,
+        ..common::options()
+    };
+    let target = HttpTarget::new(&url).header("Host", "mcp.internal:8443");
+    let client = Client::connect("host", &Endpoint::Http(target), options).expect("connect");
+    let out = client
+        .call_tool("echo", json!({ "message": "length" }))
+        .unwrap();
+    assert_eq!(out.text(), "length");
+    client.close();
+    let heads = server.heads.lock().unwrap().clone();
+    assert!(heads.len() >= 3, "{heads:?}");
+    for head in heads {
+        let hosts: Vec<&String> = head
+            .iter()
+            .filter(|l| l.to_ascii_lowercase().starts_with("host:"))
+            .collect();
+        assert_eq!(hosts, ["Host: mcp.internal:8443"], "{head:?}");
+    }
+    server.stopped.store(true, Ordering::SeqCst);
+    let _ = TcpStream::connect(url.trim_start_matches("http://").trim_end_matches("/mcp"));
 }
 
 /// A request the server answers without its response (202, 204, an empty 200, a 200 with

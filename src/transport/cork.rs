@@ -33,6 +33,8 @@ pub(crate) struct Secrets {
     origin: Option<(String, String, u16)>,
     /// `Name: value\r\n` for each configured header.
     headers: Vec<u8>,
+    /// A configured `Host`, which replaces the one `ureq` writes (never both on the wire).
+    replaces_host: bool,
     auth: Option<Arc<dyn AuthProvider>>,
     /// The request-target `ureq` writes, and the real one it stands for.
     target: Option<Swap>,
@@ -56,6 +58,14 @@ impl Secrets {
         forward: Option<&super::proxy::Proxy>,
     ) -> Result<Secrets, Error> {
         let mut headers = Vec::new();
+        let hosts = (target.headers.iter())
+            .filter(|(name, _)| name.eq_ignore_ascii_case("host"))
+            .count();
+        if hosts > 1 {
+            return Err(Error::Config {
+                message: "the header \"Host\" is configured more than once".to_owned(),
+            });
+        }
         for (name, value) in &target.headers {
             let valid_name = HeaderName::from_bytes(name.as_bytes()).is_ok();
             if !valid_name || HeaderValue::from_str(value).is_err() {
@@ -75,6 +85,7 @@ impl Secrets {
         Ok(Secrets {
             origin: super::url::origin(&split.public),
             headers,
+            replaces_host: hosts == 1,
             auth: target.auth.clone(),
             target: split.real_target.clone().map(|real| {
                 (
@@ -150,7 +161,27 @@ impl Secrets {
                 }
             }
         }
+        if self.replaces_host {
+            drop_host_line(held, line_end + 1);
+        }
         held.splice(..=line_end, scratch.drain(..));
+    }
+}
+
+/// Removes the `Host` header line from the head's header lines, which start at `from`.
+fn drop_host_line(held: &mut Vec<u8>, from: usize) {
+    let mut at = from;
+    while let Some(len) = held[at..].iter().position(|&b| b == b'\n') {
+        let line = &held[at..at + len];
+        if line.is_empty() || line == b"\r" {
+            return;
+        }
+        let is_host = line.len() > 5 && line[..5].eq_ignore_ascii_case(b"host:");
+        if is_host {
+            held.drain(at..=at + len);
+            return;
+        }
+        at += len + 1;
     }
 }
 
@@ -368,6 +399,26 @@ mod tests {
             "GET http://127.0.0.1:9/mcp?k=SECRET HTTP/1.1\r\n\
              Proxy-Authorization: Basic bWU6cHc=\r\nhost: 127.0.0.1:9\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn a_configured_host_replaces_ours_and_is_never_sent_twice() {
+        let target = HttpTarget::new("http://127.0.0.1:9/mcp").header("Host", "mcp.internal");
+        let split = super::super::url::split(&target.url).unwrap();
+        let secrets = Secrets::new(&split, &target, None).unwrap();
+        let mut held =
+            b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:9\r\nx-a: 1\r\n\r\nhost: body".to_vec();
+        secrets.apply(&mut held, &mut Vec::new());
+        assert_eq!(
+            String::from_utf8(held).unwrap(),
+            "POST /mcp HTTP/1.1\r\nHost: mcp.internal\r\nx-a: 1\r\n\r\nhost: body"
+        );
+        let twice = target.header("host", "other");
+        let e = Secrets::new(&split, &twice, None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("more than once"), "{e}");
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub struct HttpRequest {
     pub target: String,
     /// Header names lowercased; the last of repeated headers wins.
     pub headers: HashMap<String, String>,
+    /// The header lines as they came, in order (repeated ones too).
+    pub lines: Vec<String>,
     /// The body (`Content-Length` bytes; none without one).
     pub body: Vec<u8>,
 }
@@ -29,6 +31,7 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<HttpRequest> {
     let method = parts.next().unwrap_or("").to_owned();
     let target = parts.next().unwrap_or("").to_owned();
     let mut headers = HashMap::new();
+    let mut lines = Vec::new();
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).unwrap_or(0) == 0 {
@@ -38,6 +41,7 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<HttpRequest> {
         if h.is_empty() {
             break;
         }
+        lines.push(h.to_owned());
         if let Some((k, v)) = h.split_once(':') {
             headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
         }
@@ -52,6 +56,7 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<HttpRequest> {
         method,
         target,
         headers,
+        lines,
         body,
     })
 }
