@@ -2,7 +2,11 @@
 //! HTTP) under random calls, cancels, timeouts and progress while servers are killed with
 //! SIGKILL, HTTP servers restarted (their sessions gone) or cut while idle, `list_changed`
 //! storms, reloads of one server or of all, and tool cache files rewritten; the manager's
-//! `ReconnectPolicy` brings dead servers back.
+//! `ReconnectPolicy` brings dead servers back. With the `fault-injection` feature (the tests'
+//! build), the faults also put a panic at one of the library's panic boundaries now and then
+//! (a connect, a refresh, a teardown, a close, a send, a stdio reader or writer, an HTTP worker,
+//! a GET stream, a notification, a server request): a server it ends comes back as from a
+//! death, and every count still holds.
 //!
 //! At each quiet point (nothing in flight) it checks that every server is back with every tool
 //! it had, that descriptors, threads and child processes are back to their baseline and that
@@ -70,6 +74,11 @@ fn a_fleet_survives_hours_of_faults_and_comes_back_whole() {
     let dir = common::temp_dir("soak");
     let tag = format!("soak-{}", std::process::id());
     let before = Counts::now();
+    // The manager made here carries the hook to its threads; each worker sets it too.
+    #[cfg(feature = "fault-injection")]
+    let _faults = fleet::injected();
+    #[cfg(feature = "fault-injection")]
+    fleet::quiet_injected_panics();
     let soak = start_fleet(servers, &dir, &tag);
 
     // The baseline: the fleet whole, nothing in flight.
@@ -109,7 +118,11 @@ fn a_fleet_survives_hours_of_faults_and_comes_back_whole() {
             let _quiet = soak.gate.write();
             for w in 0..WORKERS as u64 {
                 let soak = &soak;
-                s.spawn(move || soak.guarded("worker", || soak.worker(0x5eed + w)));
+                s.spawn(move || {
+                    #[cfg(feature = "fault-injection")]
+                    let _faults = fleet::injected();
+                    soak.guarded("worker", || soak.worker(0x5eed + w))
+                });
             }
             s.spawn(|| soak.guarded("faults", || soak.chaos(0xc4a05)));
             baseline = Counts::settled(Counts::now);
@@ -201,11 +214,16 @@ fn a_fleet_survives_hours_of_faults_and_comes_back_whole() {
         last,
         after,
         points: &points,
-        ops: soak
-            .ops
-            .iter()
-            .map(|(k, v)| (*k, v.load(Ordering::Relaxed)))
-            .collect(),
+        ops: {
+            let mut ops: Vec<(&'static str, u64)> = soak
+                .ops
+                .iter()
+                .map(|(k, v)| (*k, v.load(Ordering::Relaxed)))
+                .collect();
+            #[cfg(feature = "fault-injection")]
+            ops.push(("panic raised", fleet::RAISED.load(Ordering::SeqCst)));
+            ops
+        },
     });
     eprintln!("{report}");
     if let Ok(path) = std::env::var("MCP_SOAK_REPORT") {

@@ -182,11 +182,24 @@ impl Shared {
         };
         let shared = Arc::clone(self);
         let server = name.to_owned();
+        // The next attempt starts however this thread ends: a scheduled attempt that never
+        // started would leave the server "connecting" for good.
+        let retry = Arc::new(parking_lot::Mutex::new(retry));
+        let unstarted = Arc::clone(&retry);
+        let on_panic = {
+            let (shared, server, retry) = (Arc::clone(self), name.to_owned(), Arc::clone(&retry));
+            move |_: Error| {
+                if let Some(next) = retry.lock().take() {
+                    shared.restart(&server, next);
+                }
+            }
+        };
         let job = move || {
             if let Phase::Connected { client, .. } = dead {
                 client.close();
             }
-            if let Some(next) = retry {
+            let next = retry.lock().take();
+            if let Some(next) = next {
                 shared.restart(&server, next);
             }
             if changed {
@@ -196,16 +209,21 @@ impl Shared {
                 shared.features_changed(vec![server.clone()]);
             }
         };
-        // A panic here is logged: the server is already disconnected, with its reason.
+        // A panic here is logged (the server is already disconnected, with its reason) and
+        // the next attempt still starts.
         let spawned = self.work.spawn(
             name,
             format!("mcp-{name}-died"),
             Boundary::Teardown,
             job,
-            |_| {},
+            on_panic,
         );
         if let Err(e) = spawned {
             log::warn!("[{name}] cannot start a teardown thread: {e}");
+            let next = unstarted.lock().take();
+            if let Some(next) = next {
+                self.restart(name, next);
+            }
         }
     }
 
@@ -242,12 +260,11 @@ impl Shared {
     /// or the burst breaker says stop.
     pub(crate) fn schedule_reconnect(&self, server: &mut Server, error: &Error) -> Option<Retry> {
         let policy = self.options.reconnect.as_ref()?;
+        // A caught panic is retried as a death is (a server that was connected comes back;
+        // the burst breaker stops a panic that recurs).
         if matches!(
             error,
-            Error::Cancelled
-                | Error::Config { .. }
-                | Error::UnsupportedProtocolVersion { .. }
-                | Error::Internal { .. }
+            Error::Cancelled | Error::Config { .. } | Error::UnsupportedProtocolVersion { .. }
         ) {
             return None;
         }

@@ -23,7 +23,7 @@ pub struct Soak {
     pub ops: BTreeMap<&'static str, AtomicU64>,
 }
 
-const OPS: [&str; 12] = [
+const OPS: [&str; 13] = [
     "echo",
     "slow",
     "cancel",
@@ -36,7 +36,70 @@ const OPS: [&str; 12] = [
     "reload one",
     "reload all",
     "cache rewrite",
+    "panic",
 ];
+
+/// The boundaries the faults put a panic at, one at a time.
+#[cfg(feature = "fault-injection")]
+const PANICS: [mcp_runtime::faults::Boundary; 12] = {
+    use mcp_runtime::faults::Boundary::*;
+    [
+        Connect,
+        Refresh,
+        Teardown,
+        Close,
+        Send,
+        StdioReader,
+        StdioWriter,
+        StdioStderr,
+        HttpJob,
+        GetStream,
+        Events,
+        ServerRequest,
+    ]
+};
+
+/// The boundary armed for the next panic (its index in [`PANICS`], plus one; 0: none). The
+/// first thread to pass it takes it.
+#[cfg(feature = "fault-injection")]
+static ARMED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many of the armed panics were raised.
+#[cfg(feature = "fault-injection")]
+pub static RAISED: AtomicU64 = AtomicU64::new(0);
+
+/// The panics the soak injects are not printed (a printed backtrace loads the debug info,
+/// tens of MiB that would count as the fleet's memory); any other panic is, as before.
+#[cfg(feature = "fault-injection")]
+pub fn quiet_injected_panics() {
+    let before = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let injected = info
+            .payload()
+            .downcast_ref::<String>()
+            .is_some_and(|m| m.starts_with("soak: injected"));
+        if !injected {
+            before(info);
+        }
+    }));
+}
+
+/// The soak's fault hook on this thread (and the threads the library starts from it).
+#[cfg(feature = "fault-injection")]
+pub fn injected() -> mcp_runtime::faults::Injected {
+    mcp_runtime::faults::inject(|at| {
+        let Some(i) = PANICS.iter().position(|b| *b == at) else {
+            return;
+        };
+        if ARMED
+            .compare_exchange(i + 1, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            RAISED.fetch_add(1, Ordering::SeqCst);
+            panic!("soak: injected at {at:?}");
+        }
+    })
+}
 
 impl Soak {
     fn count(&self, op: &'static str) {
@@ -253,6 +316,12 @@ impl Soak {
                     self.manager.connect_servers(&one);
                     self.count("reload one");
                 }
+                #[cfg(feature = "fault-injection")]
+                77..=86 => {
+                    let which = rng.below(PANICS.len() as u64) as usize;
+                    ARMED.store(which + 1, Ordering::SeqCst);
+                    self.count("panic");
+                }
                 75..=76 => {
                     self.manager.disconnect_all();
                     self.manager.connect_servers(&self.configs);
@@ -321,6 +390,19 @@ impl Soak {
         let deadline = Instant::now() + SETTLE;
         let mut last_error = BTreeMap::new();
         loop {
+            // A panic put in a server's first connect (a reload's) fails it for good, as any
+            // first connect that fails does (the reconnect policy is for servers that were
+            // connected): the host reloads it, as one would.
+            for name in self.configs.keys() {
+                let status = self.manager.connection_status(name);
+                if status.state == ConnectionState::Disconnected
+                    && matches!(status.error, Some(Error::Internal { .. }))
+                {
+                    self.manager.disconnect_server(name);
+                    let one = BTreeMap::from([(name.clone(), self.configs[name].clone())]);
+                    self.manager.connect_servers(&one);
+                }
+            }
             let tools = self.offered();
             let missing: Vec<String> = self
                 .configs
