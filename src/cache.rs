@@ -30,7 +30,8 @@ pub const CACHE_VERSION: u32 = 1;
 /// How long an entry stays valid by default.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
-/// Where tool definitions are remembered between runs.
+/// Where tool definitions are remembered between runs. A manager runs a method that panics
+/// inside a catch: a read is then a miss, a write an error (logged).
 pub trait ToolCache: Send + Sync {
     /// The tools stored for `server` under `config_hash`, if fresh.
     fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Arc<Tool>>>;

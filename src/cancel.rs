@@ -127,6 +127,16 @@ impl Default for CancelToken {
     }
 }
 
+/// The longest wait any option means (a year): a host's `Duration::MAX` for "no bound" is this,
+/// so no deadline computed from it (`Instant + Duration`, here or in a dependency) overflows.
+pub(crate) const LONGEST_WAIT: std::time::Duration =
+    std::time::Duration::from_secs(365 * 24 * 3600);
+
+/// `d`, at most [`LONGEST_WAIT`].
+pub(crate) fn capped(d: std::time::Duration) -> std::time::Duration {
+    d.min(LONGEST_WAIT)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

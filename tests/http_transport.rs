@@ -602,3 +602,67 @@ fn a_response_sent_on_the_get_stream_answers_its_request() {
     assert_eq!(out.text(), "from the GET stream");
     client.close();
 }
+
+/// A host that means "no bound" with `Duration::MAX` (every timeout, the backoff, the close)
+/// gets a working connection: no deadline made of it overflows, here or in the HTTP stack.
+#[test]
+fn durations_of_duration_max_mean_no_bound_and_never_overflow() {
+    let server = TestHttp::start(Behaviour {
+        get_stream: true,
+        ..Behaviour::default()
+    });
+    let max = Duration::MAX;
+    let options = ConnectOptions {
+        timeout: max,
+        request_timeout: max,
+        max_request_timeout: max,
+        probe_timeout: max,
+        http: HttpOptions {
+            connect_timeout: max,
+            exchange_timeout: max,
+            post_timeout: max,
+            close_timeout: max,
+            default_retry: max,
+            max_backoff: max,
+            ..HttpOptions::default()
+        },
+        ..ConnectOptions::default()
+    };
+    let client = Client::connect(
+        "max",
+        &Endpoint::Http(HttpTarget::new(server.url())),
+        options,
+    )
+    .unwrap();
+    let out = client
+        .call_tool_with(
+            "echo",
+            json!({"message": "unbounded"}),
+            CallOptions::timeout(max).with_progress(|_| {}),
+        )
+        .unwrap();
+    assert_eq!(out.text(), "unbounded");
+    client.close();
+    let stdio = Client::connect(
+        "max-stdio",
+        &common::endpoint(&[]),
+        ConnectOptions {
+            timeout: max,
+            request_timeout: max,
+            stdio: mcp_runtime::transport::StdioOptions {
+                close_grace: max,
+                ..Default::default()
+            },
+            ..ConnectOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        stdio
+            .call_tool("echo", json!({"message": "x"}))
+            .unwrap()
+            .text(),
+        "x"
+    );
+    stdio.close();
+}

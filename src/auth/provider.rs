@@ -186,6 +186,15 @@ impl OAuthProvider {
         super::endpoints::checked(server_url, "the MCP server")?;
         let server_resource = super::endpoints::canonical_resource(server_url)?;
         let key = config.signing_key()?.map(Arc::new);
+        // A host's `Duration::MAX` ("no bound") is a year: no deadline made of it overflows.
+        let mut options = options;
+        for d in [
+            &mut options.request_timeout,
+            &mut options.login_timeout,
+            &mut options.refresh_margin,
+        ] {
+            *d = crate::cancel::capped(*d);
+        }
         Ok(OAuthProvider {
             inner: Arc::new(Inner {
                 server_url: server_url.to_owned(),

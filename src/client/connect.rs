@@ -118,6 +118,7 @@ impl Client {
         options: &ConnectOptions,
     ) -> Result<Client, ConnectFailure> {
         let started = Instant::now();
+        let options = &options.capped();
         match Client::connect_once(name, endpoint, options, started) {
             Err(ConnectFailure {
                 error: error @ Error::Http { status, .. },
@@ -193,6 +194,7 @@ impl Client {
         options: &ConnectOptions,
     ) -> Result<Client, ConnectFailure> {
         let started = Instant::now();
+        let options = &options.capped();
         let conn = Connection::build(name, options, |inbound| connector.connect(name, inbound))
             .map_err(|error| ConnectFailure {
                 error,

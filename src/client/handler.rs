@@ -18,6 +18,10 @@ use crate::protocol::{ClientCapabilities, LoggingLevel, Root};
 /// connection. Notifications arrive in order on the connection's event thread; do not block
 /// there for long.
 ///
+/// A method that panics is caught and logged: a server request it was answering gets a
+/// `-32603` error, a notification is dropped (the next is still delivered), and the connection
+/// stays.
+///
 /// [`capabilities`]: ClientHandler::capabilities
 pub trait ClientHandler: Send + Sync + 'static {
     /// What this handler implements; declared to the server during the handshake.

@@ -375,7 +375,7 @@ impl Client {
         notify_cancel: bool,
     ) -> Result<Box<RawValue>, Error> {
         let inner = &*self.inner;
-        let timeout = options.timeout.unwrap_or(inner.request_timeout);
+        let timeout = crate::cancel::capped(options.timeout.unwrap_or(inner.request_timeout));
         let hard = if options.on_progress.is_some() {
             inner.max_request_timeout.max(timeout)
         } else {

@@ -124,6 +124,31 @@ pub struct ConnectOptions {
     pub extensions: serde_json::Map<String, serde_json::Value>,
 }
 
+impl ConnectOptions {
+    /// These options with every duration at most [`LONGEST_WAIT`](crate::cancel::LONGEST_WAIT)
+    /// (what a connection uses).
+    pub(crate) fn capped(&self) -> ConnectOptions {
+        use crate::cancel::capped;
+        let mut o = self.clone();
+        for d in [
+            &mut o.timeout,
+            &mut o.request_timeout,
+            &mut o.max_request_timeout,
+            &mut o.probe_timeout,
+            &mut o.stdio.close_grace,
+            &mut o.http.connect_timeout,
+            &mut o.http.exchange_timeout,
+            &mut o.http.post_timeout,
+            &mut o.http.close_timeout,
+            &mut o.http.default_retry,
+            &mut o.http.max_backoff,
+        ] {
+            *d = capped(*d);
+        }
+        o
+    }
+}
+
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {

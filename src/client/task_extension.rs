@@ -46,7 +46,8 @@ impl Bounds {
     /// A call's bounds, from its options, taken when it starts.
     pub(super) fn of(client: &Client, options: &CallOptions<'_>) -> Bounds {
         let now = Instant::now();
-        let timeout = options.timeout.unwrap_or(client.inner.request_timeout);
+        let timeout =
+            crate::cancel::capped(options.timeout.unwrap_or(client.inner.request_timeout));
         let furthest = if options.on_progress.is_some() {
             now + client.inner.max_request_timeout.max(timeout)
         } else {

@@ -56,7 +56,7 @@ impl Client {
         arguments: Value,
         mut options: CallOptions<'_>,
     ) -> Result<CallToolResult, Error> {
-        let timeout = options.timeout.unwrap_or(self.inner.request_timeout);
+        let timeout = crate::cancel::capped(options.timeout.unwrap_or(self.inner.request_timeout));
         let deadline = Instant::now() + timeout;
         let timed_out = || Error::Timeout {
             method: methods::TOOLS_CALL.to_owned(),

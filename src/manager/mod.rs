@@ -109,6 +109,16 @@ impl McpManager {
     pub fn new(mut options: ManagerOptions) -> McpManager {
         // The host's cache runs behind a catch: a panic in it is a miss, or a failed write.
         options.cache = options.cache.map(caught::CaughtCache::wrap);
+        // A host's `Duration::MAX` ("no bound") is a year: no deadline made of it overflows.
+        options.connect = options.connect.capped();
+        options.startup_timeout = crate::cancel::capped(options.startup_timeout);
+        options.disconnect_wait = crate::cancel::capped(options.disconnect_wait);
+        if let Some(policy) = &mut options.reconnect {
+            policy.window = crate::cancel::capped(policy.window);
+            for d in &mut policy.backoff {
+                *d = crate::cancel::capped(*d);
+            }
+        }
         McpManager {
             shared: Arc::new(Shared {
                 options,
@@ -233,7 +243,7 @@ impl McpManager {
         cancel: Option<&CancelToken>,
         settled: impl Fn(&Server) -> Option<Result<Client, Error>>,
     ) -> Result<Client, Error> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now() + crate::cancel::capped(timeout);
         let never = crossbeam_channel::never();
         let cancelled = cancel.map(CancelToken::receiver).unwrap_or(&never);
         loop {
@@ -312,7 +322,8 @@ impl McpManager {
     }
 
     /// Registers a listener for tool-set changes after startup (late servers, refreshes,
-    /// disconnects), given the servers whose tools changed.
+    /// disconnects), given the servers whose tools changed. A listener that panics is logged;
+    /// the others, and the next change, are still told.
     pub fn on_tools_changed(&self, listener: impl Fn(&[String]) + Send + Sync + 'static) {
         self.shared.listeners.lock().push(Arc::new(listener));
     }

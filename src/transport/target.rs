@@ -16,7 +16,9 @@ use std::time::Duration;
 /// answers of the same status (its `401`s for `on_unauthorized`, its `403`s for
 /// `on_forbidden`), so a provider keeps its own budget for each. The transport re-sends at
 /// most [`MAX_AUTH_RETRIES`] times per status. These run on the calling thread, never under a
-/// lock of the manager's.
+/// lock of the manager's. A method that panics is caught and logged: it gives no header and no
+/// re-send, and the request fails with its [`Error::Internal`](crate::Error::Internal) when
+/// the server then refuses it.
 pub trait AuthProvider: Send + Sync {
     /// The header value, e.g. `Bearer abc`; `None` sends no `Authorization` header.
     fn authorization(&self) -> Option<String>;
