@@ -65,9 +65,17 @@ fn echo(client: &Client) -> Result<String, Error> {
 fn a_panic_in_the_stdout_reader_fails_the_connect_and_stops_the_server() {
     let tag = "fault-stdout-reader";
     let _faults = inject(at(Boundary::StdioReader));
-    let e = Client::connect("r", &stdio(tag), options())
-        .map(|_| ())
-        .unwrap_err();
+    // The handshake may be read by the caller itself before the reader thread runs: then the
+    // connection ends with the panic as soon as it does.
+    let e = match Client::connect("r", &stdio(tag), options()) {
+        Err(e) => e,
+        Ok(client) => {
+            eventually("the connection ended", GONE, || {
+                client.closed_reason().is_some()
+            });
+            client.closed_reason().unwrap()
+        }
+    };
     assert_internal(&e, "the stdout reader");
     eventually("the server is gone", GONE, || {
         processes_tagged(tag).is_empty()
@@ -91,11 +99,13 @@ fn a_panic_sending_a_request_ends_the_connection_with_it() {
 fn a_panic_in_the_stdin_writer_fails_the_call_waiting_on_it() {
     let tag = "fault-stdin-writer";
     let client = Client::connect("w", &stdio(tag), options()).unwrap();
+    // A server that no longer reads: what the pipe cannot take is queued for the writer.
+    client.call_tool("stop_reading", json!({})).unwrap();
     let _faults = inject(at(Boundary::StdioWriter));
-    // More than a pipe holds: the rest is queued for the writer thread.
-    let big = "x".repeat(4 << 20);
+    let big = "x".repeat(1 << 20);
     let e = client
         .call_tool("echo", json!({"message": big}))
+        .map(|_| ())
         .unwrap_err();
     assert_internal(&e, "the stdin writer");
     eventually("the server is gone", GONE, || {
@@ -298,4 +308,58 @@ fn an_auth_provider_that_panics_fails_the_request_it_served() {
         }
         other => panic!("{:?}", other.map(|_| ())),
     }
+}
+
+/// The 2026-07-28 test server over stdio, started with `args`.
+fn modern(args: &[&str]) -> Endpoint {
+    Endpoint::stdio(
+        common::example_path("mcp-modern-server")
+            .display()
+            .to_string(),
+        args.iter().copied(),
+    )
+}
+
+/// A host that answers elicitations.
+struct Elicits;
+
+impl ClientHandler for Elicits {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(json!({})),
+            ..Default::default()
+        }
+    }
+
+    fn elicit(&self, _: &str, _: Value) -> Result<Value, RpcError> {
+        Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
+    }
+}
+
+#[test]
+fn a_panic_answering_a_stateless_servers_input_requests_fails_that_call_only() {
+    let options = ConnectOptions {
+        handler: Arc::new(Elicits),
+        ..options()
+    };
+    let client = Client::connect("input", &modern(&["--mode", "modern"]), options).unwrap();
+    let _faults = inject(at(Boundary::StatelessInput));
+    let e = client.call_tool("ask", json!({})).unwrap_err();
+    assert_internal(&e, "answering a server's input requests");
+    assert!(client.closed_reason().is_none());
+    assert_eq!(echo(&client).unwrap(), "still here");
+}
+
+#[test]
+fn a_panic_in_the_subscription_listener_ends_the_connection_with_it() {
+    let _faults = inject(at(Boundary::Subscriptions));
+    let client = Client::connect("listen", &modern(&["--mode", "modern"]), options()).unwrap();
+    eventually("the connection ended", GONE, || {
+        client.closed_reason().is_some()
+    });
+    assert_internal(
+        &client.closed_reason().unwrap(),
+        "the subscription listener",
+    );
+    assert_internal(&echo(&client).unwrap_err(), "the subscription listener");
 }
