@@ -248,12 +248,15 @@ impl Wire {
                         .filter(|l| buf.len() >= *l)
                         .map(|l| buf[..l].to_vec())
                 };
-                if let (Some(body), Some((status, headers))) = (done, head.take()) {
-                    return Ok(Response {
-                        status,
-                        headers,
-                        body,
-                    });
+                if let Some(body) = done {
+                    // Inside `if let Some(..) = &head`: the head is there to take.
+                    if let Some((status, headers)) = head.take() {
+                        return Ok(Response {
+                            status,
+                            headers,
+                            body,
+                        });
+                    }
                 }
             }
             if buf.len() > cap {
