@@ -229,6 +229,30 @@ pub fn http_response(data: &[u8]) {
     if let Ok(Some((body, _))) = &whole {
         assert!(body.len() <= input.len(), "no body byte made up");
     }
+    // The OAuth client's reader, on the same parser: whole and cut agree too.
+    let oauth = |step: usize| {
+        let mut reader = crate::auth::wire_read::Reader::new(1 << 16, false);
+        for piece in input.chunks(step) {
+            match reader.feed(piece) {
+                Ok(Some(done)) => return Ok((done.status, done.body)),
+                Ok(None) => {}
+                Err(e) => return Err(format!("{e:?}")),
+            }
+        }
+        reader
+            .end()
+            .map(|done| (done.status, done.body))
+            .map_err(|e| format!("{e:?}"))
+    };
+    let (whole, cut) = (oauth(input.len().max(1)), oauth(1 + usize::from(a % 32)));
+    match (&whole, &cut) {
+        (Ok(w), Ok(c)) => assert_eq!(w, c, "the OAuth reader reads a cut response as the whole"),
+        (Err(_), Err(_)) => {}
+        _ => panic!("one OAuth reading failed, the other not: {whole:?} {cut:?}"),
+    }
+    if let Ok((_, body)) = &whole {
+        assert!(body.len() <= input.len(), "no body byte made up");
+    }
 }
 
 /// The body of the first final response in `input` (fed `step` bytes at a time, read into

@@ -90,6 +90,8 @@ fn the_package_builds_and_installs_only_the_mcp_command() {
     );
     let version = run(Command::new(root.join("bin").join(&mcp)).arg("--version"));
     assert_eq!(version.trim(), format!("mcp {}", env!("CARGO_PKG_VERSION")));
+    // The installed command is about 100 MB: not left behind.
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! byte sent and received (form bodies, token responses, the URL and `Location` of a redirect)
 //! and would put tokens, codes and secrets in the host's logs. One request per connection
 //! (`Connection: close`), one deadline over all of it, bodies capped, no redirect followed.
+//! The response is read by `wire_read` on the transports' HTTP/1.1 parser.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,7 +23,7 @@ use crate::transport::{HttpOptions, HttpTarget};
 /// A response.
 pub(crate) struct Response {
     pub status: u16,
-    headers: Vec<(String, String)>,
+    pub(super) headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
@@ -197,6 +198,15 @@ impl Wire {
             env!("CARGO_PKG_VERSION")
         );
         for (k, v) in headers {
+            // A value that came from a server (a registered secret, a token) must not be able
+            // to end the line and add one of its own.
+            let valid = ureq::http::HeaderName::from_bytes(k.as_bytes()).is_ok()
+                && ureq::http::HeaderValue::from_str(v).is_ok();
+            if !valid {
+                return Err(other(format!(
+                    "the header {k:?} would not be a valid HTTP header"
+                )));
+            }
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         if let Some(b) = body {
@@ -215,81 +225,25 @@ impl Wire {
         left: &dyn Fn() -> Result<NextTimeout, Failure>,
         head_only: bool,
     ) -> Result<Response, Failure> {
-        let mut buf: Vec<u8> = Vec::new();
-        let mut head: Option<Head> = None;
-        let cap = self.max_body + 64 * 1024;
+        let mut reader = super::wire_read::Reader::new(self.max_body, head_only);
         loop {
-            if head.is_none() {
-                if let Some(end) = find(&buf, b"\r\n\r\n") {
-                    head = Some(parse_head(&buf[..end])?);
-                    buf.drain(..end + 4);
-                }
-            }
-            if let Some((status, headers)) = &head {
-                let h = |n: &str| {
-                    headers
-                        .iter()
-                        .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                        .map(|(_, v)| v.as_str())
-                };
-                let no_body = head_only || *status == 204 || *status == 304 || *status < 200;
-                let chunked = h("transfer-encoding")
-                    .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-                let length = h("content-length").and_then(|v| v.trim().parse::<usize>().ok());
-                if length.is_some_and(|l| l > self.max_body) {
-                    return Err(Failure::TooLarge(self.max_body));
-                }
-                let done = if no_body {
-                    Some(Vec::new())
-                } else if chunked {
-                    dechunk(&buf)?
-                } else {
-                    length
-                        .filter(|l| buf.len() >= *l)
-                        .map(|l| buf[..l].to_vec())
-                };
-                if let Some(body) = done {
-                    // Inside `if let Some(..) = &head`: the head is there to take.
-                    if let Some((status, headers)) = head.take() {
-                        return Ok(Response {
-                            status,
-                            headers,
-                            body,
-                        });
-                    }
-                }
-            }
-            if buf.len() > cap {
-                return Err(Failure::TooLarge(self.max_body));
-            }
             let progressed = match t.await_input(left()?) {
                 Ok(p) => p,
                 Err(ureq::Error::Timeout(_)) => return Err(Failure::Timeout),
                 // A TLS peer that closes without close_notify: the end of a close-delimited body.
-                Err(_) if head.is_some() => false,
+                Err(_) if reader.has_head() => false,
                 Err(e) => return Err(other(e)),
             };
             let input = t.buffers().input();
             let n = input.len();
-            buf.extend_from_slice(input);
+            let done = reader.feed(input);
             t.buffers().input_consume(n);
+            if let Some(response) = done? {
+                return Ok(response);
+            }
             if !progressed && n == 0 {
                 // The end of the stream: a body that runs to the close.
-                return match head.take() {
-                    Some((status, headers)) => {
-                        let h = |n: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
-                        if h("content-length") || h("transfer-encoding") {
-                            Err(other("the connection closed in the middle of the response"))
-                        } else {
-                            Ok(Response {
-                                status,
-                                headers,
-                                body: buf,
-                            })
-                        }
-                    }
-                    None => Err(other("the connection closed before a response")),
-                };
+                return reader.end();
             }
         }
     }
@@ -312,88 +266,4 @@ fn send(
         sent += n;
     }
     Ok(())
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// A status and headers.
-type Head = (u16, Vec<(String, String)>);
-
-fn parse_head(head: &[u8]) -> Result<Head, Failure> {
-    let text = String::from_utf8_lossy(head);
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next().unwrap_or("");
-    let mut parts = status_line.split_whitespace();
-    let version = parts.next().unwrap_or("");
-    let status = parts
-        .next()
-        .and_then(|s| s.parse::<u16>().ok())
-        .filter(|_| version.starts_with("HTTP/1."))
-        .ok_or_else(|| other("the answer is not HTTP/1.x"))?;
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    Ok((status, headers))
-}
-
-/// The body of a complete chunked encoding, or `None` while it is incomplete.
-fn dechunk(mut data: &[u8]) -> Result<Option<Vec<u8>>, Failure> {
-    let mut body = Vec::new();
-    loop {
-        let Some(line_end) = find(data, b"\r\n") else {
-            return Ok(None);
-        };
-        let size_text = String::from_utf8_lossy(&data[..line_end]);
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let size =
-            usize::from_str_radix(size_text, 16).map_err(|_| other("a broken chunked body"))?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            // Trailers end with an empty line.
-            return Ok(find(data, b"\r\n").map(|_| body));
-        }
-        // A size near usize::MAX (a hostile server's) must not overflow here.
-        let Some(with_end) = size.checked_add(2) else {
-            return Err(other("a broken chunked body"));
-        };
-        if data.len() < with_end {
-            return Ok(None);
-        }
-        body.extend_from_slice(&data[..size]);
-        data = &data[size + 2..];
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_chunk_size_that_would_overflow_is_refused() {
-        assert!(dechunk(b"ffffffffffffffff\r\nx").is_err());
-        assert!(dechunk(b"fffffffffffffffe\r\nx").is_err());
-    }
-
-    #[test]
-    fn chunked_bodies() {
-        assert_eq!(
-            dechunk(b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n")
-                .unwrap()
-                .unwrap(),
-            b"abcde"
-        );
-        assert!(dechunk(b"3\r\nab").unwrap().is_none());
-        assert!(dechunk(b"zz\r\n").is_err());
-    }
-
-    #[test]
-    fn heads() {
-        let (status, headers) = parse_head(b"HTTP/1.1 302 Found\r\nLocation: /x\r\nA: b").unwrap();
-        assert_eq!(status, 302);
-        assert_eq!(headers[0], ("Location".to_owned(), "/x".to_owned()));
-        assert!(parse_head(b"SSH-2.0").is_err());
-    }
 }
