@@ -10,7 +10,6 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::Shared;
-use crate::panic::Boundary;
 use crate::transport::lines::{read_line_capped, trim_line, LineRead};
 
 /// Longest stderr line kept; the rest of a longer line is dropped.
@@ -24,9 +23,12 @@ pub(super) fn drain_on_thread(
     rest: Vec<u8>,
 ) {
     let s = Arc::clone(shared);
-    let spawned = super::thread(shared, "stderr", Boundary::StdioStderr, move || {
-        drain(&s, std::io::Cursor::new(rest).chain(pipe))
-    });
+    let spawned = super::thread(
+        shared,
+        "stderr",
+        crate::panic::Boundary::StdioStderr,
+        move || drain(&s, std::io::Cursor::new(rest).chain(pipe)),
+    );
     if spawned.is_err() {
         shared.process.mark_stderr_done();
     }
