@@ -22,15 +22,14 @@ impl CaughtHandler {
     }
 }
 
-/// `f`'s answer, or its panic as an `-32603` error.
-fn answer<T>(what: &str, f: impl FnOnce() -> Result<T, RpcError>) -> Result<T, RpcError> {
-    catch_in(&format!("the ClientHandler's {what}"), f)
-        .unwrap_or_else(|e| Err(RpcError::new(codes::INTERNAL_ERROR, e.to_string())))
+/// `f`'s answer, or its panic (at `place`) as an `-32603` error.
+fn answer<T>(place: &str, f: impl FnOnce() -> Result<T, RpcError>) -> Result<T, RpcError> {
+    catch_in(place, f).unwrap_or_else(|e| Err(RpcError::new(codes::INTERNAL_ERROR, e.to_string())))
 }
 
-/// Runs a notification's callback; a panic is logged.
-fn told(what: &str, f: impl FnOnce()) {
-    let _ = catch_in(&format!("the ClientHandler's {what}"), f);
+/// Runs a notification's callback; a panic (at `place`) is logged.
+fn told(place: &str, f: impl FnOnce()) {
+    let _ = catch_in(place, f);
 }
 
 impl ClientHandler for CaughtHandler {
@@ -39,25 +38,31 @@ impl ClientHandler for CaughtHandler {
     }
 
     fn list_roots(&self, server: &str) -> Result<Vec<Root>, RpcError> {
-        answer("list_roots", || self.0.list_roots(server))
+        answer("the ClientHandler's list_roots", || {
+            self.0.list_roots(server)
+        })
     }
 
     fn create_message(&self, server: &str, params: Value) -> Result<Value, RpcError> {
-        answer("create_message", || self.0.create_message(server, params))
+        answer("the ClientHandler's create_message", || {
+            self.0.create_message(server, params)
+        })
     }
 
     fn elicit(&self, server: &str, params: Value) -> Result<Value, RpcError> {
-        answer("elicit", || self.0.elicit(server, params))
+        answer("the ClientHandler's elicit", || {
+            self.0.elicit(server, params)
+        })
     }
 
     fn on_tools_list_changed(&self, server: &str) {
-        told("on_tools_list_changed", || {
+        told("the ClientHandler's on_tools_list_changed", || {
             self.0.on_tools_list_changed(server)
         });
     }
 
     fn on_session_reinitialized(&self, server: &str) {
-        told("on_session_reinitialized", || {
+        told("the ClientHandler's on_session_reinitialized", || {
             self.0.on_session_reinitialized(server)
         });
     }
@@ -69,13 +74,13 @@ impl ClientHandler for CaughtHandler {
         logger: Option<&str>,
         data: &Value,
     ) {
-        told("on_log_message", || {
+        told("the ClientHandler's on_log_message", || {
             self.0.on_log_message(server, level, logger, data)
         });
     }
 
     fn on_notification(&self, server: &str, method: &str, params: Option<&Value>) {
-        told("on_notification", || {
+        told("the ClientHandler's on_notification", || {
             self.0.on_notification(server, method, params)
         });
     }
@@ -88,7 +93,7 @@ impl ClientHandler for CaughtHandler {
     }
 
     fn on_connection_closed(&self, server: &str, reason: &Error) {
-        told("on_connection_closed", || {
+        told("the ClientHandler's on_connection_closed", || {
             self.0.on_connection_closed(server, reason)
         });
     }

@@ -189,7 +189,8 @@ impl Shared {
         let on_panic = {
             let (shared, server, retry) = (Arc::clone(self), name.to_owned(), Arc::clone(&retry));
             move |_: Error| {
-                if let Some(next) = retry.lock().take() {
+                let next = retry.lock().take();
+                if let Some(next) = next {
                     shared.restart(&server, next);
                 }
             }

@@ -35,8 +35,9 @@ impl CaughtAuth {
         })
     }
 
-    fn call<T: Default>(&self, what: &str, f: impl FnOnce(&dyn AuthProvider) -> T) -> T {
-        catch_in(&format!("the AuthProvider's {what}"), || f(&*self.inner)).unwrap_or_else(|e| {
+    /// `f` on the host's provider; its panic (at `place`) is kept for the refusal.
+    fn call<T: Default>(&self, place: &str, f: impl FnOnce(&dyn AuthProvider) -> T) -> T {
+        catch_in(place, || f(&*self.inner)).unwrap_or_else(|e| {
             *self.panicked.lock() = Some(e);
             T::default()
         })
@@ -45,25 +46,27 @@ impl CaughtAuth {
 
 impl AuthProvider for CaughtAuth {
     fn authorization(&self) -> Option<String> {
-        self.call("authorization", |p| p.authorization())
+        self.call("the AuthProvider's authorization", |p| p.authorization())
     }
 
     fn authorize_request(&self, method: &str, url: &str) -> Vec<(String, String)> {
-        self.call("authorize_request", |p| p.authorize_request(method, url))
+        self.call("the AuthProvider's authorize_request", |p| {
+            p.authorize_request(method, url)
+        })
     }
 
     fn on_nonce(&self, url: &str, nonce: &str) {
-        self.call("on_nonce", |p| p.on_nonce(url, nonce));
+        self.call("the AuthProvider's on_nonce", |p| p.on_nonce(url, nonce));
     }
 
     fn on_unauthorized(&self, www_authenticate: Option<&str>, retries: u32) -> bool {
-        self.call("on_unauthorized", |p| {
+        self.call("the AuthProvider's on_unauthorized", |p| {
             p.on_unauthorized(www_authenticate, retries)
         })
     }
 
     fn on_forbidden(&self, www_authenticate: &str, retries: u32) -> bool {
-        self.call("on_forbidden", |p| {
+        self.call("the AuthProvider's on_forbidden", |p| {
             p.on_forbidden(www_authenticate, retries)
         })
     }
@@ -72,7 +75,7 @@ impl AuthProvider for CaughtAuth {
         if let Some(e) = self.panicked.lock().take() {
             return Some(e);
         }
-        self.call("refusal", |p| p.refusal())
+        self.call("the AuthProvider's refusal", |p| p.refusal())
     }
 }
 

@@ -113,7 +113,7 @@ pub fn serve(listener: TcpListener, handler: Arc<dyn Handler>) -> std::io::Resul
     let accept = {
         let (stop, open) = (Arc::clone(&stop), Arc::clone(&open));
         std::thread::Builder::new()
-            .name("mcp-app-http".into())
+            .name("cli-app-http".into())
             .spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     match listener.accept() {
@@ -124,10 +124,11 @@ pub fn serve(listener: TcpListener, handler: Arc<dyn Handler>) -> std::io::Resul
                             }
                             let (open, handler) = (Arc::clone(&open), Arc::clone(&handler));
                             let spawned = std::thread::Builder::new()
-                                .name("mcp-app-request".into())
+                                .name("cli-app-request".into())
                                 .spawn(move || {
+                                    // Counted out however the request ends (a panic too).
+                                    let _open = Open(open);
                                     let _ = answer(stream, &*handler);
-                                    open.fetch_sub(1, Ordering::SeqCst);
                                 });
                             if spawned.is_err() {
                                 log::warn!("mcp app: no thread for a request");
@@ -279,4 +280,13 @@ fn write_response(mut stream: &TcpStream, response: &Response) -> std::io::Resul
     stream.write_all(head.as_bytes())?;
     stream.write_all(&response.body)?;
     stream.flush()
+}
+
+/// Takes one off the count of open requests when dropped.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }

@@ -44,6 +44,15 @@ pub fn first_server_failure(manager: &mcp_runtime::manager::McpManager) -> (&'st
         .unwrap_or(("unavailable", 69))
 }
 
+/// A panic's message (`panic!("...")` gives a `&str` or a `String`).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message")
+}
+
 /// `--json`'s object for a failure of the call (never a tool result).
 pub fn json(e: &Error) -> serde_json::Value {
     serde_json::json!({"error": {"kind": classify(e).0, "message": e.to_string()}})

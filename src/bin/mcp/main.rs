@@ -90,29 +90,23 @@ fn main() -> ExitCode {
     ExitCode::from(signals::finish(code))
 }
 
-/// A panic of the command's own is one line on stderr (and exit status 70, EX_SOFTWARE); one
-/// the library caught on its threads comes back as an error with the place (status 70 too),
-/// so the hook only notes where it was, at debug level.
+/// A panic of the command's own (on its main thread, exit status 70, EX_SOFTWARE, or one of
+/// its own threads, `cli-*`) is one line on stderr. One on the library's threads (`mcp-*`),
+/// which the library catches and hands back as an error with the place (status 70 too), is
+/// only noted where it was, at debug level.
 fn panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("a panic without a message");
+        let message = failure::panic_text(info.payload());
         let place = info
             .location()
             .map(|l| format!(" (at {}:{})", l.file(), l.line()))
             .unwrap_or_default();
-        if std::thread::current().name() == Some("main") {
-            eprintln!("mcp: internal error: {message}{place}");
-        } else {
-            let thread = std::thread::current()
-                .name()
-                .unwrap_or("a thread")
-                .to_owned();
-            log::debug!("{thread} panicked: {message}{place}");
+        match std::thread::current().name() {
+            Some(thread) if thread.starts_with("mcp-") => {
+                log::debug!("{thread} panicked: {message}{place}");
+            }
+            Some("main") | None => eprintln!("mcp: internal error: {message}{place}"),
+            Some(thread) => eprintln!("mcp: internal error in {thread}: {message}{place}"),
         }
     }));
 }

@@ -347,11 +347,7 @@ fn call_each(client: &Client, tools: &[Tool], timeout: Duration, call_all: bool)
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|panic| {
-                    let message = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                        .unwrap_or_default();
+                    let message = crate::failure::panic_text(&*panic);
                     json!({"tool": null, "ok": false, "isError": null,
                            "error": format!("internal error: {message}")})
                 })

@@ -57,7 +57,7 @@ pub fn install() {
         let [read_fd, write_fd] = fds;
         PIPE_WRITE.store(write_fd, Ordering::SeqCst);
         let spawned = std::thread::Builder::new()
-            .name("mcp-signals".into())
+            .name("cli-signals".into())
             .spawn(move || loop {
                 let mut byte = 0u8;
                 // SAFETY: reading one byte into a local from the pipe's read end we own.
