@@ -88,8 +88,6 @@ mod storage;
 pub(crate) mod token;
 #[cfg(feature = "oauth")]
 mod wire;
-#[cfg(feature = "oauth")]
-pub(crate) mod wire_read;
 
 #[cfg(feature = "oauth")]
 pub use authorizer::{headless, no_login, AuthorizationSession, Authorizer, BrowserAuthorizer};

@@ -1,23 +1,19 @@
-//! A small HTTP/1.1 client for the exchanges with authorization servers: the transports'
-//! connection stack (name resolution, TCP, TLS: `transport::web::connections`, so a network
-//! setting applies to both) without `ureq`'s request machinery, which at trace level logs every
-//! byte sent and received (form bodies, token responses, the URL and `Location` of a redirect)
-//! and would put tokens, codes and secrets in the host's logs. One request per connection
-//! (`Connection: close`), one deadline over all of it, bodies capped, no redirect followed.
-//! The response is read by `wire_read` on the transports' HTTP/1.1 parser.
+//! The OAuth client's HTTP/1.1 requests to authorization servers, on the transports' one
+//! exchange (`transport::exchange`) and connection stack (`transport::web::connections`), so a
+//! network setting applies to both and every response is read by the one parser. One request
+//! per connection (`Connection: close`), the host looked up and everything else done before one
+//! deadline, bodies capped, no redirect followed, and never sent again (an authorization code
+//! is single-use and a refresh token may rotate): a failure is the caller's to handle.
 
+use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ureq::http::Uri;
-use ureq::unversioned::resolver::{DefaultResolver, Resolver};
-use ureq::unversioned::transport::time::Instant as UInstant;
-use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Transport};
+use ureq::http::{HeaderName, HeaderValue, Method, Uri};
 
-use crate::transport::proxy;
+use crate::transport::exchange::{Budget, Kept};
 use crate::transport::target::TlsSettings;
-use crate::transport::tls;
-use crate::transport::web::connections;
+use crate::transport::{proxy, tls, web};
 use crate::transport::{HttpOptions, HttpTarget};
 
 /// A response.
@@ -58,9 +54,6 @@ pub(crate) enum Failure {
 
 /// The client.
 pub(crate) struct Wire {
-    /// `ureq`'s: the lookup runs within the exchange's deadline (the agents' resolver leaves it
-    /// to the connector, which looks up without a bound).
-    resolver: DefaultResolver,
     max_body: usize,
     /// The server's own proxy setting and the host's (see [`OAuthOptions`](super::OAuthOptions)).
     proxy: Option<String>,
@@ -88,7 +81,6 @@ impl Wire {
         tls: TlsSettings,
     ) -> Wire {
         Wire {
-            resolver: DefaultResolver::default(),
             max_body,
             proxy,
             default_proxy,
@@ -134,136 +126,77 @@ impl Wire {
         deadline: Instant,
     ) -> Result<Response, Failure> {
         let uri: Uri = url.parse().map_err(other)?;
-        let left = || -> Result<NextTimeout, Failure> {
-            let after = deadline.saturating_duration_since(Instant::now());
-            if after.is_zero() {
-                return Err(Failure::Timeout);
-            }
-            Ok(NextTimeout {
-                after: after.into(),
-                reason: ureq::Timeout::Global,
-                per_read: None,
-                per_write: None,
-            })
-        };
+        let method = Method::from_bytes(method.as_bytes()).map_err(other)?;
         let proxy = self.proxy_for(url)?;
         let needs_tls =
             uri.scheme_str() == Some("https") || proxy.as_ref().is_some_and(|p| p.url.is_https());
         let tls = tls::settle(&self.tls, needs_tls).map_err(other)?;
         let config = tls::configure(ureq::Agent::config_builder(), &tls)
+            .input_buffer_size(web::INPUT_BUFFER)
             .proxy(proxy.as_ref().map(|p| p.ureq.clone()))
             .build();
-        let addrs = match &proxy {
-            // The proxy looks the server up (the network it is in may be the only one that
-            // can), and the tunnel connector looks the proxy up.
-            Some(_) => self.resolver.empty(),
-            None => (self.resolver)
-                .resolve(&uri, &config, left()?)
-                .map_err(from_ureq)?,
-        };
-        let config = &config;
         let through = |f: Failure| match (&proxy, f) {
             (Some(p), Failure::Other(why)) => {
                 Failure::Other(format!("{why} (through the proxy {})", p.url.redacted()))
             }
             (_, f) => f,
         };
-        let proxy_tls = Arc::clone(&tls);
-        let details = ConnectionDetails {
-            uri: &uri,
-            addrs,
-            config,
-            request_level: false,
-            resolver: &self.resolver,
-            now: UInstant::now(),
-            timeout: left()?,
-            current_time: Arc::new(UInstant::now),
-            // The tunnel's own connection to the proxy: the same stack, without a proxy.
-            run_connector: Arc::new(move |d: &ConnectionDetails| {
-                let transport = connections(&proxy_tls, None)
-                    .connect(d, None)?
-                    .ok_or(ureq::Error::ConnectionFailed)?;
-                Ok(transport.boxed())
-            }),
-            register_shutdown: Arc::new(|_| Ok(())),
-        };
-        let mut transport = connections(&tls, None)
-            .connect(&details, None)
-            .map_err(|e| through(from_ureq(e)))?
-            .ok_or_else(|| other("no connector for this URL"))?;
-        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-        let host = uri.authority().map(|a| a.as_str()).unwrap_or("");
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: mcp-runtime/{}\r\nConnection: close\r\n",
-            env!("CARGO_PKG_VERSION")
-        );
+        let mut request = ureq::http::Request::new(());
+        *request.method_mut() = method;
+        *request.uri_mut() = uri;
+        let fields = request.headers_mut();
+        fields.insert("connection", HeaderValue::from_static("close"));
         for (k, v) in headers {
             // A value that came from a server (a registered secret, a token) must not be able
             // to end the line and add one of its own.
-            let valid = ureq::http::HeaderName::from_bytes(k.as_bytes()).is_ok()
-                && ureq::http::HeaderValue::from_str(v).is_ok();
-            if !valid {
-                return Err(other(format!(
-                    "the header {k:?} would not be a valid HTTP header"
-                )));
-            }
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        if let Some(b) = body {
-            head.push_str(&format!("Content-Length: {}\r\n", b.len()));
-        }
-        head.push_str("\r\n");
-        let mut out = head.into_bytes();
-        out.extend_from_slice(body.unwrap_or_default());
-        send(&mut transport, &out, &left)?;
-        self.receive(&mut transport, &left, method == "HEAD")
-    }
-
-    fn receive(
-        &self,
-        t: &mut dyn Transport,
-        left: &dyn Fn() -> Result<NextTimeout, Failure>,
-        head_only: bool,
-    ) -> Result<Response, Failure> {
-        let mut reader = super::wire_read::Reader::new(self.max_body, head_only);
-        loop {
-            let progressed = match t.await_input(left()?) {
-                Ok(p) => p,
-                Err(ureq::Error::Timeout(_)) => return Err(Failure::Timeout),
-                // A TLS peer that closes without close_notify: the end of a close-delimited body.
-                Err(_) if reader.has_head() => false,
-                Err(e) => return Err(other(e)),
-            };
-            let input = t.buffers().input();
-            let n = input.len();
-            let done = reader.feed(input);
-            t.buffers().input_consume(n);
-            if let Some(response) = done? {
-                return Ok(response);
-            }
-            if !progressed && n == 0 {
-                // The end of the stream: a body that runs to the close.
-                return reader.end();
+            match (
+                HeaderName::from_bytes(k.as_bytes()),
+                HeaderValue::from_str(v),
+            ) {
+                (Ok(k), Ok(v)) => {
+                    fields.append(k, v);
+                }
+                _ => {
+                    return Err(other(format!(
+                        "the header {k:?} would not be a valid HTTP header"
+                    )))
+                }
             }
         }
+        // One connection, this request's, dropped with it.
+        let kept = Arc::new(Kept::new(
+            web::connections(&tls, None, None),
+            config,
+            None,
+            false,
+            true,
+        ));
+        let body = body.unwrap_or_default();
+        let response = kept
+            .send(0, request, body, Budget::until(deadline), false)
+            .map_err(|e| through(from_ureq(e)))?;
+        let status = response.status().as_u16();
+        let headers = (response.headers().iter())
+            .map(|(k, v)| {
+                let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                (k.as_str().to_owned(), v)
+            })
+            .collect();
+        let mut body = Vec::new();
+        response
+            .into_body()
+            .into_with_config()
+            .limit(self.max_body as u64)
+            .reader()
+            .read_to_end(&mut body)
+            .map_err(|e| match ureq::Error::from(e) {
+                ureq::Error::BodyExceedsLimit(_) => Failure::TooLarge(self.max_body),
+                e => through(from_ureq(e)),
+            })?;
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
     }
-}
-
-fn send(
-    t: &mut dyn Transport,
-    bytes: &[u8],
-    left: &dyn Fn() -> Result<NextTimeout, Failure>,
-) -> Result<(), Failure> {
-    let mut sent = 0;
-    while sent < bytes.len() {
-        let out = t.buffers().output();
-        let n = out.len().min(bytes.len() - sent);
-        if n == 0 {
-            return Err(other("no output buffer"));
-        }
-        out[..n].copy_from_slice(&bytes[sent..sent + n]);
-        t.transmit_output(n, left()?).map_err(from_ureq)?;
-        sent += n;
-    }
-    Ok(())
 }

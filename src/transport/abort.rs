@@ -12,7 +12,6 @@
 //! step runs on it, so a kept-alive connection that went back to the pool is never touched.
 
 use std::cell::RefCell;
-use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -24,7 +23,7 @@ use crate::cancel::CancelToken;
 pub(crate) struct Abort {
     token: CancelToken,
     /// The socket a step of the exchange is blocked on right now.
-    socket: Mutex<Option<Arc<TcpStream>>>,
+    socket: Mutex<Option<Arc<super::socket::Socket>>>,
 }
 
 thread_local! {
@@ -38,7 +37,7 @@ impl Abort {
         // Taken out under the lock, shut down outside it.
         let socket = self.socket.lock().clone();
         if let Some(s) = socket {
-            let _ = s.shutdown(Shutdown::Both);
+            s.shut();
         }
     }
 
@@ -94,7 +93,7 @@ impl Drop for Watched {
 
 /// Registers `socket` with the thread's current exchange for one blocking step; fails if the
 /// exchange was aborted. Outside an exchange's scope it does nothing.
-pub(crate) fn watch(socket: &Arc<TcpStream>) -> Result<Watched, ureq::Error> {
+pub(crate) fn watch(socket: &Arc<super::socket::Socket>) -> Result<Watched, ureq::Error> {
     let current = CURRENT.with(|c| c.borrow().clone());
     let Some(abort) = current else {
         return Ok(Watched(None));

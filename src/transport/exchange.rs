@@ -1,19 +1,19 @@
-//! One HTTP/1.1 exchange on a kept-alive connection.
+//! The one HTTP/1.1 exchange every request of the crate goes through: the Streamable HTTP
+//! POSTs, the GET event stream and its resumptions, the session's DELETE, the legacy SSE
+//! stream and its POSTs, requests forwarded to a proxy, and the OAuth client's requests.
 //!
-//! `ureq`'s agent runs every request through its general machinery: a per-call configuration,
-//! timings recorded at each step, redirect handling, a header map built for the request and
-//! another for the response, a pool keyed by scheme, host and proxy, and about 25 allocations.
-//! An MCP POST needs none of it but the protocol itself, so the Streamable HTTP transport's
-//! POSTs run here instead: the head written and the response read by `http1` (sans I/O), over
-//! a connection of the same stack the agent uses (tunnel, our TCP, TLS, the cork that writes
-//! the secrets: see `web::connections`), kept alive between requests in [`Kept`].
+//! The head is written and the response read by `http1` (sans I/O), over a connection of the
+//! crate's one stack (a `CONNECT` tunnel, our TCP, TLS: see `web::connections`), kept alive
+//! between requests in [`Kept`]. The connection's secrets (see `secrets`) are added to the head
+//! here, as it is written, and nowhere else; the head and the start of the body go out in one
+//! write (one TCP segment, one TLS record).
 //!
-//! What the agent gives and this keeps: redirects are not followed (a 3xx is returned as it
-//! is, like the agents' `max_redirects(0)`), every phase has its own bound or the request's
-//! deadline as one overall bound (see [`Budget`]), a connection goes back for reuse only when
-//! its response was read to its end and the server did not ask to close it, and
-//! [`Kept::shutdown`] interrupts every blocked read. Requests forwarded to a proxy as they are
-//! (no tunnel) keep going through the agent: they get a connection each (see `web::agent`).
+//! Redirects are not followed (a 3xx is returned as it is); every phase has its own bound or
+//! the request's deadline as one overall bound (see [`Budget`]); an event stream's body has no
+//! bound but the deadline (see [`Budget::stream`]); a connection goes back for reuse only when
+//! its response was read to its end and the server did not ask to close it (never one to a
+//! proxy the request was forwarded to: proxies differ in keeping those alive); and
+//! [`Kept::shutdown`] interrupts every blocked read.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,8 +32,7 @@ use ureq::{Body, Timeout};
 use super::http1;
 
 /// The connection stack a connection's exchanges run on (see `web::connections`).
-pub(crate) type Stack =
-    ureq::unversioned::transport::ChainedConnector<(), super::web::Connections, super::cork::Cork>;
+pub(crate) type Stack = super::web::Connections;
 
 type RunConnector =
     dyn Fn(&ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> + Send + Sync;
@@ -100,6 +99,13 @@ pub(crate) struct Kept {
     /// Keeps a handle to each new connection's socket for [`Kept::shutdown`].
     register_shutdown: Arc<RegisterShutdown>,
     config: ureq::config::Config,
+    /// What only goes on the wire (see `secrets`), added to the heads of requests to its origin.
+    secrets: Option<Arc<super::secrets::Secrets>>,
+    /// The requests go to a proxy as they are: a connection each, never kept.
+    forwards: bool,
+    /// The host is looked up within the connect phase's bound, before the connection is made
+    /// (the OAuth client's requests, one per connection); else when `Tcp` connects.
+    bounded_lookup: bool,
     idle: [Mutex<Vec<Idle>>; super::web::AGENT_SHARDS],
     handles: Arc<Mutex<Handles>>,
     /// Set by [`Kept::shutdown`]: no new connection, none kept.
@@ -120,18 +126,46 @@ pub(crate) struct Budget {
     pub(crate) connect: Duration,
     pub(crate) send: Duration,
     pub(crate) receive: Duration,
+    /// The body is an event stream, which may stay open (and silent) for as long as the
+    /// session: its reads have no bound but the deadline.
+    pub(crate) stream: bool,
 }
 
 impl Budget {
-    /// The timeout of a phase that started at `start` and may last `phase`.
-    fn next(&self, start: Instant, phase: Duration, reason: Timeout) -> NextTimeout {
-        let phase_end = start + phase;
-        let (end, reason) = match self.deadline {
-            Some(d) if d <= phase_end => (d, Timeout::Global),
-            _ => (phase_end, reason),
+    /// Every phase bounded by `deadline` only.
+    pub(crate) fn until(deadline: Instant) -> Budget {
+        let left = deadline.saturating_duration_since(Instant::now());
+        Budget {
+            deadline: Some(deadline),
+            connect: left,
+            send: left,
+            receive: left,
+            stream: false,
+        }
+    }
+
+    /// The same bounds for an event stream's request (see [`Budget::stream`]).
+    pub(crate) fn streaming(self) -> Budget {
+        Budget {
+            stream: true,
+            ..self
+        }
+    }
+
+    /// The timeout of a phase that started at `start` and may last `phase` (`None`: no bound
+    /// of its own).
+    fn next(&self, start: Instant, phase: Option<Duration>, reason: Timeout) -> NextTimeout {
+        let phase_end = phase.map(|p| start + p);
+        let (end, reason) = match (self.deadline, phase_end) {
+            (Some(d), Some(p)) if d <= p => (Some(d), Timeout::Global),
+            (Some(d), None) => (Some(d), Timeout::Global),
+            (_, p) => (p, reason),
         };
         NextTimeout {
-            after: UDuration::Exact(end.saturating_duration_since(Instant::now())),
+            after: match end {
+                Some(end) => UDuration::Exact(end.saturating_duration_since(Instant::now())),
+                None => UDuration::NotHappening,
+            },
             reason,
             per_read: None,
             per_write: None,
@@ -147,7 +181,15 @@ fn expired(timeout: &NextTimeout) -> Result<(), ureq::Error> {
 }
 
 impl Kept {
-    pub(crate) fn new(stack: Stack, config: ureq::config::Config) -> Kept {
+    /// The connections of `stack` with `config` (its TLS, tunnel and buffers), whose requests
+    /// get `secrets` (see [`Kept`]'s fields for `forwards` and `bounded_lookup`).
+    pub(crate) fn new(
+        stack: Stack,
+        config: ureq::config::Config,
+        secrets: Option<Arc<super::secrets::Secrets>>,
+        forwards: bool,
+        bounded_lookup: bool,
+    ) -> Kept {
         let run_connector: Arc<RunConnector> = Arc::new(move |details: &ConnectionDetails| {
             let out = stack
                 .connect(details, None)?
@@ -172,6 +214,9 @@ impl Kept {
             run_connector,
             register_shutdown,
             config,
+            secrets: secrets.filter(|s| !s.is_empty()),
+            forwards,
+            bounded_lookup,
             idle: Default::default(),
             handles,
             down: AtomicBool::new(false),
@@ -195,7 +240,7 @@ impl Kept {
         }
     }
 
-    /// POSTs `request` with `body` on a kept-alive connection of `shard` (or a new one) and
+    /// Sends `request` with `body` on a kept-alive connection of `shard` (or a new one) and
     /// reads the response head. The body is read from the response; the connection goes back
     /// once it was read to its end. A request that is `safe` to repeat goes again, once, on a
     /// new connection when a kept one fails before any byte of a response (the server closed
@@ -210,6 +255,9 @@ impl Kept {
     ) -> Result<Response<Body>, ureq::Error> {
         let mut head = Vec::with_capacity(256);
         http1::write_head(&request, body.len(), super::web::USER_AGENT, &mut head);
+        if let Some(secrets) = self.secrets.as_ref().filter(|s| s.are_for(request.uri())) {
+            secrets.apply(&mut head, &mut Vec::new());
+        }
         let exchange = |connection: &mut dyn Transport| {
             send_request(&head, body, connection, &budget)?;
             receive_response(connection, &budget)
@@ -232,7 +280,7 @@ impl Kept {
             }
             Err(e) => return Err(e),
         };
-        let keep = if head.must_close {
+        let keep = if head.must_close || self.forwards {
             Duration::ZERO
         } else {
             keep_for(&head.response)
@@ -281,12 +329,26 @@ impl Kept {
                 io::Error::new(io::ErrorKind::NotConnected, "the connection is closed").into(),
             );
         }
-        let timeout = budget.next(Instant::now(), budget.connect, Timeout::Connect);
+        let start = Instant::now();
+        let timeout = budget.next(start, Some(budget.connect), Timeout::Connect);
         expired(&timeout)?;
         let resolver = super::tcp::ResolveOnConnect;
+        // A proxy looks the server up (the network it is in may be the only one that can), and
+        // the tunnel connector looks the proxy up.
+        let addrs = if self.bounded_lookup && self.config.proxy().is_none() && !self.forwards {
+            ureq::unversioned::resolver::DefaultResolver::default().resolve(
+                uri,
+                &self.config,
+                timeout,
+            )?
+        } else {
+            resolver.empty()
+        };
+        let timeout = budget.next(start, Some(budget.connect), Timeout::Connect);
+        expired(&timeout)?;
         let details = ConnectionDetails {
             uri,
-            addrs: resolver.empty(),
+            addrs,
             config: &self.config,
             // As a request with settings of its own (see `tls`: a connection with a client
             // certificate then never resumes a TLS session, which some servers refuse).
@@ -347,40 +409,31 @@ impl Kept {
     }
 }
 
-/// Writes the head and the body (the cork sends them as one write when the response is awaited).
+/// Writes the head and the body, a buffer at a time: a request that fits in the output buffer
+/// is one write.
 fn send_request(
     head: &[u8],
     body: &[u8],
     connection: &mut dyn Transport,
     budget: &Budget,
 ) -> Result<(), ureq::Error> {
-    // The cork finds the request line in the first output of a request (to put the real
-    // target and the secrets in): it must fit there.
-    let line = head
-        .iter()
-        .position(|b| *b == b'\n')
-        .map_or(head.len(), |p| p + 1);
-    if line > connection.buffers().output().len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the request line is longer than the output buffer (a URL too long)",
-        )
-        .into());
-    }
     let start = Instant::now();
-    for mut rest in [head, body] {
-        while !rest.is_empty() {
-            let output = connection.buffers().output();
-            let n = rest.len().min(output.len());
-            if n == 0 {
-                return Err(io::Error::new(io::ErrorKind::WriteZero, "no room to write").into());
-            }
-            output[..n].copy_from_slice(&rest[..n]);
-            rest = &rest[n..];
-            let timeout = budget.next(start, budget.send, Timeout::SendRequest);
-            expired(&timeout)?;
-            connection.transmit_output(n, timeout)?;
+    let mut parts = [head, body];
+    while parts.iter().any(|p| !p.is_empty()) {
+        let output = connection.buffers().output();
+        if output.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "no room to write").into());
         }
+        let mut n = 0;
+        for part in &mut parts {
+            let take = part.len().min(output.len() - n);
+            output[n..n + take].copy_from_slice(&part[..take]);
+            *part = &part[take..];
+            n += take;
+        }
+        let timeout = budget.next(start, Some(budget.send), Timeout::SendRequest);
+        expired(&timeout)?;
+        connection.transmit_output(n, timeout)?;
     }
     Ok(())
 }
@@ -392,7 +445,7 @@ fn receive_response(
 ) -> Result<http1::Head, ureq::Error> {
     let start = Instant::now();
     loop {
-        let timeout = budget.next(start, budget.receive, Timeout::RecvResponse);
+        let timeout = budget.next(start, Some(budget.receive), Timeout::RecvResponse);
         expired(&timeout)?;
         let progress = connection.maybe_await_input(timeout)?;
         let input = connection.buffers().input();
@@ -489,9 +542,8 @@ impl BodyReader {
                 self.ended()?;
                 return Ok(0);
             }
-            let timeout = self
-                .budget
-                .next(self.started, self.budget.receive, Timeout::RecvBody);
+            let phase = (!self.budget.stream).then_some(self.budget.receive);
+            let timeout = self.budget.next(self.started, phase, Timeout::RecvBody);
             expired(&timeout)?;
             let progress = match connection.maybe_await_input(timeout) {
                 Ok(p) => p,

@@ -335,15 +335,15 @@ impl Shared {
         }
         s.stop.cancel();
         if let Some(session) = s.session.read().clone() {
-            let request = s
-                .agents
-                .get()
-                .delete(s.uri.clone())
-                .config()
-                .timeout_global(Some(s.options.close_timeout))
-                .build()
-                .header(SESSION_HEADER, session);
-            if let Err(e) = s.with_version(request, *s.version.read()).call() {
+            let request = web::request(ureq::http::Method::DELETE, &s.uri);
+            let request = s.with_version(request, *s.version.read());
+            let request = request.with_header(SESSION_HEADER, session);
+            let budget = super::exchange::Budget::until(Instant::now() + s.options.close_timeout);
+            let deleted = s.agents.send(request, &[], budget, true).map(|r| {
+                // Read to its end, so that nothing is left half-read on the connection.
+                let _ = web::read_body(r, 64 * 1024, "");
+            });
+            if let Err(e) = deleted {
                 log::debug!(
                     "[{}] DELETE of the session failed: {}",
                     s.name,
@@ -433,10 +433,7 @@ impl Shared {
             (Some(_), None) => None,
             (None, None) => Some(Instant::now() + self.options.post_timeout),
         };
-        // Built in place (a builder moves the whole request through each header it adds).
-        let mut request = ureq::http::Request::new(());
-        *request.method_mut() = ureq::http::Method::POST;
-        *request.uri_mut() = self.uri.clone();
+        let mut request = web::request(ureq::http::Method::POST, &self.uri);
         let headers = request.headers_mut();
         headers.insert(
             ACCEPT,
@@ -444,35 +441,14 @@ impl Shared {
         );
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let request = self.with_envelope(self.with_session(request), envelope);
-        let response = if self.wire.forwards() {
-            // Forwarded to a proxy as it is: through the agent (see `exchange`).
-            let agent = self.agents.get();
-            let request = request.map(|()| &body[..]);
-            match deadline {
-                Some(d) => agent.run(
-                    agent
-                        .configure_request(request)
-                        .timeout_global(Some(web::left(d)))
-                        .build(),
-                ),
-                None => agent.run(request),
-            }
-        } else {
-            // A request that only reads or lists may go again on a new connection when a kept
-            // one was closed under it (see `exchange`); never a tool call, nor a notification.
-            let safe = matches!(message, Message::Request(r)
-                if methods::IDEMPOTENT.contains(&r.method.as_str()));
-            let budget = super::exchange::Budget {
-                deadline,
-                connect: self.options.connect_timeout,
-                send: self.options.post_timeout,
-                receive: self.options.exchange_timeout,
-            };
-            self.agents
-                .kept()
-                .send(web::Agents::slot(), request, &body, budget, safe)
-        }
-        .map_err(|e| self.failure(e, "POST"))?;
+        // A request that only reads or lists may go again on a new connection when a kept one
+        // was closed under it (see `exchange`); never a tool call, nor a notification.
+        let safe = matches!(message, Message::Request(r)
+            if methods::IDEMPOTENT.contains(&r.method.as_str()));
+        let response = self
+            .agents
+            .send(request, &body, self.agents.budget(deadline), safe)
+            .map_err(|e| self.failure(e, "POST"))?;
         web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
         if web::is_redirect(&response) {
             return Err(web::redirect_error(&response, &self.uri));

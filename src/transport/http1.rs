@@ -45,7 +45,7 @@ pub(crate) fn write_head(
     let target = uri.path_and_query().map_or("", |p| p.as_str());
     if !target.starts_with('/') {
         // Origin form starts with a slash, also when the URL had only a query (as
-        // `url::origin_form`, which the cork's swap of the real target matches).
+        // `url::origin_form`, which the secrets' swap of the real target matches).
         out.push(b'/');
     }
     out.extend_from_slice(target.as_bytes());
@@ -72,12 +72,15 @@ pub(crate) fn write_head(
     for (name, value) in headers {
         line(out, name.as_str().as_bytes(), value.as_bytes());
     }
-    let mut digits = [0u8; 20];
-    line(
-        out,
-        b"content-length",
-        decimal(body_len as u64, &mut digits),
-    );
+    // A request that has no body and no use for one (GET, DELETE) says nothing of it.
+    if body_len > 0 || request.method() == ureq::http::Method::POST {
+        let mut digits = [0u8; 20];
+        line(
+            out,
+            b"content-length",
+            decimal(body_len as u64, &mut digits),
+        );
+    }
     line(out, b"user-agent", user_agent.as_bytes());
     out.extend_from_slice(b"\r\n");
 }

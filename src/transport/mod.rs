@@ -19,8 +19,7 @@ use crate::protocol::ProtocolVersion;
 
 pub(crate) mod abort;
 mod caught_auth;
-mod cork;
-mod exchange;
+pub(crate) mod exchange;
 pub(crate) mod http;
 pub(crate) mod http1;
 #[cfg(windows)]
@@ -30,6 +29,8 @@ mod memory;
 mod pool;
 mod process;
 pub(crate) mod proxy;
+mod secrets;
+mod socket;
 pub(crate) mod sse;
 pub(crate) mod sse_parser;
 #[cfg(unix)]

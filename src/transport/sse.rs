@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use ureq::http::Uri;
+use ureq::http::{HeaderValue, Uri};
 
 use super::sse_parser::SseDecoder;
 use super::target::{HttpOptions, HttpTarget};
@@ -42,7 +42,7 @@ struct Shared {
     forwarded: bool,
     /// The target's auth provider, told of the server's DPoP nonces.
     auth: Option<Arc<dyn super::target::AuthProvider>>,
-    agent: ureq::Agent,
+    agents: Arc<web::Agents>,
     options: HttpOptions,
     /// Shared with the reader, so it can tell our close from the server's.
     closed: Arc<AtomicBool>,
@@ -64,7 +64,7 @@ enum Phase {
 impl SseTransport {
     /// Opens the stream and waits (until `deadline`) for the `endpoint` event. The stream is
     /// opened on the reader thread, so that every phase of it (connect, headers, the wait for
-    /// the endpoint) is bounded by `deadline`: past it the agent is shut down.
+    /// the endpoint) is bounded by `deadline`: past it the connections are shut down.
     pub fn connect(
         name: &str,
         target: &HttpTarget,
@@ -76,17 +76,17 @@ impl SseTransport {
         let wire = web::Wire::new(target, options)?;
         let base = wire.split.public.clone();
         let shown = wire.split.shown.clone();
-        let agent = web::agent(options, &wire);
+        let agents = Arc::new(web::Agents::new(options, &wire));
         let forwarded = wire.forwards();
         let proxy = (wire.proxy.as_ref()).map(|p| p.url.redacted().to_owned());
         let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<Result<String, Error>>(1);
         let closed = Arc::new(AtomicBool::new(false));
         let phase = Arc::new(Mutex::new(Phase::Connecting));
-        let (reader_name, reader_closed, reader_phase, reader_agent, limit) = (
+        let (reader_name, reader_closed, reader_phase, reader_agents, limit) = (
             name.to_owned(),
             Arc::clone(&closed),
             Arc::clone(&phase),
-            agent.clone(),
+            Arc::clone(&agents),
             options.max_message_bytes,
         );
         let (reader_base, reader_shown) = (base.clone(), shown.clone());
@@ -94,11 +94,12 @@ impl SseTransport {
         // connection ends with it.
         let on_panic = {
             let (endpoint_tx, inbound) = (endpoint_tx.clone(), Arc::clone(&inbound));
-            let (closed, phase, agent) = (Arc::clone(&closed), Arc::clone(&phase), agent.clone());
+            let (closed, phase, agents) =
+                (Arc::clone(&closed), Arc::clone(&phase), Arc::clone(&agents));
             move |e: Error| {
                 let ready = std::mem::replace(&mut *phase.lock(), Phase::Over) == Phase::Ready;
                 closed.store(true, Ordering::SeqCst);
-                agent.shutdown();
+                agents.shutdown();
                 if ready {
                     inbound.on_closed(e);
                 } else {
@@ -108,7 +109,7 @@ impl SseTransport {
         };
         let reader = move || {
             let opened = open_stream(
-                &reader_agent,
+                &reader_agents,
                 &reader_base,
                 &reader_shown,
                 forwarded,
@@ -169,7 +170,7 @@ impl SseTransport {
         let give_up = |error: Error| {
             *phase.lock() = Phase::Over;
             closed.store(true, Ordering::SeqCst);
-            agent.clone().shutdown();
+            agents.shutdown();
             error
         };
         if let Err(e) = spawned {
@@ -219,7 +220,7 @@ impl SseTransport {
                 endpoint_shown,
                 forwarded: wire.forwards(),
                 auth: target.auth.clone(),
-                agent,
+                agents,
                 options: options.clone(),
                 closed,
                 proxy,
@@ -230,25 +231,26 @@ impl SseTransport {
 
 /// Opens the event stream at `base`, everything until its headers bounded by `deadline`.
 fn open_stream(
-    agent: &ureq::Agent,
+    agents: &web::Agents,
     base: &Uri,
     shown: &str,
     forwarded: bool,
     deadline: Instant,
 ) -> Result<ureq::BodyReader<'static>, Error> {
+    let mut request = web::request(ureq::http::Method::GET, base);
+    (request.headers_mut()).insert("accept", HeaderValue::from_static("text/event-stream"));
+    // Everything until the headers bounded by the deadline; the stream lives as long as the
+    // session.
     let left = web::left(deadline);
-    let request = agent
-        .get(base.clone())
-        .config()
-        .timeout_connect(Some(left))
-        .timeout_send_request(Some(left))
-        .timeout_recv_response(Some(left))
-        // The stream lives as long as the session.
-        .timeout_recv_body(None)
-        .build()
-        .header("Accept", "text/event-stream");
-    let response = request
-        .call()
+    let budget = super::exchange::Budget {
+        deadline: None,
+        connect: left,
+        send: left,
+        receive: left,
+        stream: true,
+    };
+    let response = agents
+        .send(request, &[], budget, true)
         .map_err(|e| web::transport_error(e, shown, "GET"))?;
     if web::is_redirect(&response) {
         return Err(web::redirect_error(&response, base));
@@ -304,7 +306,7 @@ impl Transport for SseTransport {
         let s = &self.shared;
         if !s.closed.swap(true, Ordering::SeqCst) {
             log::debug!("[{}] closing the SSE stream", s.name);
-            s.agent.clone().shutdown();
+            s.agents.shutdown();
         }
     }
 
@@ -329,14 +331,12 @@ impl Shared {
         let mut body = Vec::with_capacity(256);
         message.write_json(&mut body);
         let shown = &self.endpoint_shown;
-        let response = self
-            .agent
-            .post(self.endpoint.clone())
-            .config()
-            .timeout_global(Some(self.options.post_timeout))
-            .build()
-            .header("Content-Type", "application/json")
-            .send(&body[..])
+        let mut request = web::request(ureq::http::Method::POST, &self.endpoint);
+        (request.headers_mut())
+            .insert("content-type", HeaderValue::from_static("application/json"));
+        let budget = super::exchange::Budget::until(Instant::now() + self.options.post_timeout);
+        let response = (self.agents)
+            .send(request, &body, budget, false)
             .map_err(|e| web::transport_error(e, shown, "POST"))?;
         web::note_nonce(&response, self.auth.as_ref(), &self.endpoint);
         if web::is_redirect(&response) {

@@ -17,10 +17,12 @@
 //! `getaddrinfo` per tool call), so the agent's resolver ([`ResolveOnConnect`]) resolves
 //! nothing and [`Tcp`] does it.
 //!
-//! Proxies are not supported on this path (MCP servers are reached directly).
+//! A server that listens on a Unix socket (`unix:///path`, see `url::local`) is connected to at
+//! its path instead, and its connection is read and written the same way (see `socket`).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -73,11 +75,13 @@ fn resolve(details: &ConnectionDetails, via: Option<&Uri>) -> Result<Vec<SocketA
     Ok(found)
 }
 
-/// Opens TCP connections (first in the agent's connector chain): to the request's host, or
-/// to `via`, a proxy the requests are forwarded to as they are (see `proxy::Proxy::forwards`).
+/// Opens TCP connections (first in the connector chain): to the request's host, or to `via`,
+/// a proxy the requests are forwarded to as they are (see `proxy::Proxy::forwards`), or to the
+/// Unix socket at `local`, where the server listens instead.
 #[derive(Debug, Default)]
 pub(crate) struct Tcp {
     pub(crate) via: Option<Uri>,
+    pub(crate) local: Option<Arc<Path>>,
 }
 
 impl<In: Transport> Connector<In> for Tcp {
@@ -91,40 +95,16 @@ impl<In: Transport> Connector<In> for Tcp {
         if let Some(previous) = chained {
             return Ok(Some(Either::A(previous)));
         }
-        // One budget for every address tried, not one each.
-        let deadline = details
-            .timeout
-            .not_zero()
-            .map(|t| std::time::Instant::now() + *t);
-        let mut last = None;
-        let mut stream = None;
-        for addr in &resolve(details, self.via.as_ref())? {
-            let attempt = match deadline {
-                Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
-                    Some(left) if !left.is_zero() => TcpStream::connect_timeout(addr, left),
-                    _ => Err(ErrorKind::TimedOut.into()),
-                },
-                None => TcpStream::connect(addr),
-            };
-            match attempt {
-                Ok(s) => {
-                    stream = Some(s);
-                    break;
+        let stream = match &self.local {
+            Some(path) => super::socket::Socket::unix(path)?,
+            None => {
+                let stream = connect_tcp(details, self.via.as_ref())?;
+                if details.config.no_delay() {
+                    stream.set_nodelay(true)?;
                 }
-                Err(e) => last = Some(e),
+                super::socket::Socket::Tcp(stream)
             }
-        }
-        let stream = match (stream, last) {
-            (Some(s), _) => s,
-            (None, Some(e)) if e.kind() == ErrorKind::TimedOut => {
-                return Err(ureq::Error::Timeout(ureq::Timeout::Connect))
-            }
-            (None, Some(e)) => return Err(ureq::Error::Io(e)),
-            (None, None) => return Err(ureq::Error::HostNotFound),
         };
-        if details.config.no_delay() {
-            stream.set_nodelay(true)?;
-        }
         let stream = Arc::new(stream);
         let handle: Weak<dyn ShutdownHandle> = Arc::downgrade(&stream) as Weak<dyn ShutdownHandle>;
         (details.register_shutdown)(handle)?;
@@ -139,9 +119,44 @@ impl<In: Transport> Connector<In> for Tcp {
     }
 }
 
-/// One TCP connection.
+/// A TCP connection to the request's host (or `via`), every address tried within one budget.
+fn connect_tcp(details: &ConnectionDetails, via: Option<&Uri>) -> Result<TcpStream, ureq::Error> {
+    // One budget for every address tried, not one each.
+    let deadline = details
+        .timeout
+        .not_zero()
+        .map(|t| std::time::Instant::now() + *t);
+    let mut last = None;
+    let mut stream = None;
+    for addr in &resolve(details, via)? {
+        let attempt = match deadline {
+            Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                Some(left) if !left.is_zero() => TcpStream::connect_timeout(addr, left),
+                _ => Err(ErrorKind::TimedOut.into()),
+            },
+            None => TcpStream::connect(addr),
+        };
+        match attempt {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    match (stream, last) {
+        (Some(s), _) => Ok(s),
+        (None, Some(e)) if e.kind() == ErrorKind::TimedOut => {
+            Err(ureq::Error::Timeout(ureq::Timeout::Connect))
+        }
+        (None, Some(e)) => Err(ureq::Error::Io(e)),
+        (None, None) => Err(ureq::Error::HostNotFound),
+    }
+}
+
+/// One connection (TCP, or a Unix socket's).
 pub(crate) struct TcpConnection {
-    stream: Arc<TcpStream>,
+    stream: Arc<super::socket::Socket>,
     buffers: LazyBuffers,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
@@ -152,7 +167,7 @@ pub(crate) struct TcpConnection {
 impl std::fmt::Debug for TcpConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TcpConnection")
-            .field("peer", &self.stream.peer_addr().ok())
+            .field("peer", &self.stream.peer())
             .finish()
     }
 }
@@ -282,34 +297,8 @@ impl Transport for TcpConnection {
         }
         // Nothing may be waiting on an idle kept-alive connection: data means the server sent
         // something unasked, EOF or an error means it is gone; "would block" means all is well.
-        peek_idle(&self.stream)
+        self.stream.is_idle()
     }
-}
-
-#[cfg(unix)]
-fn peek_idle(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut byte = 0u8;
-    // SAFETY: a one-byte peek into a local buffer on a socket we own; it never blocks.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            (&mut byte as *mut u8).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::WouldBlock
-}
-
-#[cfg(not(unix))]
-fn peek_idle(stream: &TcpStream) -> bool {
-    let mut byte = [0u8; 1];
-    if stream.set_nonblocking(true).is_err() {
-        return false;
-    }
-    let idle = matches!(stream.peek(&mut byte), Err(e) if e.kind() == ErrorKind::WouldBlock);
-    stream.set_nonblocking(false).is_ok() && idle
 }
 
 #[cfg(test)]

@@ -1,20 +1,19 @@
 //! HTTP plumbing shared by the Streamable HTTP and legacy SSE transports: the connection's
-//! wire form (its secrets, proxy and TLS), the `ureq` agents, status and error mapping, and
-//! reading an event stream. The settings a host gives are in `target`.
+//! wire form (its secrets, proxy and TLS), its kept-alive connections, status and error
+//! mapping, and reading an event stream. The settings a host gives are in `target`.
 //!
 //! - Redirects are never followed, on any origin: an MCP endpoint has no business redirecting
 //!   its client, and following one would hand the configured headers, the session id and the
-//!   token to wherever it points (`ureq` strips only `Authorization` and cookies, and turns a
-//!   POST into a GET). A 3xx is [`Error::Redirect`], naming the (redacted) target.
-//! - Secrets never reach `ureq`: it is given the redacted URL and none of the configured
-//!   headers, which our connector (`cork`) writes on the wire, so no log level of any crate
-//!   shows them. Every URL we render goes through `url::redact`, and `ureq`'s error texts are
-//!   scrubbed of URLs too.
+//!   token to wherever it points. A 3xx is [`Error::Redirect`], naming the (redacted) target.
+//! - Secrets are added to a request's head as it is written, and only there (see `secrets` and
+//!   `exchange`): every other part of the crate has the redacted URL and none of the configured
+//!   headers, so no log level of any crate shows them. Every URL we render goes through
+//!   `url::redact`, and error texts are scrubbed of URLs too.
 
 use std::io::Read;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ureq::http::Response;
 use ureq::Body;
@@ -35,31 +34,27 @@ const ERROR_BODY_CAP: usize = 2048;
 /// Read size for event streams.
 const CHUNK: usize = 16 * 1024;
 
-/// The agents of one connection: keep-alive across requests, and one `shutdown` that
-/// interrupts every blocked read of the connection.
+/// The kept-alive connections of one HTTP connection config, and one `shutdown` that
+/// interrupts every blocked read of them.
 ///
-/// A `ureq` agent guards its connection pool with one lock, which every request takes twice;
-/// with many threads calling at once they queue on it. So a connection has a few agents, and
-/// each calling thread always uses the same one (and so finds its own kept-alive connection).
+/// A pool behind one lock, which every request takes twice, makes many threads calling at once
+/// queue on it. So the connections are kept in a few shards, and each calling thread always
+/// uses the same one (and so finds its own kept-alive connection).
 pub(crate) struct Agents {
-    /// Built on first use: most connections only ever use one or two (a fleet of sessions
-    /// would otherwise build eight each).
-    agents: [std::sync::OnceLock<ureq::Agent>; AGENT_SHARDS],
-    /// The kept-alive connections of the POSTs that run without the agent (see `exchange`);
-    /// built on first use.
+    /// Built on first use.
     kept: std::sync::OnceLock<Arc<super::exchange::Kept>>,
     options: HttpOptions,
     wire: Wire,
-    /// Set by `shutdown`: an agent built after it is shut down at once.
+    /// Set by `shutdown`: connections built after it are shut down at once.
     down: std::sync::atomic::AtomicBool,
 }
 
-/// A connection's agents and what they hide from `ureq`.
+/// A connection's wire form: what only goes on the wire, its proxy and TLS.
 #[derive(Clone)]
 pub(crate) struct Wire {
-    /// The URL as `ureq` sees it and as we show it.
+    /// The URL as the crate sees it and as we show it.
     pub(crate) split: super::url::Split,
-    pub(crate) secrets: Arc<super::cork::Secrets>,
+    pub(crate) secrets: Arc<super::secrets::Secrets>,
     /// The proxy the connection goes through, if any.
     pub(crate) proxy: Option<super::proxy::Proxy>,
     /// What the connection trusts and presents.
@@ -67,18 +62,27 @@ pub(crate) struct Wire {
     /// The proxy's address, where the requests are sent as they are when they do not go
     /// through a tunnel (see `proxy::Proxy::forwards`; no credentials in it).
     via: Option<ureq::http::Uri>,
+    /// The Unix socket the server listens on, for a `unix://` URL (see `url::local`).
+    local: Option<Arc<std::path::Path>>,
 }
 
 impl Wire {
     /// The wire form of `target`, the proxy it is reached through (see `proxy::choose`) and
     /// its TLS (see `tls`).
     pub(crate) fn new(target: &HttpTarget, options: &HttpOptions) -> Result<Wire, Error> {
-        let mut split = super::url::split(&target.url)?;
-        let env = super::proxy::ProxyEnv::from_process();
-        let proxy = super::proxy::choose(target, options, &env)?;
+        let local = super::url::local(&target.url).transpose()?;
+        let mut split = super::url::split(local.as_ref().map_or(&target.url, |l| &l.http))?;
+        let proxy = match &local {
+            // A local socket is reached directly, whatever the proxy settings say.
+            Some(local) => {
+                split.shown = local.shown.clone();
+                None
+            }
+            None => super::proxy::choose(target, options, &super::proxy::ProxyEnv::from_process())?,
+        };
         let scheme = split.public.scheme_str().unwrap_or("").to_owned();
         let forward = proxy.as_ref().filter(|p| p.forwards(&scheme));
-        let secrets = Arc::new(super::cork::Secrets::new(&split, target, forward)?);
+        let secrets = Arc::new(super::secrets::Secrets::new(&split, target, forward)?);
         // Forwarded requests must reach the proxy: an address that cannot be made is an error,
         // never a connection to the server itself (which would get the proxy's credentials).
         let via = match forward {
@@ -99,6 +103,7 @@ impl Wire {
             proxy,
             tls,
             via,
+            local: local.map(|l| Arc::from(l.path.as_path())),
         })
     }
 }
@@ -110,9 +115,8 @@ impl Wire {
     }
 }
 
-/// How many agents a connection spreads its callers over: up to eight threads calling at once
-/// each get their own (with four, pairs of threads still queued on a pool lock). An agent
-/// costs a few hundred bytes until it holds a connection.
+/// How many shards a connection's kept connections are spread over: up to eight threads calling
+/// at once each get their own (with four, pairs of threads still queued on a shard's lock).
 pub(crate) const AGENT_SHARDS: usize = 8;
 
 /// A connection's input buffer: it also bounds a response's head.
@@ -133,7 +137,6 @@ thread_local! {
 impl Agents {
     pub(crate) fn new(options: &HttpOptions, wire: &Wire) -> Agents {
         Agents {
-            agents: Default::default(),
             kept: std::sync::OnceLock::new(),
             options: options.clone(),
             wire: wire.clone(),
@@ -141,25 +144,21 @@ impl Agents {
         }
     }
 
-    /// The calling thread's agent (or the agent of the caller a worker runs an exchange for).
-    pub(crate) fn get(&self) -> &ureq::Agent {
-        let slot = &self.agents[Agents::slot() % AGENT_SHARDS];
-        let built = slot.get().is_none();
-        let agent = slot.get_or_init(|| agent(&self.options, &self.wire));
-        // One built while `shutdown` ran may have been missed by it: shut it down here.
-        if built && self.down.load(std::sync::atomic::Ordering::SeqCst) {
-            agent.clone().shutdown();
-        }
-        agent
-    }
-
-    /// The kept-alive connections of the POSTs that run without the agent (see `exchange`).
+    /// The kept-alive connections every request of the connection goes through (see
+    /// `exchange`).
     pub(crate) fn kept(&self) -> &Arc<super::exchange::Kept> {
         let built = self.kept.get().is_none();
         let kept = self.kept.get_or_init(|| {
             Arc::new(super::exchange::Kept::new(
-                stack(&self.wire),
+                connections(
+                    &self.wire.tls,
+                    self.wire.via.clone(),
+                    self.wire.local.clone(),
+                ),
                 config(&self.options, &self.wire),
+                Some(Arc::clone(&self.wire.secrets)),
+                self.wire.forwards(),
+                false,
             ))
         });
         // One built while `shutdown` ran may have been missed by it: shut it down here.
@@ -169,6 +168,30 @@ impl Agents {
         kept
     }
 
+    /// Sends `request` with `body` (see `exchange::Kept::send`) on the calling thread's shard.
+    pub(crate) fn send(
+        &self,
+        request: ureq::http::Request<()>,
+        body: &[u8],
+        budget: super::exchange::Budget,
+        safe: bool,
+    ) -> Result<Response<Body>, ureq::Error> {
+        self.kept()
+            .send(Agents::slot(), request, body, budget, safe)
+    }
+
+    /// The bounds of a request with `deadline` (see `exchange::Budget`): the deadline over
+    /// every phase, else the connection's phase timeouts.
+    pub(crate) fn budget(&self, deadline: Option<Instant>) -> super::exchange::Budget {
+        super::exchange::Budget {
+            deadline,
+            connect: self.options.connect_timeout,
+            send: self.options.post_timeout,
+            receive: self.options.exchange_timeout,
+            stream: false,
+        }
+    }
+
     /// The calling thread's slot: its own, or the one [`Agents::on_behalf_of`] lent it.
     pub(crate) fn slot() -> usize {
         BORROWED
@@ -176,10 +199,10 @@ impl Agents {
             .unwrap_or_else(|| SLOT.with(|s| *s))
     }
 
-    /// Runs `f` with `slot`'s agent as this thread's: a worker running a caller's exchange uses
-    /// the caller's agent, so the connection the caller's other requests use (and keep alive)
+    /// Runs `f` with `slot`'s shard as this thread's: a worker running a caller's exchange uses
+    /// the caller's, so the connection the caller's other requests use (and keep alive)
     /// carries it too, rather than a new one per worker. The caller waits meanwhile, so no two
-    /// threads contend for that agent's pool more than before.
+    /// threads contend for that shard more than before.
     pub(crate) fn on_behalf_of<T>(slot: usize, f: impl FnOnce() -> T) -> T {
         let before = BORROWED.with(|b| b.replace(Some(slot)));
         let out = f();
@@ -187,82 +210,41 @@ impl Agents {
         out
     }
 
-    /// Interrupts every blocked read and refuses new requests, on every agent.
+    /// Interrupts every blocked read and refuses new requests.
     pub(crate) fn shutdown(&self) {
         self.down.store(true, std::sync::atomic::Ordering::SeqCst);
-        for a in self.agents.iter().filter_map(std::sync::OnceLock::get) {
-            a.clone().shutdown();
-        }
         if let Some(kept) = self.kept.get() {
             kept.shutdown();
         }
     }
 }
 
-/// One agent with the connection's settings; its secrets go on the wire in the connector.
-///
-/// Its timeouts bound each phase of an exchange that has no deadline (`exchange_timeout` for
-/// the response and its body, `post_timeout` for sending). A request with a deadline sets it as
-/// the request's overall ("global") timeout, which bounds every phase, connecting included (our
-/// resolver does no lookup, so the overall timeout costs no resolver thread). The host is
-/// resolved when a connection is opened, not per request (see `tcp`). Redirects are never
-/// followed (see the module docs).
-pub(crate) fn agent(options: &HttpOptions, wire: &Wire) -> ureq::Agent {
-    ureq::Agent::with_parts(
-        config(options, wire),
-        stack(wire),
-        super::tcp::ResolveOnConnect,
-    )
-}
-
-/// The agents' configuration (see [`agent`]).
+/// The connections' configuration: their TLS, the tunnel through a proxy, the phase timeouts
+/// of a request without a deadline, and the buffers.
 fn config(options: &HttpOptions, wire: &Wire) -> ureq::config::Config {
-    // A tunnel is `ureq`'s to make; forwarded requests go to the proxy's address, with their
-    // absolute target and the proxy's credentials written by the cork.
+    // A tunnel is `ureq`'s connector's to make; forwarded requests go to the proxy's address,
+    // with their absolute target and the proxy's credentials (see `secrets`).
     let tunnel = wire.proxy.as_ref().filter(|_| !wire.forwards());
-    // Forwarded requests get a connection each: proxies differ in keeping a client's
-    // connection alive after a forwarded response (tinyproxy closes it unannounced, and a POST
-    // on a connection closed under it cannot be re-sent), and a tunnel keeps its own.
-    let idle = if wire.forwards() { 0 } else { 64 };
     super::tls::configure(ureq::Agent::config_builder(), &wire.tls)
-        .http_status_as_error(false)
-        .max_redirects(0)
         .timeout_connect(Some(options.connect_timeout))
-        .timeout_send_request(Some(options.post_timeout))
-        .timeout_send_body(Some(options.post_timeout))
-        .timeout_recv_response(Some(options.exchange_timeout))
-        .timeout_recv_body(Some(options.exchange_timeout))
-        // Concurrent calls each hold a connection; keep them all for reuse instead of
-        // opening a new one per request once more than a handful run at once.
-        .max_idle_connections(idle)
-        .max_idle_connections_per_host(idle)
         // Each connection has these buffers; MCP messages stream through them, so 128 KiB
         // each (the default) is memory for nothing: eight callers' connections at 16 + 8 KiB
         // keep about 270 KB less than at 32 + 16. The input one bounds response headers
         // (servers cap theirs at 8 KiB or so).
         .input_buffer_size(INPUT_BUFFER)
         .output_buffer_size(8 * 1024)
-        .user_agent(USER_AGENT)
         // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
         // to read the environment itself.
         .proxy(tunnel.map(|p| p.ureq.clone()))
         .build()
 }
 
-/// The connection stack (see [`connections`]), each request in one write with its secrets
-/// (see `cork`).
-fn stack(wire: &Wire) -> super::exchange::Stack {
-    use ureq::unversioned::transport::Connector;
-    let secrets = Some(Arc::clone(&wire.secrets));
-    connections(&wire.tls, wire.via.clone()).chain(super::cork::Cork::with_secrets(secrets))
-}
-
 /// The connections every HTTP exchange of the crate runs on, the MCP transports' and OAuth's:
-/// a tunnel through the proxy when the agent's config names one (`CONNECT`, its own
-/// connection to the proxy made by this same stack), our TCP (fewer system calls per request,
-/// the host resolved when a connection opens, aborts: see `tcp`), then TLS for https with the
-/// connection's roots and client certificate (see `tls`; the agent's config must carry the
-/// same [`Tls`](super::tls::Tls)'s `config`).
+/// a tunnel through the proxy when the config names one (`CONNECT`, its own connection to the
+/// proxy made by this same stack), our TCP (fewer system calls per request, the host resolved
+/// when a connection opens, aborts: see `tcp`), then TLS for https with the connection's roots
+/// and client certificate (see `tls`; the config must carry the same
+/// [`Tls`](super::tls::Tls)'s `config`).
 /// Whatever a network asks of a connection is added here, once.
 pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
     (),
@@ -279,12 +261,29 @@ pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
 >;
 
 /// The connection stack (see [`Connections`]); its resolver is [`ResolveOnConnect`](super::tcp::ResolveOnConnect).
-/// `via`: the address of a proxy the requests are forwarded to (see `Wire`).
-pub(crate) fn connections(tls: &super::tls::Tls, via: Option<ureq::http::Uri>) -> Connections {
+/// `via`: the address of a proxy the requests are forwarded to; `local`: the Unix socket the
+/// server listens on (see `Wire`).
+pub(crate) fn connections(
+    tls: &super::tls::Tls,
+    via: Option<ureq::http::Uri>,
+    local: Option<Arc<std::path::Path>>,
+) -> Connections {
     use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
     ().chain(ConnectProxyConnector::default())
-        .chain(super::tcp::Tcp { via })
+        .chain(super::tcp::Tcp { via, local })
         .chain(tls.connector())
+}
+
+/// A request for `uri` with no headers yet (built in place: a builder moves the whole request
+/// through each header it adds).
+pub(crate) fn request(
+    method: ureq::http::Method,
+    uri: &ureq::http::Uri,
+) -> ureq::http::Request<()> {
+    let mut request = ureq::http::Request::new(());
+    *request.method_mut() = method;
+    *request.uri_mut() = uri.clone();
+    request
 }
 
 /// The remaining time until `deadline` (at least a millisecond: zero means "no timeout" to

@@ -89,21 +89,20 @@ impl Shared {
             // This connection uses the session as it is now: what a handshake asked for.
             self.listening.lock().wanted = false;
             // The GET stream may stay open, and silent, for as long as it likes.
-            let mut request = self
-                .agents
-                .get()
-                .get(self.uri.clone())
-                .config()
-                .timeout_recv_body(None)
-                .build()
-                .header(ACCEPT, HeaderValue::from_static("text/event-stream"));
-            if let Some(id) = &last_event_id {
-                request = request.header("Last-Event-ID", id.as_str());
+            let mut request = web::request(ureq::http::Method::GET, &self.uri);
+            let headers = request.headers_mut();
+            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+            if let Some(id) = last_event_id
+                .as_deref()
+                .and_then(|i| HeaderValue::from_str(i).ok())
+            {
+                headers.insert("last-event-id", id);
             }
             let request = self.with_version(self.with_session(request), *self.version.read());
             let mut delivered = false;
             let opened = Instant::now();
-            let called = request.call();
+            let called =
+                (self.agents).send(request, &[], self.agents.budget(None).streaming(), true);
             if let Some(told) = self.listen_opened.lock().take() {
                 let _ = told.send(());
             }

@@ -8,27 +8,15 @@ use super::{Shared, VERSION_HEADER};
 use crate::protocol::ProtocolVersion;
 use crate::transport::Envelope;
 
-/// A request being built, from `ureq` or `http` (or a request itself): the headers every request of a session gets.
+/// A request: the headers every request of a session gets.
 pub(super) trait WithHeader: Sized {
     fn with_header(self, name: HeaderName, value: HeaderValue) -> Self;
-}
-
-impl<B> WithHeader for ureq::RequestBuilder<B> {
-    fn with_header(self, name: HeaderName, value: HeaderValue) -> Self {
-        self.header(name, value)
-    }
 }
 
 impl WithHeader for ureq::http::Request<()> {
     fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers_mut().append(name, value);
         self
-    }
-}
-
-impl WithHeader for ureq::http::request::Builder {
-    fn with_header(self, name: HeaderName, value: HeaderValue) -> Self {
-        self.header(name, value)
     }
 }
 

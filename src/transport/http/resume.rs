@@ -101,16 +101,15 @@ impl Shared {
         expect: &RequestId,
         deadline: Option<Instant>,
     ) -> Result<Reply, Error> {
-        let request = self.agents.get().get(self.uri.clone());
-        let request = match deadline {
-            Some(d) => request.config().timeout_global(Some(web::left(d))).build(),
-            None => request,
-        }
-        .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
-        .header("Last-Event-ID", last_event_id);
-        let response = self
-            .with_version(self.with_session(request), envelope.version)
-            .call()
+        let mut request = web::request(ureq::http::Method::GET, &self.uri);
+        let headers = request.headers_mut();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let id = HeaderValue::from_str(last_event_id)
+            .map_err(|_| Error::protocol("the stream's last event id is not a header value"))?;
+        headers.insert("last-event-id", id);
+        let request = self.with_version(self.with_session(request), envelope.version);
+        let response = (self.agents)
+            .send(request, &[], self.agents.budget(deadline).streaming(), true)
             .map_err(|e| self.failure(e, "GET"))?;
         web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
         if web::is_redirect(&response) {

@@ -6,15 +6,18 @@
 //! A URL may carry secrets: `https://host/mcp?apiKey=…`, `https://user:pass@host/…`. Every
 //! rendering of a URL in the transport layer (error texts, logs, `Debug`) goes through
 //! [`redact`], which keeps scheme, host, port and path, replaces every query value with
-//! `REDACTED`, and drops userinfo and fragment. `ureq` itself is only ever given the
+//! `REDACTED`, and drops userinfo and fragment. The rest of the crate only ever has the
 //! [`Split::public`] form of the configured URL (redacted the same way); the real query goes
-//! onto the wire in our connector (see `cork`), so `ureq`'s own logs never see it either.
+//! onto the wire where a request's head is written (see `secrets`), and nowhere else.
+//!
+//! A server on a Unix socket is named as VS Code names one, `unix:///path/to/server.sock`
+//! with the HTTP path after `#` (see [`local`]).
 
 use ureq::http::Uri;
 
 use crate::error::Error;
 
-#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's only.
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // Mostly OAuth's.
 pub(crate) mod form;
 
 /// What replaces each query value in a rendered URL.
@@ -139,6 +142,58 @@ pub(crate) fn split(url: &str) -> Result<Split, Error> {
         shown,
         real_target,
     })
+}
+
+/// A server that listens on a local socket, named as VS Code's configs name one:
+/// `unix:///path/to/server.sock`, with the HTTP request's path after `#`
+/// (`unix:///tmp/s.sock#/mcp`; `/` without one).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Local {
+    /// The socket's path.
+    pub(crate) path: std::path::PathBuf,
+    /// The URL the requests are written for (`http://localhost` and the HTTP path).
+    pub(crate) http: String,
+    /// The URL as shown: the socket and the HTTP path, redacted.
+    pub(crate) shown: String,
+}
+
+/// The local socket `url` names, if it is a `unix:` URL (or `pipe:`, a Windows named pipe,
+/// which is refused by name: not supported yet).
+pub(crate) fn local(url: &str) -> Option<Result<Local, Error>> {
+    let url = url.trim();
+    let (scheme, rest) = url.split_once("://")?;
+    let refuse = |why: &str| {
+        Some(Err(Error::Config {
+            message: format!("invalid URL {:?}: {why}", redact(url)),
+        }))
+    };
+    if scheme.eq_ignore_ascii_case("pipe") {
+        return refuse("Windows named pipes (pipe://) are not supported");
+    }
+    if !scheme.eq_ignore_ascii_case("unix") {
+        return None;
+    }
+    let (path, http) = rest.split_once('#').unwrap_or((rest, "/"));
+    // `unix:///tmp/s.sock`: no authority, an absolute path, percent-encoded as any URL path.
+    let path = form::decode(&path.replace('+', "%2B"));
+    if !path.starts_with('/') || path.contains('\0') {
+        return refuse(
+            "a unix:// URL names a socket by its absolute path (unix:///path/to/server.sock)",
+        );
+    }
+    if http.chars().any(|c| c.is_control() || c == ' ') {
+        return refuse("the HTTP path after # has a space or a control character");
+    }
+    let http = if http.starts_with('/') {
+        http.to_owned()
+    } else {
+        format!("/{http}")
+    };
+    Some(Ok(Local {
+        shown: format!("unix://{path}#{}", redact(&http)),
+        path: path.into(),
+        http: format!("http://localhost{http}"),
+    }))
 }
 
 /// `scheme://authority` of a URL, with the default port made explicit.

@@ -1,24 +1,16 @@
-//! One write per HTTP request.
+//! What only goes on the wire: a connection's configured headers, its auth provider's
+//! `Authorization` (and DPoP proof), the real request-target behind the redacted one every
+//! other part of the crate sees, and, for requests forwarded to a proxy, their absolute target
+//! and the proxy's credentials.
 //!
-//! `ureq` transmits a request's head and its body separately: two writes, two TCP segments,
-//! and often two wake-ups of the server. The [`Cork`] connector, last in the agent's chain
-//! (above TLS, so a request is one TLS record too), wraps each connection's transport: what
-//! `ureq` transmits is held back, and sent in one write as soon as `ureq` turns to waiting for
-//! input (or the held bytes fill the output buffer).
-//!
-//! The cork is also where the connection's secrets go on the wire, so that `ureq` never has
-//! them: at `RUST_LOG=trace` `ureq` logs every request it writes (as hex rows) and its full
-//! URL, and a library cannot configure its host's logger. `ureq` is given the redacted URL and
-//! none of the configured headers; the head it writes (always the start of the first output
-//! of a request, since the cork holds everything until the request's response is awaited) gets
-//! its request-target swapped back to the real one and the [`Secrets`] headers inserted after
-//! the request line, on connections to the secrets' own origin only.
+//! They are added to a request's head in the one place a request is written (`exchange`), on
+//! requests to the secrets' own origin only. Nothing else holds them: `ureq`'s request
+//! machinery, which at `RUST_LOG=trace` logs every request it writes and its full URL, never
+//! writes a request of ours (a library cannot configure its host's logger).
 
-use std::fmt;
 use std::sync::Arc;
 
 use ureq::http::{HeaderName, HeaderValue};
-use ureq::unversioned::transport::{Buffers, ConnectionDetails, Connector, NextTimeout, Transport};
 
 use super::target::AuthProvider;
 use crate::error::Error;
@@ -27,16 +19,16 @@ use crate::error::Error;
 type Swap = (Box<[u8]>, Box<[u8]>);
 
 /// What only goes on the wire: the configured headers, the auth provider's `Authorization`,
-/// and the real request-target behind the redacted one `ureq` is given.
+/// and the real request-target behind the redacted one the rest of the crate sees.
 pub(crate) struct Secrets {
     /// `(scheme, host, port)` of the server: other origins never get any of this.
     origin: Option<(String, String, u16)>,
     /// `Name: value\r\n` for each configured header.
     headers: Vec<u8>,
-    /// A configured `Host`, which replaces the one `ureq` writes (never both on the wire).
+    /// A configured `Host`, which replaces the one the head has (never both on the wire).
     replaces_host: bool,
     auth: Option<Arc<dyn AuthProvider>>,
-    /// The request-target `ureq` writes, and the real one it stands for.
+    /// The request-target the head has, and the real one it stands for.
     target: Option<Swap>,
     /// Requests forwarded to a proxy as they are (see `proxy::Proxy::forwards`).
     forward: Option<Forward>,
@@ -106,7 +98,7 @@ impl Secrets {
         })
     }
 
-    /// Nothing to put on the wire: the cork then never looks at a request.
+    /// Nothing to put on the wire: a request's head is then written as it is.
     pub(crate) fn is_empty(&self) -> bool {
         self.headers.is_empty()
             && self.auth.is_none()
@@ -114,9 +106,14 @@ impl Secrets {
             && self.forward.is_none()
     }
 
+    /// Whether a request for `uri` gets them: only one to the server's own origin.
+    pub(crate) fn are_for(&self, uri: &ureq::http::Uri) -> bool {
+        self.origin.is_some() && super::url::origin(uri) == self.origin
+    }
+
     /// Rewrites the request head at the start of `held`: the real request-target, then the
     /// secret headers after the request line. `scratch` is reused from request to request.
-    fn apply(&self, held: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    pub(crate) fn apply(&self, held: &mut Vec<u8>, scratch: &mut Vec<u8>) {
         let Some(line_end) = held.iter().position(|&b| b == b'\n') else {
             return;
         };
@@ -211,130 +208,6 @@ fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(b": ");
     out.extend_from_slice(value.as_bytes());
     out.extend_from_slice(b"\r\n");
-}
-
-/// The connector that corks every transport made by the connectors before it.
-#[derive(Default)]
-pub(crate) struct Cork {
-    secrets: Option<Arc<Secrets>>,
-}
-
-impl Cork {
-    /// A cork that also puts `secrets` on the wire (see the module docs).
-    pub(crate) fn with_secrets(secrets: Option<Arc<Secrets>>) -> Cork {
-        Cork {
-            secrets: secrets.filter(|s| !s.is_empty()),
-        }
-    }
-}
-
-impl fmt::Debug for Cork {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cork")
-            .field("secrets", &self.secrets.is_some())
-            .finish()
-    }
-}
-
-impl<In: Transport> Connector<In> for Cork {
-    type Out = Corked<In>;
-
-    fn connect(
-        &self,
-        details: &ConnectionDetails,
-        chained: Option<In>,
-    ) -> Result<Option<Self::Out>, ureq::Error> {
-        // Only a connection to the server's own origin ever carries its secrets.
-        let secrets = self
-            .secrets
-            .as_ref()
-            .filter(|s| s.origin.is_some() && super::url::origin(details.uri) == s.origin)
-            .cloned();
-        Ok(chained.map(|inner| Corked {
-            inner,
-            held: Vec::new(),
-            secrets,
-            scratch: Vec::new(),
-            at_request: true,
-        }))
-    }
-}
-
-/// A transport whose output is sent in one piece per request.
-pub(crate) struct Corked<T> {
-    inner: T,
-    held: Vec<u8>,
-    secrets: Option<Arc<Secrets>>,
-    scratch: Vec<u8>,
-    /// The next output starts a request (nothing was sent since the last input was awaited).
-    at_request: bool,
-}
-
-impl<T: Transport> Corked<T> {
-    fn flush(&mut self, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        let mut start = 0;
-        while start < self.held.len() {
-            let out = self.inner.buffers().output();
-            let n = out.len().min(self.held.len() - start);
-            out[..n].copy_from_slice(&self.held[start..start + n]);
-            self.inner.transmit_output(n, timeout)?;
-            start += n;
-        }
-        self.held.clear();
-        Ok(())
-    }
-}
-
-impl<T: Transport> Transport for Corked<T> {
-    fn buffers(&mut self) -> &mut dyn Buffers {
-        self.inner.buffers()
-    }
-
-    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        let capacity = self.inner.buffers().output().len();
-        self.held
-            .extend_from_slice(&self.inner.buffers().output()[..amount]);
-        if std::mem::take(&mut self.at_request) {
-            if let Some(secrets) = &self.secrets {
-                secrets.apply(&mut self.held, &mut self.scratch);
-            }
-        }
-        // A large body goes out as it comes: hold at most one buffer's worth.
-        if self.held.len() >= capacity {
-            self.flush(timeout)?;
-        }
-        Ok(())
-    }
-
-    fn maybe_await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.flush(timeout)?;
-        self.at_request = true;
-        self.inner.maybe_await_input(timeout)
-    }
-
-    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.flush(timeout)?;
-        self.at_request = true;
-        self.inner.await_input(timeout)
-    }
-
-    fn is_open(&mut self) -> bool {
-        self.inner.is_open()
-    }
-
-    fn is_tls(&self) -> bool {
-        self.inner.is_tls()
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for Corked<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Corked")
-            .field("inner", &self.inner)
-            .field("held", &self.held.len())
-            .field("secrets", &self.secrets.is_some())
-            .finish()
-    }
 }
 
 #[cfg(test)]
