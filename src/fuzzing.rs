@@ -37,6 +37,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("jsonrpc_envelope", jsonrpc_envelope),
     ("event_stream", event_stream),
     ("http_response", http_response),
+    ("request_head", request_head),
     ("top_level_member", top_level_member),
     ("www_authenticate", www_authenticate),
     ("oauth_metadata", oauth_metadata),
@@ -229,6 +230,32 @@ pub fn http_response(data: &[u8]) {
     }
     if let Ok(Some((body, _))) = &whole {
         assert!(body.len() <= input.len(), "no body byte made up");
+    }
+}
+
+/// The request head the loopback servers read: the same head (or the same refusal) whole, in
+/// cuts through a buffered reader (byte 0: the reader's buffer size), and one byte short of
+/// its end still incomplete; what it takes is within the input and the limit, and what
+/// follows it is left for the body.
+pub fn request_head(data: &[u8]) {
+    use crate::transport::request_head::{parse, read_head, MAX_HEAD};
+    let [a, input @ ..] = data else { return };
+    let whole = parse(input);
+    let mut reader = std::io::BufReader::with_capacity(1 + usize::from(a % 64), input);
+    let read = read_head(&mut reader);
+    match (&whole, &read) {
+        (Ok(Some((head, used))), Ok(h)) => {
+            assert_eq!(head, h, "read in cuts as whole");
+            assert!(*used <= input.len() && *used <= MAX_HEAD);
+            let mut rest = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut reader, &mut rest);
+            assert_eq!(&input[*used..], &rest[..], "what follows the head is left");
+            assert_eq!(parse(&input[..used - 1]), Ok(None), "one byte short");
+            assert!(!head.method.is_empty() && head.path.starts_with('/'));
+        }
+        (Ok(None), Err(e)) => assert_eq!(*e, "incomplete request"),
+        (Err(w), Err(r)) => assert_eq!(w, r, "the same refusal"),
+        _ => panic!("whole and read disagree: {whole:?} {read:?}"),
     }
 }
 

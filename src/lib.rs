@@ -143,6 +143,13 @@ mod tool;
 #[doc(hidden)]
 pub mod fuzzing;
 
+/// The request head the loopback servers read (the OAuth callback listener, and the `mcp`
+/// command's app pages): shared with the command, not part of the API.
+#[doc(hidden)]
+pub mod loopback {
+    pub use crate::transport::request_head::{parse, read_head, RequestHead, MAX_HEAD};
+}
+
 /// Fault injection for this crate's own tests (the `fault-injection` feature): not part of the
 /// API.
 #[cfg(feature = "fault-injection")]

@@ -4,7 +4,7 @@
 //! [`headless`] follows the URL itself (for servers that approve without a user); [`no_login`]
 //! refuses.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use super::driver::{CookieJar, Http, OAuthOptions};
 use super::endpoints::{checked, parse_url, resolve};
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
+use crate::transport::request_head::read_head;
 
 /// Starts the interactive step of logins.
 pub trait Authorizer: Send + Sync {
@@ -258,19 +259,12 @@ fn request_target(stream: &mut TcpStream, deadline: Instant) -> Option<String> {
     stream
         .set_read_timeout(Some(left.max(Duration::from_millis(10))))
         .ok()?;
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
-    let text = String::from_utf8_lossy(&head);
-    let line = text.lines().next()?;
-    let mut parts = line.split_whitespace();
-    (parts.next()? == "GET").then_some(())?;
-    parts.next().map(str::to_owned)
+    let head = read_head(&mut std::io::BufReader::new(&*stream)).ok()?;
+    (head.method == "GET").then_some(())?;
+    Some(match head.query.is_empty() {
+        true => head.path,
+        false => format!("{}?{}", head.path, head.query),
+    })
 }
 
 fn respond(stream: &mut TcpStream, status: &str, body: &str) {

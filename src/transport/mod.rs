@@ -29,6 +29,7 @@ mod memory;
 mod pool;
 mod process;
 pub(crate) mod proxy;
+pub(crate) mod request_head;
 mod secrets;
 mod socket;
 pub(crate) mod sse;

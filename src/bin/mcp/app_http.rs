@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 
 /// Connections served at once; more are closed unanswered.
 const MAX_CONNECTIONS: usize = 32;
-/// The longest request head and body taken (a View's message is small; an image in a message
-/// or a tool's arguments may not be).
-const MAX_HEAD: usize = 16 << 10;
+/// The longest request body taken (a View's message is small; an image in a message or a tool's
+/// arguments may not be). The head's limit is the loopback reader's.
 const MAX_BODY: usize = 8 << 20;
 /// How long a client has to send its whole request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -195,54 +194,21 @@ fn answer(stream: TcpStream, handler: &dyn Handler) -> std::io::Result<()> {
     write_response(&stream, &response)
 }
 
-/// The request's head, and the length of the body that follows.
+/// The request's head (read by the library's loopback reader, the OAuth callback's too), and
+/// the length of the body that follows.
 fn read_head(reader: &mut impl BufRead) -> Result<(Request, usize), &'static str> {
-    let mut head = Vec::new();
-    loop {
-        let mut line = Vec::new();
-        let n = reader
-            .by_ref()
-            .take((MAX_HEAD - head.len().min(MAX_HEAD)) as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(|_| "unreadable request")?;
-        if n == 0 {
-            return Err("incomplete request");
-        }
-        if line == b"\r\n" || line == b"\n" {
-            break;
-        }
-        head.extend_from_slice(&line);
-        if head.len() > MAX_HEAD {
-            return Err("request head too large");
-        }
-    }
-    let head = String::from_utf8(head).map_err(|_| "request head not UTF-8")?;
-    let mut lines = head.lines();
-    let mut first = lines.next().unwrap_or("").split(' ');
-    let method = first.next().unwrap_or("").to_owned();
-    let target = first.next().unwrap_or("");
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .map(|(_, v)| v.parse::<usize>().map_err(|_| "bad Content-Length"))
-        .transpose()?
-        .unwrap_or(0);
-    if length > MAX_BODY {
+    let head = mcp_runtime::loopback::read_head(reader)?;
+    if head.content_length > MAX_BODY {
         return Err("request body too large");
     }
     let request = Request {
-        method,
-        path: path.to_owned(),
-        query: query.to_owned(),
-        headers,
+        method: head.method,
+        path: head.path,
+        query: head.query,
+        headers: head.headers,
         body: Vec::new(),
     };
-    Ok((request, length))
+    Ok((request, head.content_length))
 }
 
 fn read_body(reader: &mut impl Read, length: usize) -> Result<Vec<u8>, &'static str> {
