@@ -1,7 +1,8 @@
 //! Streamable HTTP over a Unix socket, as VS Code names such a server (`"url":
 //! "unix:///path/to/server.sock#/mcp"`): `@modelcontextprotocol/server-everything` listening on
 //! a socket path, reached with a session, its GET stream, tool calls and the session's DELETE,
-//! from the library and from a VS Code `mcp.json` through the command.
+//! from the library and from a VS Code `mcp.json` through the command. Named pipes, Windows',
+//! are `tests/windows_pipe.rs`'s.
 #![cfg(unix)]
 
 mod common;
@@ -86,7 +87,7 @@ fn a_local_socket_url_that_cannot_be_used_says_why() {
         )
         .expect_err("no connection")
     };
-    // A relative path, and a Windows named pipe: config errors, naming the URL.
+    // A relative path, and a Windows named pipe off Windows: config errors, naming the URL.
     for url in ["unix://relative/s.sock", "pipe:///pipe/mcp"] {
         let e = connect(url);
         assert!(matches!(e, Error::Config { .. }), "{url}: {e:?}");

@@ -26,6 +26,8 @@ pub(crate) mod http1;
 mod job;
 pub(crate) mod lines;
 mod memory;
+#[cfg(windows)]
+mod named_pipe;
 mod pool;
 mod process;
 pub(crate) mod proxy;

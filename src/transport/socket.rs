@@ -1,6 +1,7 @@
-//! The socket under an HTTP connection: TCP, or a Unix domain socket for a server that listens
-//! on a path (`unix:///path/to/server.sock`, as VS Code's configs say; see `url::local`). Both
-//! are read and written the same way, with the same timeouts, liveness probe and shutdown.
+//! The socket under an HTTP connection: TCP, or a local one for a server that listens on a
+//! Unix socket's path (`unix:///path/to/server.sock`) or a Windows named pipe
+//! (`pipe:///pipe/name`), as VS Code's configs name them (see `url::local`). All are read and
+//! written the same way, with the same timeouts, liveness probe and shutdown.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -12,23 +13,49 @@ pub(crate) enum Socket {
     Tcp(TcpStream),
     #[cfg(unix)]
     Unix(std::os::unix::net::UnixStream),
+    #[cfg(windows)]
+    Pipe(super::named_pipe::Pipe),
+}
+
+/// Where a local server listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Local {
+    /// A Unix socket's path.
+    Unix(std::path::PathBuf),
+    /// A Windows named pipe's name (`\\.\pipe\name`).
+    Pipe(String),
+}
+
+impl Local {
+    /// Where it is, as shown.
+    pub(crate) fn shown(&self) -> String {
+        match self {
+            Local::Unix(path) => path.display().to_string(),
+            Local::Pipe(name) => name.clone(),
+        }
+    }
 }
 
 impl Socket {
-    /// Connects to the Unix socket at `path`. Connecting to a local socket does not wait on a
-    /// network: it succeeds, or fails at once (no listener, a full backlog, no such file).
-    #[cfg(unix)]
-    pub(crate) fn unix(path: &std::path::Path) -> io::Result<Socket> {
-        std::os::unix::net::UnixStream::connect(path).map(Socket::Unix)
-    }
-
-    /// On a system without Unix sockets, the error that says so.
-    #[cfg(not(unix))]
-    pub(crate) fn unix(_path: &std::path::Path) -> io::Result<Socket> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "Unix domain sockets are not available on this system",
-        ))
+    /// Connects to a local server. A Unix socket does not wait on a network: it connects, or
+    /// fails at once (no listener, a full backlog, no such file); a named pipe whose instances
+    /// are all busy is tried again until `deadline`.
+    pub(crate) fn local(local: &Local, deadline: Option<std::time::Instant>) -> io::Result<Socket> {
+        let _ = deadline;
+        match local {
+            #[cfg(unix)]
+            Local::Unix(path) => std::os::unix::net::UnixStream::connect(path).map(Socket::Unix),
+            #[cfg(windows)]
+            Local::Pipe(name) => super::named_pipe::Pipe::open(name, deadline).map(Socket::Pipe),
+            #[allow(unreachable_patterns, reason = "one of the two is this system's")]
+            other => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                match other {
+                    Local::Unix(_) => "Unix domain sockets are not available on this system",
+                    Local::Pipe(_) => "named pipes are Windows', not this system's",
+                },
+            )),
+        }
     }
 
     pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
@@ -36,6 +63,11 @@ impl Socket {
             Socket::Tcp(s) => s.set_read_timeout(t),
             #[cfg(unix)]
             Socket::Unix(s) => s.set_read_timeout(t),
+            #[cfg(windows)]
+            Socket::Pipe(p) => {
+                p.set_read_timeout(t);
+                Ok(())
+            }
         }
     }
 
@@ -44,6 +76,11 @@ impl Socket {
             Socket::Tcp(s) => s.set_write_timeout(t),
             #[cfg(unix)]
             Socket::Unix(s) => s.set_write_timeout(t),
+            #[cfg(windows)]
+            Socket::Pipe(p) => {
+                p.set_write_timeout(t);
+                Ok(())
+            }
         }
     }
 
@@ -53,6 +90,11 @@ impl Socket {
             Socket::Tcp(s) => s.shutdown(Shutdown::Both),
             #[cfg(unix)]
             Socket::Unix(s) => s.shutdown(Shutdown::Both),
+            #[cfg(windows)]
+            Socket::Pipe(p) => {
+                p.shutdown();
+                Ok(())
+            }
         };
     }
 
@@ -66,6 +108,8 @@ impl Socket {
                 .ok()
                 .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
                 .unwrap_or_else(|| "a Unix socket".into()),
+            #[cfg(windows)]
+            Socket::Pipe(p) => p.name().to_owned(),
         }
     }
 
@@ -94,7 +138,11 @@ impl Socket {
     /// See the Unix version.
     #[cfg(not(unix))]
     pub(crate) fn is_idle(&self) -> bool {
-        let Socket::Tcp(stream) = self;
+        let stream = match self {
+            Socket::Tcp(stream) => stream,
+            #[cfg(windows)]
+            Socket::Pipe(p) => return p.is_idle(),
+        };
         let mut byte = [0u8; 1];
         if stream.set_nonblocking(true).is_err() {
             return false;
@@ -111,6 +159,8 @@ impl Read for &Socket {
             Socket::Tcp(s) => (&*s).read(buf),
             #[cfg(unix)]
             Socket::Unix(s) => (&*s).read(buf),
+            #[cfg(windows)]
+            Socket::Pipe(p) => p.read(buf),
         }
     }
 }
@@ -121,6 +171,8 @@ impl Write for &Socket {
             Socket::Tcp(s) => (&*s).write(buf),
             #[cfg(unix)]
             Socket::Unix(s) => (&*s).write(buf),
+            #[cfg(windows)]
+            Socket::Pipe(p) => p.write(buf),
         }
     }
 

@@ -22,7 +22,6 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -77,11 +76,11 @@ fn resolve(details: &ConnectionDetails, via: Option<&Uri>) -> Result<Vec<SocketA
 
 /// Opens TCP connections (first in the connector chain): to the request's host, or to `via`,
 /// a proxy the requests are forwarded to as they are (see `proxy::Proxy::forwards`), or to the
-/// Unix socket at `local`, where the server listens instead.
+/// Unix socket or named pipe at `local`, where the server listens instead.
 #[derive(Debug, Default)]
 pub(crate) struct Tcp {
     pub(crate) via: Option<Uri>,
-    pub(crate) local: Option<Arc<Path>>,
+    pub(crate) local: Option<Arc<super::socket::Local>>,
 }
 
 impl<In: Transport> Connector<In> for Tcp {
@@ -96,7 +95,13 @@ impl<In: Transport> Connector<In> for Tcp {
             return Ok(Some(Either::A(previous)));
         }
         let stream = match &self.local {
-            Some(path) => super::socket::Socket::unix(path)?,
+            Some(local) => {
+                let deadline = details
+                    .timeout
+                    .not_zero()
+                    .map(|t| std::time::Instant::now() + *t);
+                super::socket::Socket::local(local, deadline)?
+            }
             None => {
                 let stream = connect_tcp(details, self.via.as_ref())?;
                 if details.config.no_delay() {

@@ -62,8 +62,9 @@ pub(crate) struct Wire {
     /// The proxy's address, where the requests are sent as they are when they do not go
     /// through a tunnel (see `proxy::Proxy::forwards`; no credentials in it).
     via: Option<ureq::http::Uri>,
-    /// The Unix socket the server listens on, for a `unix://` URL (see `url::local`).
-    local: Option<Arc<std::path::Path>>,
+    /// The Unix socket or named pipe the server listens on, for a `unix://` or `pipe://` URL
+    /// (see `url::local`).
+    local: Option<Arc<super::socket::Local>>,
 }
 
 impl Wire {
@@ -103,7 +104,7 @@ impl Wire {
             proxy,
             tls,
             via,
-            local: local.map(|l| Arc::from(l.path.as_path())),
+            local: local.map(|l| Arc::new(l.socket)),
         })
     }
 }
@@ -261,12 +262,12 @@ pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
 >;
 
 /// The connection stack (see [`Connections`]); its resolver is [`ResolveOnConnect`](super::tcp::ResolveOnConnect).
-/// `via`: the address of a proxy the requests are forwarded to; `local`: the Unix socket the
-/// server listens on (see `Wire`).
+/// `via`: the address of a proxy the requests are forwarded to; `local`: the Unix socket or
+/// named pipe the server listens on (see `Wire`).
 pub(crate) fn connections(
     tls: &super::tls::Tls,
     via: Option<ureq::http::Uri>,
-    local: Option<Arc<std::path::Path>>,
+    local: Option<Arc<super::socket::Local>>,
 ) -> Connections {
     use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
     ().chain(ConnectProxyConnector::default())

@@ -144,21 +144,21 @@ pub(crate) fn split(url: &str) -> Result<Split, Error> {
     })
 }
 
-/// A server that listens on a local socket, named as VS Code's configs name one:
-/// `unix:///path/to/server.sock`, with the HTTP request's path after `#`
-/// (`unix:///tmp/s.sock#/mcp`; `/` without one).
+/// A server that listens on a local socket, named as VS Code's configs name one: a Unix
+/// socket's path (`unix:///path/to/server.sock`) or a Windows named pipe (`pipe:///pipe/name`
+/// for `\\.\pipe\name`; the pipe's full name, `pipe:///%5C%5C.%5Cpipe%5Cname`, also goes),
+/// with the HTTP request's path after `#` (`unix:///tmp/s.sock#/mcp`; `/` without one).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Local {
-    /// The socket's path.
-    pub(crate) path: std::path::PathBuf,
+    /// Where the server listens.
+    pub(crate) socket: super::socket::Local,
     /// The URL the requests are written for (`http://localhost` and the HTTP path).
     pub(crate) http: String,
     /// The URL as shown: the socket and the HTTP path, redacted.
     pub(crate) shown: String,
 }
 
-/// The local socket `url` names, if it is a `unix:` URL (or `pipe:`, a Windows named pipe,
-/// which is refused by name: not supported yet).
+/// The local socket `url` names, if it is a `unix:` or `pipe:` URL.
 pub(crate) fn local(url: &str) -> Option<Result<Local, Error>> {
     let url = url.trim();
     let (scheme, rest) = url.split_once("://")?;
@@ -167,22 +167,47 @@ pub(crate) fn local(url: &str) -> Option<Result<Local, Error>> {
             message: format!("invalid URL {:?}: {why}", redact(url)),
         }))
     };
-    if scheme.eq_ignore_ascii_case("pipe") {
-        return refuse("Windows named pipes (pipe://) are not supported");
-    }
-    if !scheme.eq_ignore_ascii_case("unix") {
+    let unix = scheme.eq_ignore_ascii_case("unix");
+    if !unix && !scheme.eq_ignore_ascii_case("pipe") {
         return None;
     }
     let (path, http) = rest.split_once('#').unwrap_or((rest, "/"));
-    // `unix:///tmp/s.sock`: no authority, an absolute path, percent-encoded as any URL path.
+    // No authority, then the path, percent-encoded as any URL path.
     let path = form::decode(&path.replace('+', "%2B"));
-    if !path.starts_with('/') || path.contains('\0') {
-        return refuse(
-            "a unix:// URL names a socket by its absolute path (unix:///path/to/server.sock)",
-        );
+    if path.contains('\0') {
+        return refuse("the socket's path has a NUL");
     }
+    let socket = if unix {
+        if !path.starts_with('/') {
+            return refuse(
+                "a unix:// URL names a socket by its absolute path (unix:///path/to/server.sock)",
+            );
+        }
+        super::socket::Local::Unix(path.into())
+    } else {
+        // `/pipe/name`, or the full `\\.\pipe\name` (with either slash).
+        let path = path.replace('/', "\\");
+        let path = path.trim_start_matches('\\');
+        let name = path
+            .strip_prefix(".\\pipe\\")
+            .or_else(|| path.strip_prefix("pipe\\"))
+            .filter(|n| !n.is_empty());
+        let Some(name) = name else {
+            return refuse("a pipe:// URL names a named pipe: pipe:///pipe/name");
+        };
+        super::socket::Local::Pipe(format!("\\\\.\\pipe\\{name}"))
+    };
     if http.chars().any(|c| c.is_control() || c == ' ') {
         return refuse("the HTTP path after # has a space or a control character");
+    }
+    match socket {
+        super::socket::Local::Unix(_) if !cfg!(unix) => {
+            return refuse("Unix sockets (unix://) are not supported on this system")
+        }
+        super::socket::Local::Pipe(_) if !cfg!(windows) => {
+            return refuse("named pipes (pipe://) are Windows'")
+        }
+        _ => {}
     }
     let http = if http.starts_with('/') {
         http.to_owned()
@@ -190,8 +215,13 @@ pub(crate) fn local(url: &str) -> Option<Result<Local, Error>> {
         format!("/{http}")
     };
     Some(Ok(Local {
-        shown: format!("unix://{path}#{}", redact(&http)),
-        path: path.into(),
+        shown: format!(
+            "{}://{}#{}",
+            scheme.to_ascii_lowercase(),
+            socket.shown(),
+            redact(&http)
+        ),
+        socket,
         http: format!("http://localhost{http}"),
     }))
 }
@@ -465,6 +495,44 @@ mod tests {
         assert_eq!(s.public_target(), "/?apiKey=REDACTED");
         assert_eq!(s.real_target.as_deref(), Some(&b"/?apiKey=SECRET"[..]));
         assert_eq!(split("http://127.0.0.1:9").unwrap().public_target(), "/");
+    }
+
+    #[test]
+    fn local_sockets_as_vs_code_names_them() {
+        let unix = local("unix:///tmp/a%20b.sock#/mcp?key=SECRET").unwrap();
+        if cfg!(unix) {
+            let unix = unix.unwrap();
+            assert_eq!(
+                unix.socket,
+                super::super::socket::Local::Unix("/tmp/a b.sock".into())
+            );
+            assert_eq!(unix.http, "http://localhost/mcp?key=SECRET");
+            assert_eq!(unix.shown, "unix:///tmp/a b.sock#/mcp?key=REDACTED");
+            let bare = local("unix:///tmp/s.sock").unwrap().unwrap();
+            assert_eq!(bare.http, "http://localhost/");
+            assert!(local("unix://relative.sock").unwrap().is_err());
+        } else {
+            assert!(unix.is_err());
+        }
+        for url in [
+            "pipe:///pipe/mcp-server#/mcp",
+            "pipe:///%5C%5C.%5Cpipe%5Cmcp-server#/mcp",
+            "pipe:////./pipe/mcp-server#/mcp",
+        ] {
+            match local(url).unwrap() {
+                Ok(pipe) => {
+                    assert_eq!(
+                        pipe.socket,
+                        super::super::socket::Local::Pipe(r"\\.\pipe\mcp-server".into()),
+                        "{url}"
+                    );
+                    assert_eq!(pipe.http, "http://localhost/mcp");
+                }
+                Err(e) => assert!(!cfg!(windows) && e.to_string().contains("Windows"), "{e}"),
+            }
+        }
+        assert!(local("pipe:///elsewhere/x").unwrap().is_err());
+        assert!(local("https://h/mcp").is_none());
     }
 
     #[test]
