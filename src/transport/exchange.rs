@@ -39,10 +39,10 @@ type RunConnector =
 type RegisterShutdown = dyn Fn(Weak<dyn ShutdownHandle>) -> Result<(), ureq::Error> + Send + Sync;
 
 /// How many idle connections a shard keeps (a shard serves one or a few calling threads, and
-/// the workers of their calls), as the agents kept: the list grows only with real concurrency.
+/// the workers of their calls): the list grows only with real concurrency.
 const IDLE_PER_SHARD: usize = 64;
 
-/// An idle connection older than this is closed rather than reused (the agents' default): a
+/// An idle connection older than this is closed rather than reused: a
 /// connection a middlebox or a sleeping laptop dropped without a word passes the liveness
 /// probe, and a POST written into it could only fail.
 const MAX_IDLE_AGE: Duration = Duration::from_secs(15);
@@ -91,7 +91,7 @@ fn closed_before_response(e: &ureq::Error, connection: &mut dyn Transport) -> bo
     ) && connection.buffers().input().is_empty()
 }
 
-/// The kept-alive connections of one HTTP connection config, by shard (see `web::Agents`), and
+/// The kept-alive connections of one HTTP connection config, by shard (see `web::Remote`), and
 /// the handles that interrupt the ones in use.
 pub(crate) struct Kept {
     /// Runs the connection stack (also for the tunnel's own connection to its proxy).
@@ -106,7 +106,7 @@ pub(crate) struct Kept {
     /// The host is looked up within the connect phase's bound, before the connection is made
     /// (the OAuth client's requests, one per connection); else when `Tcp` connects.
     bounded_lookup: bool,
-    idle: [Mutex<Vec<Idle>>; super::web::AGENT_SHARDS],
+    idle: [Mutex<Vec<Idle>>; super::web::SHARDS],
     handles: Arc<Mutex<Handles>>,
     /// Set by [`Kept::shutdown`]: no new connection, none kept.
     down: AtomicBool,
@@ -118,7 +118,7 @@ struct Handles {
     live: Vec<Weak<dyn ShutdownHandle>>,
 }
 
-/// The bounds of one exchange: each phase's own (as the agents' phase timeouts), and the
+/// The bounds of one exchange: each phase's own, and the
 /// request's deadline over all of them.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Budget {

@@ -21,7 +21,7 @@
 //!   (`client::renewal`): it runs the handshake again, once however many requests noticed,
 //!   and re-sends only the idempotent ones. After it, [`Transport::on_ready`] brings back the
 //!   GET stream if it ended meanwhile.
-//! - Close sends DELETE (bounded by `close_timeout`, 1 s by default) and shuts the agents
+//! - Close sends DELETE (bounded by `close_timeout`, 1 s by default) and shuts the connections
 //!   down, which interrupts every read.
 //!
 //! Bounds and endings:
@@ -87,7 +87,7 @@ struct Shared {
     wire: web::Wire,
     /// Asked what to do when a request is answered `401` or `403`.
     target_auth: Option<Arc<dyn AuthProvider>>,
-    agents: web::Agents,
+    remote: web::Remote,
     options: HttpOptions,
     inbound: Arc<dyn Inbound>,
     /// The URL, parsed once rather than per request.
@@ -142,7 +142,7 @@ impl HttpTransport {
             shared: Arc::new(Shared {
                 uri: wire.split.public.clone(),
                 name: name.to_owned(),
-                agents: web::Agents::new(options, &wire),
+                remote: web::Remote::new(options, &wire),
                 wire,
                 target_auth: target.auth.clone(),
                 options: options.clone(),
@@ -178,10 +178,10 @@ impl HttpTransport {
         }
         let (shared, message, envelope) = (Arc::clone(s), message.clone(), envelope.clone());
         let failed = Arc::clone(s);
-        let slot = web::Agents::slot();
+        let slot = web::Remote::slot();
         s.pool.run(
             move |worker| {
-                web::Agents::on_behalf_of(slot, || {
+                web::Remote::on_behalf_of(slot, || {
                     abort.scope(|| {
                         shared.execute(&message, &envelope, Some(worker), deadline, Some(&abort))
                     })
@@ -339,7 +339,7 @@ impl Shared {
             let request = s.with_version(request, *s.version.read());
             let request = request.with_header(SESSION_HEADER, session);
             let budget = super::exchange::Budget::until(Instant::now() + s.options.close_timeout);
-            let deleted = s.agents.send(request, &[], budget, true).map(|r| {
+            let deleted = s.remote.send(request, &[], budget, true).map(|r| {
                 // Read to its end, so that nothing is left half-read on the connection.
                 let _ = web::read_body(r, 64 * 1024, "");
             });
@@ -351,7 +351,7 @@ impl Shared {
                 );
             }
         }
-        s.agents.shutdown();
+        s.remote.shutdown();
         s.inbound
             .on_closed(Error::closed("the connection was closed"));
     }
@@ -446,8 +446,8 @@ impl Shared {
         let safe = matches!(message, Message::Request(r)
             if methods::IDEMPOTENT.contains(&r.method.as_str()));
         let response = self
-            .agents
-            .send(request, &body, self.agents.budget(deadline), safe)
+            .remote
+            .send(request, &body, self.remote.budget(deadline), safe)
             .map_err(|e| self.failure(e, "POST"))?;
         web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
         if web::is_redirect(&response) {

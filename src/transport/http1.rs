@@ -9,13 +9,12 @@
 //!
 //! Framing follows RFC 9112 §6: `Transfer-Encoding` wins over `Content-Length` (chunked as
 //! the final coding means chunks, any other coding the connection's end); differing lengths are
-//! an error; 1xx, 204 and 304 have no body. Interim (1xx) responses are skipped, as the
-//! agent's protocol core did.
+//! an error; 1xx, 204 and 304 have no body. Interim (1xx) responses are skipped.
 
 use ureq::http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use ureq::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Version};
 
-/// The most response headers read (as the agents read).
+/// The most response headers read.
 const MAX_RESPONSE_HEADERS: usize = 128;
 
 /// The most bytes of a chunk's size line (its extensions included) or of all its trailers.

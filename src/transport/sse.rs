@@ -42,7 +42,7 @@ struct Shared {
     forwarded: bool,
     /// The target's auth provider, told of the server's DPoP nonces.
     auth: Option<Arc<dyn super::target::AuthProvider>>,
-    agents: Arc<web::Agents>,
+    remote: Arc<web::Remote>,
     options: HttpOptions,
     /// Shared with the reader, so it can tell our close from the server's.
     closed: Arc<AtomicBool>,
@@ -76,17 +76,17 @@ impl SseTransport {
         let wire = web::Wire::new(target, options)?;
         let base = wire.split.public.clone();
         let shown = wire.split.shown.clone();
-        let agents = Arc::new(web::Agents::new(options, &wire));
+        let remote = Arc::new(web::Remote::new(options, &wire));
         let forwarded = wire.forwards();
         let proxy = (wire.proxy.as_ref()).map(|p| p.url.redacted().to_owned());
         let (endpoint_tx, endpoint_rx) = crossbeam_channel::bounded::<Result<String, Error>>(1);
         let closed = Arc::new(AtomicBool::new(false));
         let phase = Arc::new(Mutex::new(Phase::Connecting));
-        let (reader_name, reader_closed, reader_phase, reader_agents, limit) = (
+        let (reader_name, reader_closed, reader_phase, reader_remote, limit) = (
             name.to_owned(),
             Arc::clone(&closed),
             Arc::clone(&phase),
-            Arc::clone(&agents),
+            Arc::clone(&remote),
             options.max_message_bytes,
         );
         let (reader_base, reader_shown) = (base.clone(), shown.clone());
@@ -94,12 +94,12 @@ impl SseTransport {
         // connection ends with it.
         let on_panic = {
             let (endpoint_tx, inbound) = (endpoint_tx.clone(), Arc::clone(&inbound));
-            let (closed, phase, agents) =
-                (Arc::clone(&closed), Arc::clone(&phase), Arc::clone(&agents));
+            let (closed, phase, remote) =
+                (Arc::clone(&closed), Arc::clone(&phase), Arc::clone(&remote));
             move |e: Error| {
                 let ready = std::mem::replace(&mut *phase.lock(), Phase::Over) == Phase::Ready;
                 closed.store(true, Ordering::SeqCst);
-                agents.shutdown();
+                remote.shutdown();
                 if ready {
                     inbound.on_closed(e);
                 } else {
@@ -109,7 +109,7 @@ impl SseTransport {
         };
         let reader = move || {
             let opened = open_stream(
-                &reader_agents,
+                &reader_remote,
                 &reader_base,
                 &reader_shown,
                 forwarded,
@@ -170,7 +170,7 @@ impl SseTransport {
         let give_up = |error: Error| {
             *phase.lock() = Phase::Over;
             closed.store(true, Ordering::SeqCst);
-            agents.shutdown();
+            remote.shutdown();
             error
         };
         if let Err(e) = spawned {
@@ -220,7 +220,7 @@ impl SseTransport {
                 endpoint_shown,
                 forwarded: wire.forwards(),
                 auth: target.auth.clone(),
-                agents,
+                remote,
                 options: options.clone(),
                 closed,
                 proxy,
@@ -231,7 +231,7 @@ impl SseTransport {
 
 /// Opens the event stream at `base`, everything until its headers bounded by `deadline`.
 fn open_stream(
-    agents: &web::Agents,
+    remote: &web::Remote,
     base: &Uri,
     shown: &str,
     forwarded: bool,
@@ -249,7 +249,7 @@ fn open_stream(
         receive: left,
         stream: true,
     };
-    let response = agents
+    let response = remote
         .send(request, &[], budget, true)
         .map_err(|e| web::transport_error(e, shown, "GET"))?;
     if web::is_redirect(&response) {
@@ -306,7 +306,7 @@ impl Transport for SseTransport {
         let s = &self.shared;
         if !s.closed.swap(true, Ordering::SeqCst) {
             log::debug!("[{}] closing the SSE stream", s.name);
-            s.agents.shutdown();
+            s.remote.shutdown();
         }
     }
 
@@ -335,7 +335,7 @@ impl Shared {
         (request.headers_mut())
             .insert("content-type", HeaderValue::from_static("application/json"));
         let budget = super::exchange::Budget::until(Instant::now() + self.options.post_timeout);
-        let response = (self.agents)
+        let response = (self.remote)
             .send(request, &body, budget, false)
             .map_err(|e| web::transport_error(e, shown, "POST"))?;
         web::note_nonce(&response, self.auth.as_ref(), &self.endpoint);

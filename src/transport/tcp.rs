@@ -1,7 +1,6 @@
-//! The TCP connection under the HTTP transports: `ureq`'s, with fewer system calls per request.
-//!
-//! Two differences from `ureq`'s own TCP transport, both about the calls made on every
-//! request of a kept-alive connection:
+//! The connection under the one HTTP exchange: TCP (or a local socket), with fewer system calls
+//! per request than `ureq`'s own TCP transport. Two differences, both about the calls made on
+//! every request of a kept-alive connection:
 //! - the check that a pooled connection is still open is one `recv(MSG_PEEK | MSG_DONTWAIT)`
 //!   instead of switching the socket to non-blocking and back around a read;
 //! - socket timeouts are set only when they change noticeably: a remaining time over two
@@ -12,13 +11,13 @@
 //! Each blocking step is registered with the thread's current exchange (see `abort`), so a
 //! call that ended can stop its exchange's I/O from another thread.
 //!
-//! And the host is resolved when a connection is opened, not for every request: `ureq`
-//! resolves before each request, even one that reuses a pooled connection (for a host name, a
-//! `getaddrinfo` per tool call), so the agent's resolver ([`ResolveOnConnect`]) resolves
-//! nothing and [`Tcp`] does it.
+//! And the host is resolved when a connection is opened, not for every request: the connection
+//! details' resolver ([`ResolveOnConnect`]) resolves nothing and [`Tcp`] does it (OAuth's
+//! requests resolve within their deadline first, see `exchange`).
 //!
-//! A server that listens on a Unix socket (`unix:///path`, see `url::local`) is connected to at
-//! its path instead, and its connection is read and written the same way (see `socket`).
+//! A server that listens on a Unix socket or a named pipe (`unix:///path`, `pipe:///pipe/name`,
+//! see `url::local`) is connected to there instead, and its connection is read and written the
+//! same way (see `socket`).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -51,7 +50,7 @@ impl Resolver for ResolveOnConnect {
 
 /// The addresses to connect to: those a resolver already found (OAuth's exchanges resolve
 /// within their deadline first), else the host's, of the configured IP family, at most 16 (the
-/// agents' resolver, [`ResolveOnConnect`], hands none over).
+/// connection details' resolver, [`ResolveOnConnect`], hands none over).
 fn resolve(details: &ConnectionDetails, via: Option<&Uri>) -> Result<Vec<SocketAddr>, ureq::Error> {
     if !details.addrs.is_empty() && via.is_none() {
         return Ok(details.addrs.iter().copied().collect());
@@ -293,10 +292,10 @@ impl Transport for TcpConnection {
     }
 
     fn is_open(&mut self) -> bool {
-        // `ureq` asks twice per request: when a connection goes back to the pool right after
-        // its response was read, and when it is taken out again (under the pool's lock). The
-        // second probe sees everything the first would have (a closed socket, bytes after the
-        // body), so the one right after a read is skipped: one probe per request, not two.
+        // The exchange asks twice per request: when a connection goes back to the idle list
+        // right after its response was read, and when it is taken out again. The second probe
+        // sees everything the first would have (a closed socket, bytes after the body), so the
+        // one right after a read is skipped: one probe per request, not two.
         if std::mem::take(&mut self.just_read) {
             return true;
         }

@@ -40,7 +40,7 @@ const CHUNK: usize = 16 * 1024;
 /// A pool behind one lock, which every request takes twice, makes many threads calling at once
 /// queue on it. So the connections are kept in a few shards, and each calling thread always
 /// uses the same one (and so finds its own kept-alive connection).
-pub(crate) struct Agents {
+pub(crate) struct Remote {
     /// Built on first use.
     kept: std::sync::OnceLock<Arc<super::exchange::Kept>>,
     options: HttpOptions,
@@ -118,7 +118,7 @@ impl Wire {
 
 /// How many shards a connection's kept connections are spread over: up to eight threads calling
 /// at once each get their own (with four, pairs of threads still queued on a shard's lock).
-pub(crate) const AGENT_SHARDS: usize = 8;
+pub(crate) const SHARDS: usize = 8;
 
 /// A connection's input buffer: it also bounds a response's head.
 pub(crate) const INPUT_BUFFER: usize = 16 * 1024;
@@ -131,13 +131,13 @@ static NEXT_SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsiz
 thread_local! {
     /// Each thread's own agent slot, given out in turn.
     static SLOT: usize = NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    /// A slot lent for one exchange (see [`Agents::on_behalf_of`]).
+    /// A slot lent for one exchange (see [`Remote::on_behalf_of`]).
     static BORROWED: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
 }
 
-impl Agents {
-    pub(crate) fn new(options: &HttpOptions, wire: &Wire) -> Agents {
-        Agents {
+impl Remote {
+    pub(crate) fn new(options: &HttpOptions, wire: &Wire) -> Remote {
+        Remote {
             kept: std::sync::OnceLock::new(),
             options: options.clone(),
             wire: wire.clone(),
@@ -178,7 +178,7 @@ impl Agents {
         safe: bool,
     ) -> Result<Response<Body>, ureq::Error> {
         self.kept()
-            .send(Agents::slot(), request, body, budget, safe)
+            .send(Remote::slot(), request, body, budget, safe)
     }
 
     /// The bounds of a request with `deadline` (see `exchange::Budget`): the deadline over
@@ -193,7 +193,7 @@ impl Agents {
         }
     }
 
-    /// The calling thread's slot: its own, or the one [`Agents::on_behalf_of`] lent it.
+    /// The calling thread's slot: its own, or the one [`Remote::on_behalf_of`] lent it.
     pub(crate) fn slot() -> usize {
         BORROWED
             .with(|b| b.get())

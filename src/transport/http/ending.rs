@@ -46,7 +46,7 @@ impl Shared {
         }
         log::warn!("[{}] the server is unreachable: {error}", self.name);
         self.stop.cancel();
-        self.agents.shutdown();
+        self.remote.shutdown();
         self.inbound.on_closed(error);
     }
 }

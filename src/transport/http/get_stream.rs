@@ -102,7 +102,7 @@ impl Shared {
             let mut delivered = false;
             let opened = Instant::now();
             let called =
-                (self.agents).send(request, &[], self.agents.budget(None).streaming(), true);
+                (self.remote).send(request, &[], self.remote.budget(None).streaming(), true);
             if let Some(told) = self.listen_opened.lock().take() {
                 let _ = told.send(());
             }

@@ -108,8 +108,8 @@ impl Shared {
             .map_err(|_| Error::protocol("the stream's last event id is not a header value"))?;
         headers.insert("last-event-id", id);
         let request = self.with_version(self.with_session(request), envelope.version);
-        let response = (self.agents)
-            .send(request, &[], self.agents.budget(deadline).streaming(), true)
+        let response = (self.remote)
+            .send(request, &[], self.remote.budget(deadline).streaming(), true)
             .map_err(|e| self.failure(e, "GET"))?;
         web::note_nonce(&response, self.target_auth.as_ref(), &self.uri);
         if web::is_redirect(&response) {
