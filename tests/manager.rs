@@ -1,4 +1,4 @@
-//! The manager: the seed's lifecycle and its failure table, with real server processes.
+//! The manager: its lifecycle and its failure table, with real server processes.
 
 mod common;
 

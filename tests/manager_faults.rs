@@ -253,7 +253,7 @@ fn disconnect_all_releases_a_connect_servers_still_waiting() {
         let _ = tx.send(m.connect_servers(&one("held", config)));
     });
     let held = hold.wait();
-    // connect_servers waits for the uncached server (the seed's rule) until it is dropped.
+    // connect_servers waits for the uncached server (a host never starts without a server's tools) until it is dropped.
     manager.disconnect_all();
     let report = rx
         .recv_timeout(Duration::from_secs(10))

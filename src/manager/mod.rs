@@ -1,10 +1,10 @@
-//! The manager: many servers, the seed's lifecycle.
+//! The manager: many servers, from discovery to shutdown.
 //!
 //! Read it top-down, one phase per file:
 //! 1. `startup`: [`McpManager::connect_servers`] = start (one task per server) → the gate
 //!    (wait until every task is done or `startup_timeout` passed) → after the gate (cached
 //!    tools become deferred tools for servers still connecting; without a cache entry, wait for
-//!    them, the seed's rule).
+//!    them: a host never starts without a server's tools).
 //! 2. `task`: one attempt of one server on its own thread: resolve → connect → list tools →
 //!    apply the outcome (tools, cache, late errors, listeners) → tell the gate → tear down what
 //!    is nobody's. A failed handshake frees the gate before its process is stopped.

@@ -22,9 +22,9 @@ pub struct ManagerOptions {
     /// How long `connect_servers` waits before serving cached tools for servers still
     /// connecting. Default 250 ms.
     pub startup_timeout: Duration,
-    /// The seed's rule: a server still connecting after the gate with nothing in the cache is
-    /// waited for (true, the default). With false, `connect_servers` returns at once and the
-    /// server's tools arrive later through `on_tools_changed`.
+    /// Never start without a server's tools: a server still connecting after the gate with
+    /// nothing in the cache is waited for (true, the default). With false, `connect_servers`
+    /// returns at once and the server's tools arrive later through `on_tools_changed`.
     pub wait_without_cache: bool,
     /// The tool cache (`None`: no cache, no deferred tools).
     pub cache: Option<Arc<dyn ToolCache>>,
@@ -38,7 +38,8 @@ pub struct ManagerOptions {
     /// 0.5 s, SIGKILL, at most 1 s to be reaped), so with the defaults `disconnect_*` returns
     /// only once every process it stopped is gone.
     pub disconnect_wait: Duration,
-    /// Automatic reconnection after a transport dies (off by default: the seed's contract).
+    /// Automatic reconnection after a transport dies (off by default: a server that died stays
+    /// disconnected until the host reconnects it, so a host always knows what it talks to).
     pub reconnect: Option<ReconnectPolicy>,
     /// Reaches servers by other means than their config's transport: asked with the server's
     /// name and config at each connect attempt, it gives the in-memory pipe to connect through
@@ -172,7 +173,7 @@ impl ServerStatus {
     }
 }
 
-/// The three states of the seed.
+/// A server's connection state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionState {
     /// Connected; its tools are live.

@@ -127,7 +127,8 @@ impl McpManager {
     }
 
     /// Phase 3: servers still connecting get deferred tools from the cache; the others are
-    /// waited for (the seed's rule), unless the host asked not to.
+    /// waited for (a host never starts without a server's tools), unless the host asked not
+    /// to.
     fn after_gate(
         &self,
         done: &Receiver<String>,

@@ -1,7 +1,7 @@
 //! The manager's registries, under one lock.
 //!
-//! The seed keeps five registries; here they are views of one map of [`Server`] entries, so
-//! they can never disagree:
+//! The manager has five registries, all views of one map of [`Server`] entries, so they can
+//! never disagree:
 //! - `connections`: entries in [`Phase::Connected`];
 //! - `pending_connections`: [`Phase::Connecting`] without a client yet (handshake running);
 //! - `pending_tool_loads`: [`Phase::Connecting`] with a client (listing tools);

@@ -1,4 +1,4 @@
-//! The host's tool registry and the agent session the seed's `sdk` builds at startup.
+//! The host's tool registry and the agent session a host builds at startup.
 //!
 //! [`ToolRegistry`] holds the host's own tools and the MCP tools, with an active set.
 //! [`create_agent_session`] runs the loader (unless MCP is off), registers the MCP tools, logs
