@@ -58,13 +58,24 @@ fn paths_in(line: &str, module: &[String]) -> Vec<Vec<String>> {
             continue;
         }
         let rest = &line[start..];
-        let words: Vec<&str> = rest
+        let prefix = rest
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
             .next()
-            .unwrap_or("")
-            .split("::")
-            .filter(|w| !w.is_empty())
-            .collect();
+            .unwrap_or("");
+        let words: Vec<&str> = prefix.split("::").filter(|w| !w.is_empty()).collect();
+        // `crate::{a::B, C}`: a path for each name of the group (one level of braces).
+        let group: Vec<Vec<&str>> = match rest[prefix.len()..].strip_prefix('{') {
+            Some(inside) => inside
+                .split('}')
+                .next()
+                .unwrap_or("")
+                .split(',')
+                .map(|item| item.split(" as ").next().unwrap_or("").trim())
+                .filter(|item| !item.is_empty() && !item.contains('{'))
+                .map(|item| item.split("::").collect())
+                .collect(),
+            None => vec![Vec::new()],
+        };
         let mut path: Vec<String> = if words.first() == Some(&"crate") {
             Vec::new()
         } else {
@@ -86,35 +97,54 @@ fn paths_in(line: &str, module: &[String]) -> Vec<Vec<String>> {
                 w => path.push(w.to_owned()),
             }
         }
-        out.push(path);
+        for item in group {
+            let mut full = path.clone();
+            full.extend(
+                item.iter()
+                    .filter(|w| **w != "self")
+                    .map(|w| (*w).to_owned()),
+            );
+            out.push(full);
+        }
     }
     out
 }
 
-/// Modules declared with `#[path = "FILE"] mod NAME;`: FILE (beside the declaring file) is
-/// the declaring module's NAME, whatever its own file name says.
-fn path_modules(src: &Path, files: &[(PathBuf, String)]) -> Vec<(PathBuf, Vec<String>)> {
+/// The names the crate root re-exports (`pub use manager::{McpManager, ...};` in `lib.rs`), each
+/// with the module path it stands for: `crate::McpManager` is the manager's.
+fn root_reexports(lib: &str) -> Vec<(String, Vec<String>)> {
+    let code: Vec<&str> = lib
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect();
     let mut out = Vec::new();
-    for (file, text) in files {
-        let lines: Vec<&str> = text.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
-            let Some(target) = line
-                .trim()
-                .strip_prefix("#[path = \"")
-                .and_then(|r| r.strip_suffix("\"]"))
-            else {
-                continue;
+    for statement in code.join(" ").split(';') {
+        let Some(rest) = statement.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let rest = rest.trim().trim_start_matches("crate::");
+        let (base, names) = match rest.split_once("::{") {
+            Some((base, group)) => (base, group.trim_end_matches('}').split(',').collect()),
+            None => match rest.rsplit_once("::") {
+                Some((base, name)) => (base, vec![name]),
+                None => continue,
+            },
+        };
+        for name in names {
+            // `a::B` inside a group, and `B as C`: C stands for base::a.
+            let name = name.trim();
+            let (inner, alias) = match name.split_once(" as ") {
+                Some((inner, alias)) => (inner.trim(), alias.trim()),
+                None => (name, name.rsplit("::").next().unwrap_or(name)),
             };
-            let Some(name) = lines[i + 1..].iter().find_map(|l| {
-                l.trim()
-                    .strip_prefix("mod ")
-                    .map(|r| r.trim_end_matches(';'))
-            }) else {
+            if alias.is_empty() || alias == "self" {
                 continue;
-            };
-            let mut module = module_of(src, file);
-            module.push(name.trim().to_owned());
-            out.push((file.parent().unwrap().join(target), module));
+            }
+            let mut module: Vec<String> = base.split("::").map(|w| w.trim().to_owned()).collect();
+            let mut words: Vec<&str> = inner.split("::").map(str::trim).collect();
+            words.pop();
+            module.extend(words.into_iter().map(str::to_owned));
+            out.push((alias.to_owned(), module));
         }
     }
     out
@@ -122,21 +152,21 @@ fn path_modules(src: &Path, files: &[(PathBuf, String)]) -> Vec<(PathBuf, Vec<St
 
 /// Every use of a layer above in the given files (path, text).
 fn violations(src: &Path, files: &[(PathBuf, String)]) -> Vec<Violation> {
-    let declared = path_modules(src, files);
+    let lib = src.join("lib.rs");
+    let reexported = (files.iter())
+        .find(|(f, _)| *f == lib)
+        .map_or_else(Vec::new, |(_, text)| root_reexports(text));
     let mut out = Vec::new();
     for (file, text) in files {
-        let module = declared
-            .iter()
-            .find(|(f, _)| f == file)
-            .map(|(_, m)| m.clone())
-            .unwrap_or_else(|| module_of(src, file));
+        let module = module_of(src, file);
         let names: Vec<&str> = module.iter().map(String::as_str).collect();
         let Some((mine, my_name)) = layer(&names) else {
             continue;
         };
         // The unit tests at the end of a file may reach anywhere.
         let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
-        if file.to_string_lossy().ends_with("_tests.rs") {
+        // So are the files that hold a module's unit tests (`tests.rs`, `grant_tests.rs`).
+        if file.to_string_lossy().ends_with("tests.rs") {
             continue;
         }
         for (n, line) in code.lines().enumerate() {
@@ -149,7 +179,12 @@ fn violations(src: &Path, files: &[(PathBuf, String)]) -> Vec<Violation> {
                 Some(at) => &line[..at],
                 None => line,
             };
-            for path in paths_in(line, &module) {
+            for mut path in paths_in(line, &module) {
+                // A name the root re-exports is its module's.
+                if let Some((_, home)) = (reexported.iter()).find(|(n, _)| path.first() == Some(n))
+                {
+                    path.splice(..1, home.iter().cloned());
+                }
                 let names: Vec<&str> = path.iter().map(String::as_str).collect();
                 if let Some((theirs, their_name)) = layer(&names) {
                     if theirs > mine {
@@ -241,24 +276,40 @@ fn a_planted_violation_is_found_by_use_by_inline_path_and_by_super() {
     );
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!((v[0].2, v[0].3), ("transport", "config"));
-    // A file declared with `#[path]` is the declaring module's child: `super::super` from
-    // `provider_refresh.rs` (auth's `provider::refresh`) is auth itself, and one more `super`
-    // is the crate root.
-    let declared = |body: &str| {
+    // A file in a module's folder is that module's child: `super::super` from
+    // `auth/provider/refresh.rs` is auth itself, and one more `super` is the crate root.
+    let v = violations(
+        src,
+        &planted(
+            "auth/provider/refresh.rs",
+            "use super::super::{error, OAuthErrorKind};\nuse super::super::super::manager::McpManager;\n",
+        ),
+    );
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!((v[0].2, v[0].3, v[0].1), ("auth", "manager", 2));
+    // A name the root re-exports is its own module's: `crate::McpManager` is the manager's.
+    let with_lib = |file: &str, text: &str| {
+        let lib = "pub use client::{Client, Endpoint};\npub use manager::{\n    ManagerOptions, McpManager,\n};\n";
         violations(
             src,
             &[
-                (
-                    src.join("auth/provider.rs"),
-                    "#[path = \"provider_refresh.rs\"]\nmod refresh;\n".to_owned(),
-                ),
-                (src.join("auth/provider_refresh.rs"), body.to_owned()),
+                (src.join("lib.rs"), lib.to_owned()),
+                (src.join(file), text.to_owned()),
             ],
         )
     };
-    assert!(declared("use super::super::{error, OAuthErrorKind};\n").is_empty());
-    let v = declared("use super::super::super::manager::McpManager;\n");
-    assert_eq!((v[0].2, v[0].3), ("auth", "manager"), "{v:?}");
+    let v = with_lib("client/mod.rs", "fn f(m: &crate::McpManager) {}\n");
+    assert_eq!((v[0].2, v[0].3, v[0].1), ("client", "manager", 1), "{v:?}");
+    // Each name of a group counts: `Endpoint` is the client's own, `McpManager` is not.
+    let v = with_lib("client/mod.rs", "use crate::{Endpoint, McpManager};\n");
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!((v[0].2, v[0].3), ("client", "manager"));
+    let v = with_lib(
+        "transport/mod.rs",
+        "use crate::{error::Error, manager::Managed};\n",
+    );
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(with_lib("manager/mod.rs", "use crate::Client;\n").is_empty());
     // Downward uses, comments and doc links are fine; so are the unit tests.
     let v = violations(
         src,

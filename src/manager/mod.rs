@@ -36,8 +36,7 @@ use crate::protocol::{CallToolResult, Tool};
 #[cfg(feature = "oauth")]
 mod auth;
 #[cfg(not(feature = "oauth"))]
-#[path = "auth_off.rs"]
-mod auth;
+mod auth_off;
 mod caught;
 mod close;
 mod eras;

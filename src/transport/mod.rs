@@ -40,16 +40,18 @@ pub(crate) mod sse_parser;
 mod stdin;
 // Windows pipes cannot be made non-blocking: a writer thread per server instead.
 #[cfg(not(unix))]
-#[path = "stdin_thread.rs"]
-mod stdin;
+mod stdin_thread;
+#[cfg(not(unix))]
+use stdin_thread as stdin;
 pub(crate) mod stdio;
 pub(crate) mod target;
 pub(crate) mod tcp;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
 #[cfg(not(feature = "tls"))]
-#[path = "tls_off.rs"]
-pub(crate) mod tls;
+pub(crate) mod tls_off;
+#[cfg(not(feature = "tls"))]
+pub(crate) use tls_off as tls;
 #[cfg(feature = "tls")]
 mod tls_check;
 pub(crate) mod url;

@@ -437,5 +437,4 @@ impl Chunked {
 }
 
 #[cfg(test)]
-#[path = "http1_tests.rs"]
 mod tests;

@@ -420,13 +420,10 @@ fn same_origin_issuer(body: &[u8], origin: &str) -> Option<String> {
     (url.origin() == origin && url.query.is_none() && !named.contains('#')).then_some(named)
 }
 
-#[path = "flow_grants.rs"]
 mod grants;
 
 #[cfg(test)]
-#[path = "flow_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "flow_grant_tests.rs"]
 mod grant_tests;

@@ -610,9 +610,7 @@ impl crate::transport::AuthProvider for OAuthProvider {
     }
 }
 
-#[path = "provider_refresh.rs"]
 mod refresh;
 
-#[path = "provider_dpop.rs"]
 mod dpop_headers;
 use refresh::expires_at;

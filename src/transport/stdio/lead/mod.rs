@@ -315,5 +315,4 @@ impl<F: FnOnce() -> Instant> Clock<F> {
 }
 
 #[cfg(test)]
-#[path = "lead_tests.rs"]
 mod tests;

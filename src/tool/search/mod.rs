@@ -584,5 +584,4 @@ fn schema_words(schema: &Value, depth: usize, add: &mut impl FnMut(&str, usize))
 }
 
 #[cfg(test)]
-#[path = "search_tests.rs"]
 mod tests;
