@@ -118,19 +118,13 @@ pub mod manager;
 pub mod protocol;
 pub mod transport;
 
-mod app_host;
-mod cache;
 mod cancel;
-mod commands;
 mod error;
 mod files;
 mod hex;
 mod jsonrpc;
-mod loader;
 mod panic;
-mod session;
 mod sleep_lock;
-mod subagent;
 mod tool;
 
 // Its targets are the parsers of every feature: a build without one has no fuzzing module.
@@ -172,10 +166,10 @@ pub use client::{
 };
 pub use config::{DiscoveryOptions, ProjectTrust, ServerConfig};
 pub use error::{Error, OAuthErrorKind};
-pub use loader::{
+pub use host::loader::{
     discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,
 };
+pub use host::session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
 pub use manager::{ManagerOptions, McpManager};
 pub use protocol::{CallToolResult, ContentBlock};
-pub use session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
 pub use tool::{AgentTool, ToolOutput};

@@ -15,9 +15,9 @@ fn layer(module: &[&str]) -> Option<(u8, &'static str)> {
         ["auth", ..] => (2, "auth"),
         ["client", ..] => (3, "client"),
         ["config", ..] => (4, "config"),
-        ["manager" | "cache", ..] => (5, "manager"),
+        ["manager", ..] => (5, "manager"),
         ["tool", ..] => (6, "tools"),
-        ["loader" | "session" | "commands" | "subagent" | "app_host" | "host", ..] => (7, "host"),
+        ["host", ..] => (7, "host"),
         _ => return None,
     })
 }
@@ -315,7 +315,7 @@ fn a_planted_violation_is_found_by_use_by_inline_path_and_by_super() {
         src,
         &planted(
             "manager/mod.rs",
-            "use crate::client::Client;\n/// See [`crate::loader`].\n// crate::session\nuse super::cache;\n#[cfg(test)]\nmod tests {\n    use crate::loader::x;\n}\n",
+            "use crate::client::Client;\n/// See [`crate::host::loader`].\n// crate::host::session\nuse super::cache;\n#[cfg(test)]\nmod tests {\n    use crate::host::loader::x;\n}\n",
         ),
     );
     assert!(v.is_empty(), "{v:?}");

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::cache::{CachedFeatures, ToolCache};
 use crate::error::Error;
+use crate::manager::cache::{CachedFeatures, ToolCache};
 use crate::panic::catch_in;
 use crate::protocol::{Listing, Tool};
 

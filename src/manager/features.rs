@@ -15,10 +15,10 @@ use serde_json::Value;
 use super::naming::exposed_names;
 use super::state::Phase;
 use super::{McpManager, Shared};
-use crate::cache::CachedFeatures;
 use crate::client::Client;
 use crate::config::config_hash;
 use crate::error::Error;
+use crate::manager::cache::CachedFeatures;
 use crate::protocol::{
     Completion, CompletionRef, ContentBlock, GetPromptResult, LoggingLevel, Prompt,
     ReadResourceResult, Resource, ResourceTemplate,

@@ -37,6 +37,7 @@ use crate::protocol::{CallToolResult, Tool};
 mod auth;
 #[cfg(not(feature = "oauth"))]
 mod auth_off;
+pub(crate) mod cache;
 mod caught;
 mod close;
 mod eras;
@@ -50,7 +51,9 @@ mod startup;
 mod state;
 mod task;
 
-pub use crate::cache::{CachedFeatures, FileToolCache, ToolCache, CACHE_VERSION, DEFAULT_TTL};
+pub use crate::manager::cache::{
+    CachedFeatures, FileToolCache, ToolCache, CACHE_VERSION, DEFAULT_TTL,
+};
 pub use naming::{exposed_name, exposed_names, exposed_prefix};
 pub use options::{
     ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, STARTUP_TIMEOUT,

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::auth::AuthStorage;
-use crate::cache::ToolCache;
 use crate::client::ConnectOptions;
 use crate::error::{Error, OAuthErrorKind};
+use crate::manager::cache::ToolCache;
 use crate::transport::MemoryConnector;
 
 /// The startup gate's default bound.

@@ -275,7 +275,7 @@ fn internal(message: &str) -> crate::jsonrpc::RpcError {
 impl crate::client::Client {
     /// What the last complete `tools/list` said of itself: the protocol version and, from a
     /// stateless server, `ttlMs` (the smallest of its pages') and `cacheScope`. The manager
-    /// stores it beside the tools in the [`ToolCache`](crate::cache::ToolCache).
+    /// stores it beside the tools in the [`ToolCache`](crate::manager::cache::ToolCache).
     pub fn tools_listing(&self) -> crate::protocol::Listing {
         self.inner.listing.lock().clone()
     }

@@ -17,8 +17,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cache::{FileToolCache, ToolCache};
 use crate::config::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
+use crate::manager::cache::{FileToolCache, ToolCache};
 use crate::manager::{ConnectReport, ManagerOptions, McpManager};
 use crate::tool::build_tools_numbered;
 use crate::tool::AgentTool;
@@ -68,7 +68,7 @@ impl LoaderOptions {
 }
 
 /// A tool and where it came from: what the loader hands a host, and what a session's
-/// [`ToolRegistry`](crate::session::ToolRegistry) holds (the host's own tools too).
+/// [`ToolRegistry`](crate::host::session::ToolRegistry) holds (the host's own tools too).
 #[derive(Clone)]
 pub struct LoadedTool {
     /// Where it came from, for display: `mcp:<server> via <providerName>` (or `mcp:<server>`

@@ -29,9 +29,9 @@ use std::collections::BTreeMap;
 
 use crate::client::Client;
 use crate::config::{resolve_server_config, ConfigWriter, Level, LoadedConfigs, ServerConfig};
-use crate::loader::LoadError;
+use crate::host::loader::LoadError;
+use crate::host::session::AgentSession;
 use crate::manager::ConnectReport;
-use crate::session::AgentSession;
 
 /// The help text.
 pub const HELP: &str = "\
@@ -208,7 +208,7 @@ impl Commands<'_> {
             ["--all"] => Vec::new(),
             names => names.iter().map(|n| (*n).to_owned()).collect(),
         };
-        let approved = crate::loader::trust_servers(
+        let approved = crate::host::loader::trust_servers(
             self.session.cwd(),
             self.session.config_options(),
             &names,
@@ -235,8 +235,11 @@ impl Commands<'_> {
         let [name] = args else {
             return Err(Failure::from(usage("untrust <name>")));
         };
-        let removed =
-            crate::loader::untrust_server(self.session.cwd(), self.session.config_options(), name)?;
+        let removed = crate::host::loader::untrust_server(
+            self.session.cwd(),
+            self.session.config_options(),
+            name,
+        )?;
         if !removed {
             return Ok(format!(
                 "MCP server {name} has no approval in this project."
@@ -335,7 +338,7 @@ impl Commands<'_> {
             .iter()
             .any(|d| d.name == *name && d.source.path == written);
         if added_here {
-            crate::loader::trust_servers(
+            crate::host::loader::trust_servers(
                 self.session.cwd(),
                 self.session.config_options(),
                 &[(*name).to_owned()],

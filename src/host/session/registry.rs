@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::loader::LoadedTool;
+use crate::host::loader::LoadedTool;
 use crate::tool::AgentTool;
 
 /// The host's tools and the MCP tools, by name, with the set that is active.

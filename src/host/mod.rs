@@ -3,24 +3,30 @@
 //! subagent is given, the tool objects themselves ([`AgentTool`], [`McpTool`]), and the host's
 //! side of an MCP App ([`AppBridge`]).
 //!
-//! Defined in the crate's `loader`, `session`, `commands`, `subagent` and `tool` modules (one
-//! concern per file); this module is where a host finds them.
+//! Defined in this module's `loader`, `session`, `commands`, `subagent` and `app` modules and
+//! in the tools layer's `tool` (one concern per file); this module is where a host finds them.
 
-pub use crate::app_host::{
+pub(crate) mod app;
+pub(crate) mod commands;
+pub(crate) mod loader;
+pub(crate) mod session;
+pub(crate) mod subagent;
+
+pub use self::app::{
     AppBridge, AppEvent, AppHostOptions, AppSandbox, ViewRequestId, APPS_PROTOCOL_VERSION,
     APP_MAX_PENDING, APP_SANDBOX_PROXY_HTML, VIEW_SANDBOX,
 };
-pub use crate::commands::{command_edits_config, HELP as COMMANDS_HELP};
-pub use crate::loader::{
+pub use self::commands::{command_edits_config, HELP as COMMANDS_HELP};
+pub use self::loader::{
     all_loaded_tools, approval_errors, discover_and_load_mcp_tools, discover_mcp_servers,
     display_path, load_with_manager, loaded_tools, trust_servers, try_load_all_mcp_configs,
     untrust_server, LoadError, LoadedTool, LoaderOptions, McpLoadResult,
 };
-pub use crate::session::{
+pub use self::session::{
     create_agent_session, AgentSession, McpFeatures, SchemasOnDemand, SessionOptions, ToolRegistry,
     ToolSearchOptions,
 };
-pub use crate::subagent::{subagent_tools, DEFAULT_CALL_CAP};
+pub use self::subagent::{subagent_tools, DEFAULT_CALL_CAP};
 pub use crate::tool::tokens::{estimated_tokens, BYTES_PER_TOKEN};
 pub use crate::tool::{
     build_tools, parameters_of, render_text, schema_mismatch, AgentTool, McpTool, ToolIndex,

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::{AgentSession, Inner, ToolRegistry};
 use crate::client::CallOptions;
 use crate::error::Error;
-use crate::loader::LoadedTool;
+use crate::host::loader::LoadedTool;
 use crate::tool::{AgentTool, ToolIndex, ToolOutput};
 
 /// When the session offers the model a search tool instead of every MCP tool's schema.

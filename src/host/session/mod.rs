@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::config::{DiscoveredServer, DiscoveryOptions};
 use crate::error::Error;
-use crate::loader::{
+use crate::host::loader::{
     load_with_manager, loaded_tools_numbered, try_load_all_mcp_configs, LoadError, LoadedTool,
     LoaderOptions,
 };
