@@ -23,8 +23,8 @@ use crate::auth::metadata::{AuthorizationServerMetadata, ResourceMetadata};
 use crate::auth::token::{oauth_error_of, TokenResponse};
 use crate::config::{ConfigSource, DiscoveryContext};
 use crate::jsonrpc::Message;
+use crate::net::http1::{parse_head, Framing, Malformed, Parsed};
 use crate::protocol::top_level::{member, Scan};
-use crate::transport::http1::{parse_head, Framing, Malformed, Parsed};
 use crate::transport::lines::{read_line_capped, trim_line, LineRead, LineSplitter, Piece};
 use crate::transport::sse_parser::{SseDecoder, SseEvent};
 
@@ -238,7 +238,7 @@ pub fn http_response(data: &[u8]) {
 /// its end still incomplete; what it takes is within the input and the limit, and what
 /// follows it is left for the body.
 pub fn request_head(data: &[u8]) {
-    use crate::transport::request_head::{parse, read_head, MAX_HEAD};
+    use crate::net::request_head::{parse, read_head, MAX_HEAD};
     let [a, input @ ..] = data else { return };
     let whole = parse(input);
     let mut reader = std::io::BufReader::with_capacity(1 + usize::from(a % 64), input);
@@ -432,7 +432,7 @@ pub fn oauth_metadata(data: &[u8]) {
 /// clipped, and (when shown whole) has no query value left; a proxy URL's shown form never has
 /// its password.
 pub fn url_redaction(data: &[u8]) {
-    use crate::transport::url::{redact, Url, REDACTED, SHOWN_CHARS};
+    use crate::net::url::{redact, Url, REDACTED, SHOWN_CHARS};
     let text = String::from_utf8_lossy(data);
     let shown = redact(&text);
     assert!(!shown.chars().any(char::is_control), "{shown:?}");
@@ -449,8 +449,8 @@ pub fn url_redaction(data: &[u8]) {
         }
     }
     let _ = Url::parse(&text);
-    let _ = crate::transport::url::split(&text);
-    if let Ok(proxy) = crate::transport::proxy::ProxyUrl::parse(&text) {
+    let _ = crate::net::url::split(&text);
+    if let Ok(proxy) = crate::net::proxy::ProxyUrl::parse(&text) {
         let authority = text
             .trim()
             .split_once("://")
@@ -463,7 +463,7 @@ pub fn url_redaction(data: &[u8]) {
             assert!(!redacted.contains(&with), "{redacted:?}");
         }
     }
-    let no_proxy = crate::transport::proxy::NoProxy::parse(&text);
+    let no_proxy = crate::net::proxy::NoProxy::parse(&text);
     let _ = no_proxy.matches("mcp.example.test");
     let _ = no_proxy.matches("127.0.0.1");
 }

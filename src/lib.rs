@@ -123,8 +123,10 @@ mod error;
 mod files;
 mod hex;
 mod jsonrpc;
+mod net;
 mod panic;
 mod sleep_lock;
+mod text;
 mod tool;
 
 // Its targets are the parsers of every feature: a build without one has no fuzzing module.
@@ -141,7 +143,7 @@ pub mod fuzzing;
 /// command's app pages): shared with the command, not part of the API.
 #[doc(hidden)]
 pub mod loopback {
-    pub use crate::transport::request_head::{parse, read_head, RequestHead, MAX_HEAD};
+    pub use crate::net::request_head::{parse, read_head, RequestHead, MAX_HEAD};
 }
 
 /// Fault injection for this crate's own tests (the `fault-injection` feature): not part of the

@@ -1,5 +1,5 @@
-//! The crate's layers, checked: wire → transport → client → config → manager → tools → host,
-//! with auth beside the transport. A module may use its own layer and the ones below it, by a
+//! The crate's layers, checked: wire → net → transport → client → config → manager → tools →
+//! host, with auth beside the transport (both on the net). A module may use its own layer and the ones below it, by a
 //! `use` or by an inline `crate::` / `super::` path; a use of a layer above fails this test,
 //! naming the file, the line and the two layers. Comments and doc links do not count.
 
@@ -9,15 +9,16 @@ use std::path::{Path, PathBuf};
 fn layer(module: &[&str]) -> Option<(u8, &'static str)> {
     Some(match module {
         // Shared by every layer: the one error, the cancel token, a sleeping lock, private files.
-        ["error" | "cancel" | "sleep_lock" | "files" | "hex" | "panic", ..] => (0, "wire"),
+        ["error" | "cancel" | "sleep_lock" | "files" | "hex" | "panic" | "text", ..] => (0, "wire"),
         ["jsonrpc" | "protocol", ..] => (0, "wire"),
-        ["transport", ..] => (1, "transport"),
-        ["auth", ..] => (2, "auth"),
-        ["client", ..] => (3, "client"),
-        ["config", ..] => (4, "config"),
-        ["manager", ..] => (5, "manager"),
-        ["tool", ..] => (6, "tools"),
-        ["host", ..] => (7, "host"),
+        ["net", ..] => (1, "net"),
+        ["transport", ..] => (2, "transport"),
+        ["auth", ..] => (3, "auth"),
+        ["client", ..] => (4, "client"),
+        ["config", ..] => (5, "config"),
+        ["manager", ..] => (6, "manager"),
+        ["tool", ..] => (7, "tools"),
+        ["host", ..] => (8, "host"),
         _ => return None,
     })
 }
@@ -266,6 +267,16 @@ fn a_planted_violation_is_found_by_use_by_inline_path_and_by_super() {
         ),
     );
     assert_eq!((v[0].2, v[0].3, v[0].1), ("transport", "config", 2));
+    // The net is below the transports and auth: it may not reach into either.
+    let v = violations(
+        src,
+        &planted(
+            "net/exchange.rs",
+            "use super::url;\nfn f() -> usize { crate::transport::web::X }\n",
+        ),
+    );
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!((v[0].2, v[0].3, v[0].1), ("net", "transport", 2));
     // `super::super::` out of a folder, into a layer above.
     let v = violations(
         src,

@@ -13,7 +13,7 @@ use super::driver::{CookieJar, Http, OAuthOptions};
 use super::endpoints::{checked, parse_url, resolve};
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
-use crate::transport::request_head::read_head;
+use crate::net::request_head::read_head;
 
 /// Starts the interactive step of logins.
 pub trait Authorizer: Send + Sync {

@@ -17,7 +17,7 @@ use super::wire::{Failure, Wire};
 use super::AuthStorage;
 use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
-use crate::transport::url::redact;
+use crate::net::url::redact;
 
 /// Limits and timings of the OAuth client, and the proxies it goes through. `Debug` shows the
 /// proxies without their credentials.
@@ -63,10 +63,10 @@ impl std::fmt::Debug for OAuthOptions {
             .field("max_step_ups", &self.max_step_ups)
             .field("client_name", &self.client_name)
             .field("max_body_bytes", &self.max_body_bytes)
-            .field("proxy", &crate::transport::proxy::shown(&self.proxy))
+            .field("proxy", &crate::net::proxy::shown(&self.proxy))
             .field(
                 "default_proxy",
-                &crate::transport::proxy::shown(&self.default_proxy),
+                &crate::net::proxy::shown(&self.default_proxy),
             )
             .field("ca_file", &self.ca_file)
             .field("default_ca_file", &self.default_ca_file)
@@ -118,7 +118,7 @@ impl Http {
                 self.options.max_body_bytes,
                 self.options.proxy.clone(),
                 self.options.default_proxy.clone(),
-                crate::transport::target::TlsSettings {
+                crate::net::target::TlsSettings {
                     ca_file: self.options.ca_file.clone(),
                     default_ca_file: self.options.default_ca_file.clone(),
                     client_cert: self.options.client_cert.clone(),
@@ -147,7 +147,7 @@ impl Http {
                 format!(
                     "cannot reach {at}: {}{}",
                     super::token::tidy(&why),
-                    crate::transport::tls::hint(&why)
+                    crate::net::tls::hint(&why)
                 ),
             ),
         }

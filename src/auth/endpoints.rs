@@ -1,11 +1,11 @@
 //! Which URLs the flow may fetch or open (http(s) only, plain http to loopback only), and the
 //! canonical resource URI of an MCP server (RFC 8707). URLs themselves are
-//! `transport::url`'s.
+//! `net::url`'s.
 
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
-pub(crate) use crate::transport::url::form::{encode, encode_form, parse_form, with_query};
-use crate::transport::url::Url;
+pub(crate) use crate::net::url::form::{encode, encode_form, parse_form, with_query};
+use crate::net::url::Url;
 
 /// `text` parsed as an http(s) URL; a URL that is not one is refused.
 pub(crate) fn parse_url(text: &str) -> Result<Url, Error> {
@@ -14,7 +14,7 @@ pub(crate) fn parse_url(text: &str) -> Result<Url, Error> {
 
 /// Resolves a `Location` against the URL it came from.
 pub(crate) fn resolve(base: &Url, location: &str) -> String {
-    crate::transport::url::join(&base.origin(), &base.path, location)
+    crate::net::url::join(&base.origin(), &base.path, location)
 }
 
 /// A URL fit to fetch or open: http(s), and plain http only to a loopback host.

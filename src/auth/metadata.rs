@@ -26,7 +26,7 @@ fn malformed(what: &str, url: &str, why: &str) -> Error {
         OAuthErrorKind::Discovery,
         format!(
             "the {what} at {} is malformed: {why}",
-            crate::transport::url::redact(url)
+            crate::net::url::redact(url)
         ),
     )
 }
@@ -72,8 +72,8 @@ impl ResourceMetadata {
                 OAuthErrorKind::Refused,
                 format!(
                     "the protected resource metadata is for {}, not for this server ({})",
-                    crate::transport::url::redact(resource),
-                    crate::transport::url::redact(&server)
+                    crate::net::url::redact(resource),
+                    crate::net::url::redact(&server)
                 ),
             )
         };

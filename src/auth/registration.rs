@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::token::{oauth_error_of, AuthMethod};
 use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
-use crate::transport::url::redact;
+use crate::net::url::redact;
 
 /// Where a client id came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

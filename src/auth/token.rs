@@ -10,7 +10,7 @@ use super::endpoints::encode;
 use super::jwt::SigningKey;
 use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
-use crate::transport::url::redact;
+use crate::net::url::redact;
 
 /// The RFC 8693 token exchange grant.
 pub(crate) const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";

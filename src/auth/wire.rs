@@ -1,5 +1,5 @@
 //! The OAuth client's HTTP/1.1 requests to authorization servers, on the transports' one
-//! exchange (`transport::exchange`) and connection stack (`transport::web::connections`), so a
+//! exchange (`net::exchange`) and connection stack (`net::stack::connections`), so a
 //! network setting applies to both and every response is read by the one parser. One request
 //! per connection (`Connection: close`), the host looked up and everything else done before one
 //! deadline, bodies capped, no redirect followed, and never sent again (an authorization code
@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use ureq::http::{HeaderName, HeaderValue, Method, Uri};
 
-use crate::transport::exchange::{Budget, Kept};
-use crate::transport::target::TlsSettings;
-use crate::transport::{proxy, tls, web};
-use crate::transport::{HttpOptions, HttpTarget};
+use crate::net::exchange::{self, Budget, Kept};
+use crate::net::target::TlsSettings;
+use crate::net::target::{HttpOptions, HttpTarget};
+use crate::net::{proxy, stack, tls};
 
 /// A response.
 pub(crate) struct Response {
@@ -105,7 +105,7 @@ impl Wire {
 
     /// One request, all of it (resolution, connection, TLS, sending, the answer) before
     /// `deadline`, never cut by the abort of an MCP exchange it runs for (see
-    /// `transport::abort::detached`).
+    /// `net::abort::detached`).
     pub(crate) fn request(
         &self,
         method: &str,
@@ -114,7 +114,7 @@ impl Wire {
         body: Option<&[u8]>,
         deadline: Instant,
     ) -> Result<Response, Failure> {
-        crate::transport::abort::detached(|| self.exchange(method, url, headers, body, deadline))
+        crate::net::abort::detached(|| self.exchange(method, url, headers, body, deadline))
     }
 
     fn exchange(
@@ -132,7 +132,7 @@ impl Wire {
             uri.scheme_str() == Some("https") || proxy.as_ref().is_some_and(|p| p.url.is_https());
         let tls = tls::settle(&self.tls, needs_tls).map_err(other)?;
         let config = tls::configure(ureq::Agent::config_builder(), &tls)
-            .input_buffer_size(web::INPUT_BUFFER)
+            .input_buffer_size(exchange::INPUT_BUFFER)
             .proxy(proxy.as_ref().map(|p| p.ureq.clone()))
             .build();
         let through = |f: Failure| match (&proxy, f) {
@@ -165,7 +165,7 @@ impl Wire {
         }
         // One connection, this request's, dropped with it.
         let kept = Arc::new(Kept::new(
-            web::connections(&tls, None, None),
+            stack::connections(&tls, None, None),
             config,
             None,
             false,

@@ -154,20 +154,14 @@ impl std::fmt::Debug for ServerConfig {
             .field("args", &self.args)
             .field("env", &names(&self.env))
             .field("cwd", &self.cwd)
-            .field(
-                "url",
-                &self.url.as_deref().map(crate::transport::url::redact),
-            )
+            .field("url", &self.url.as_deref().map(crate::net::url::redact))
             .field("headers", &names(&self.headers))
             .field("enabled", &self.enabled)
             .field("disabled", &self.disabled)
             .field("timeout_ms", &self.timeout_ms)
             .field("tool_timeout_ms", &self.tool_timeout_ms)
             .field("oauth", &self.oauth.is_some())
-            .field(
-                "proxy",
-                &self.proxy.as_deref().map(crate::transport::url::redact),
-            )
+            .field("proxy", &self.proxy.as_deref().map(crate::net::url::redact))
             .field("ca_file", &self.ca_file)
             .field("client_cert", &self.client_cert)
             .field("client_key", &self.client_key)
@@ -262,7 +256,7 @@ impl ServerConfig {
     /// The URL as it may be shown (listings, errors): userinfo and fragment dropped, each
     /// query value replaced by `REDACTED`.
     pub fn url_for_display(&self) -> Option<String> {
-        self.url.as_deref().map(crate::transport::url::redact)
+        self.url.as_deref().map(crate::net::url::redact)
     }
 
     /// A stdio server config.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use super::server::ServerConfig;
-use crate::transport::url::redact;
+use crate::net::url::redact;
 
 /// The facts of `config` an approval remembers: one entry per setting a person would check,
 /// values that may be secrets as short digests, and one digest for every other setting.

@@ -12,7 +12,7 @@ use super::Shared;
 use crate::client::Endpoint;
 use crate::config::{uses_oauth, ServerConfig};
 use crate::error::Error;
-use crate::transport::url::redact;
+use crate::net::url::redact;
 use crate::transport::AuthProvider;
 
 /// The provider in OAuth's place: no token, and a typed refusal of a login.

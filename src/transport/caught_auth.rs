@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::target::{AuthProvider, HttpTarget};
 use crate::error::Error;
+use crate::net::target::{AuthProvider, HttpTarget};
 use crate::panic::catch_in;
 
 /// `target` with its provider (if any) behind the catch: what a connection uses throughout.

@@ -48,15 +48,15 @@ use ureq::http::header::{ACCEPT, CONTENT_TYPE};
 use ureq::http::{HeaderName, HeaderValue, Response, Uri};
 use ureq::Body;
 
-use super::abort::Abort;
 use super::pool::{Worker, WorkerPool};
 use super::sse_parser::SseDecoder;
-use super::target::{AuthProvider, HttpOptions, HttpTarget};
 use super::web::{self, StreamEnd};
 use super::{Envelope, Inbound, Transport};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
+use crate::net::abort::Abort;
+use crate::net::target::{AuthProvider, HttpOptions, HttpTarget};
 use crate::panic::Boundary;
 use crate::protocol::{methods, ProtocolVersion};
 
@@ -338,7 +338,8 @@ impl Shared {
             let request = web::request(ureq::http::Method::DELETE, &s.uri);
             let request = s.with_version(request, *s.version.read());
             let request = request.with_header(SESSION_HEADER, session);
-            let budget = super::exchange::Budget::until(Instant::now() + s.options.close_timeout);
+            let budget =
+                crate::net::exchange::Budget::until(Instant::now() + s.options.close_timeout);
             let deleted = s.remote.send(request, &[], budget, true).map(|r| {
                 // Read to its end, so that nothing is left half-read on the connection.
                 let _ = web::read_body(r, 64 * 1024, "");

@@ -17,23 +17,14 @@ use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId};
 use crate::protocol::ProtocolVersion;
 
-pub(crate) mod abort;
 mod caught_auth;
-pub(crate) mod exchange;
 pub(crate) mod http;
-pub(crate) mod http1;
 #[cfg(windows)]
 mod job;
 pub(crate) mod lines;
 mod memory;
-#[cfg(windows)]
-mod named_pipe;
 mod pool;
 mod process;
-pub(crate) mod proxy;
-pub(crate) mod request_head;
-mod secrets;
-mod socket;
 pub(crate) mod sse;
 pub(crate) mod sse_parser;
 #[cfg(unix)]
@@ -44,28 +35,17 @@ mod stdin_thread;
 #[cfg(not(unix))]
 use stdin_thread as stdin;
 pub(crate) mod stdio;
-pub(crate) mod target;
-pub(crate) mod tcp;
-#[cfg(feature = "tls")]
-pub(crate) mod tls;
-#[cfg(not(feature = "tls"))]
-pub(crate) mod tls_off;
-#[cfg(not(feature = "tls"))]
-pub(crate) use tls_off as tls;
-#[cfg(feature = "tls")]
-mod tls_check;
-pub(crate) mod url;
 pub(crate) mod web;
 
 // What a host sets. The three transports themselves are built by the client from an
 // `Endpoint`, not by hosts.
+pub use crate::net::target::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 pub(crate) use http::HttpTransport;
 pub use http::MAX_DEAD_LISTENS;
 pub use memory::{pair as memory_pair, MemoryConnector, MemoryServer};
 pub(crate) use sse::SseTransport;
 pub(crate) use stdio::StdioTransport;
 pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
-pub use target::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RETRIES};
 
 /// Builds a transport around a client's [`Inbound`] sink, for
 /// [`Client::with_transport`](crate::client::Client::with_transport) and a manager's

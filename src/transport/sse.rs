@@ -19,11 +19,11 @@ use parking_lot::Mutex;
 use ureq::http::{HeaderValue, Uri};
 
 use super::sse_parser::SseDecoder;
-use super::target::{HttpOptions, HttpTarget};
 use super::web::{self, StreamEnd};
 use super::{Inbound, Transport};
 use crate::error::Error;
 use crate::jsonrpc::Message;
+use crate::net::target::{HttpOptions, HttpTarget};
 use crate::panic::Boundary;
 
 /// A legacy HTTP+SSE connection. Dropping it closes it.
@@ -41,7 +41,7 @@ struct Shared {
     /// Requests go to the proxy as they are (see `web::Wire`).
     forwarded: bool,
     /// The target's auth provider, told of the server's DPoP nonces.
-    auth: Option<Arc<dyn super::target::AuthProvider>>,
+    auth: Option<Arc<dyn crate::net::target::AuthProvider>>,
     remote: Arc<web::Remote>,
     options: HttpOptions,
     /// Shared with the reader, so it can tell our close from the server's.
@@ -192,12 +192,12 @@ impl SseTransport {
                 ))));
             }
         };
-        let resolved = match super::url::resolve(&base, &endpoint) {
-            Ok(u) if super::url::origin(&u) == super::url::origin(&base) => u,
+        let resolved = match crate::net::url::resolve(&base, &endpoint) {
+            Ok(u) if crate::net::url::origin(&u) == crate::net::url::origin(&base) => u,
             Ok(u) => {
                 return Err(give_up(Error::protocol(format!(
                     "the SSE endpoint {} is not on the origin of {shown}; refused",
-                    super::url::redact(&u.to_string())
+                    crate::net::url::redact(&u.to_string())
                 ))));
             }
             Err(e) => return Err(give_up(e)),
@@ -210,7 +210,7 @@ impl SseTransport {
             }
             *p = Phase::Ready;
         }
-        let endpoint_shown = super::url::redact(&resolved.to_string());
+        let endpoint_shown = crate::net::url::redact(&resolved.to_string());
         log::debug!("[{name}] legacy SSE endpoint: {endpoint_shown}");
         Ok(SseTransport {
             shared: Arc::new(Shared {
@@ -242,7 +242,7 @@ fn open_stream(
     // Everything until the headers bounded by the deadline; the stream lives as long as the
     // session.
     let left = web::left(deadline);
-    let budget = super::exchange::Budget {
+    let budget = crate::net::exchange::Budget {
         deadline: None,
         connect: left,
         send: left,
@@ -334,7 +334,8 @@ impl Shared {
         let mut request = web::request(ureq::http::Method::POST, &self.endpoint);
         (request.headers_mut())
             .insert("content-type", HeaderValue::from_static("application/json"));
-        let budget = super::exchange::Budget::until(Instant::now() + self.options.post_timeout);
+        let budget =
+            crate::net::exchange::Budget::until(Instant::now() + self.options.post_timeout);
         let response = (self.remote)
             .send(request, &body, budget, false)
             .map_err(|e| web::transport_error(e, shown, "POST"))?;

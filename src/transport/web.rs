@@ -19,9 +19,9 @@ use ureq::http::Response;
 use ureq::Body;
 
 use super::sse_parser::{SseDecoder, SseEvent};
-use super::target::{HttpOptions, HttpTarget};
 use crate::error::Error;
 use crate::jsonrpc::Message;
+use crate::net::target::{HttpOptions, HttpTarget};
 
 /// Whether a message is a cancellation, which HTTP transports send in the background: a
 /// caller that gave up must not wait on a round trip to say so.
@@ -42,7 +42,7 @@ const CHUNK: usize = 16 * 1024;
 /// uses the same one (and so finds its own kept-alive connection).
 pub(crate) struct Remote {
     /// Built on first use.
-    kept: std::sync::OnceLock<Arc<super::exchange::Kept>>,
+    kept: std::sync::OnceLock<Arc<crate::net::exchange::Kept>>,
     options: HttpOptions,
     wire: Wire,
     /// Set by `shutdown`: connections built after it are shut down at once.
@@ -53,47 +53,53 @@ pub(crate) struct Remote {
 #[derive(Clone)]
 pub(crate) struct Wire {
     /// The URL as the crate sees it and as we show it.
-    pub(crate) split: super::url::Split,
-    pub(crate) secrets: Arc<super::secrets::Secrets>,
+    pub(crate) split: crate::net::url::Split,
+    pub(crate) secrets: Arc<crate::net::secrets::Secrets>,
     /// The proxy the connection goes through, if any.
-    pub(crate) proxy: Option<super::proxy::Proxy>,
+    pub(crate) proxy: Option<crate::net::proxy::Proxy>,
     /// What the connection trusts and presents.
-    pub(crate) tls: Arc<super::tls::Tls>,
+    pub(crate) tls: Arc<crate::net::tls::Tls>,
     /// The proxy's address, where the requests are sent as they are when they do not go
     /// through a tunnel (see `proxy::Proxy::forwards`; no credentials in it).
     via: Option<ureq::http::Uri>,
     /// The Unix socket or named pipe the server listens on, for a `unix://` or `pipe://` URL
     /// (see `url::local`).
-    local: Option<Arc<super::socket::Local>>,
+    local: Option<Arc<crate::net::socket::Local>>,
 }
 
 impl Wire {
     /// The wire form of `target`, the proxy it is reached through (see `proxy::choose`) and
     /// its TLS (see `tls`).
     pub(crate) fn new(target: &HttpTarget, options: &HttpOptions) -> Result<Wire, Error> {
-        let local = super::url::local(&target.url).transpose()?;
-        let mut split = super::url::split(local.as_ref().map_or(&target.url, |l| &l.http))?;
+        let local = crate::net::url::local(&target.url).transpose()?;
+        let mut split = crate::net::url::split(local.as_ref().map_or(&target.url, |l| &l.http))?;
         let proxy = match &local {
             // A local socket is reached directly, whatever the proxy settings say.
             Some(local) => {
                 split.shown = local.shown.clone();
                 None
             }
-            None => super::proxy::choose(target, options, &super::proxy::ProxyEnv::from_process())?,
+            None => crate::net::proxy::choose(
+                target,
+                options,
+                &crate::net::proxy::ProxyEnv::from_process(),
+            )?,
         };
         let scheme = split.public.scheme_str().unwrap_or("").to_owned();
         let forward = proxy.as_ref().filter(|p| p.forwards(&scheme));
-        let secrets = Arc::new(super::secrets::Secrets::new(&split, target, forward)?);
+        let secrets = Arc::new(crate::net::secrets::Secrets::new(&split, target, forward)?);
         // Forwarded requests must reach the proxy: an address that cannot be made is an error,
         // never a connection to the server itself (which would get the proxy's credentials).
         let via = match forward {
-            Some(p) => Some(super::proxy::address(&p.ureq).ok_or_else(|| Error::Config {
-                message: format!("the proxy {} has no usable address", p.url.redacted()),
-            })?),
+            Some(p) => Some(
+                crate::net::proxy::address(&p.ureq).ok_or_else(|| Error::Config {
+                    message: format!("the proxy {} has no usable address", p.url.redacted()),
+                })?,
+            ),
             None => None,
         };
         let needs_tls = scheme == "https" || proxy.as_ref().is_some_and(|p| p.url.is_https());
-        let tls = super::tls::settle(&target.tls_settings(options), needs_tls)?;
+        let tls = crate::net::tls::settle(&target.tls_settings(options), needs_tls)?;
         if let Some(p) = &proxy {
             // Every message about the connection says which proxy it went through.
             split.shown = format!("{} (through the proxy {})", split.shown, p.url.redacted());
@@ -116,16 +122,6 @@ impl Wire {
     }
 }
 
-/// How many shards a connection's kept connections are spread over: up to eight threads calling
-/// at once each get their own (with four, pairs of threads still queued on a shard's lock).
-pub(crate) const SHARDS: usize = 8;
-
-/// A connection's input buffer: it also bounds a response's head.
-pub(crate) const INPUT_BUFFER: usize = 16 * 1024;
-
-/// The `User-Agent` of every request.
-pub(crate) const USER_AGENT: &str = concat!("mcp-runtime/", env!("CARGO_PKG_VERSION"));
-
 static NEXT_SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 thread_local! {
@@ -147,11 +143,11 @@ impl Remote {
 
     /// The kept-alive connections every request of the connection goes through (see
     /// `exchange`).
-    pub(crate) fn kept(&self) -> &Arc<super::exchange::Kept> {
+    pub(crate) fn kept(&self) -> &Arc<crate::net::exchange::Kept> {
         let built = self.kept.get().is_none();
         let kept = self.kept.get_or_init(|| {
-            Arc::new(super::exchange::Kept::new(
-                connections(
+            Arc::new(crate::net::exchange::Kept::new(
+                crate::net::stack::connections(
                     &self.wire.tls,
                     self.wire.via.clone(),
                     self.wire.local.clone(),
@@ -174,7 +170,7 @@ impl Remote {
         &self,
         request: ureq::http::Request<()>,
         body: &[u8],
-        budget: super::exchange::Budget,
+        budget: crate::net::exchange::Budget,
         safe: bool,
     ) -> Result<Response<Body>, ureq::Error> {
         self.kept()
@@ -183,8 +179,8 @@ impl Remote {
 
     /// The bounds of a request with `deadline` (see `exchange::Budget`): the deadline over
     /// every phase, else the connection's phase timeouts.
-    pub(crate) fn budget(&self, deadline: Option<Instant>) -> super::exchange::Budget {
-        super::exchange::Budget {
+    pub(crate) fn budget(&self, deadline: Option<Instant>) -> crate::net::exchange::Budget {
+        crate::net::exchange::Budget {
             deadline,
             connect: self.options.connect_timeout,
             send: self.options.post_timeout,
@@ -226,53 +222,18 @@ fn config(options: &HttpOptions, wire: &Wire) -> ureq::config::Config {
     // A tunnel is `ureq`'s connector's to make; forwarded requests go to the proxy's address,
     // with their absolute target and the proxy's credentials (see `secrets`).
     let tunnel = wire.proxy.as_ref().filter(|_| !wire.forwards());
-    super::tls::configure(ureq::Agent::config_builder(), &wire.tls)
+    crate::net::tls::configure(ureq::Agent::config_builder(), &wire.tls)
         .timeout_connect(Some(options.connect_timeout))
         // Each connection has these buffers; MCP messages stream through them, so 128 KiB
         // each (the default) is memory for nothing: eight callers' connections at 16 + 8 KiB
         // keep about 270 KB less than at 32 + 16. The input one bounds response headers
         // (servers cap theirs at 8 KiB or so).
-        .input_buffer_size(INPUT_BUFFER)
+        .input_buffer_size(crate::net::exchange::INPUT_BUFFER)
         .output_buffer_size(8 * 1024)
         // The proxy was chosen with the connection (see `choose_proxy`); `ureq` is never left
         // to read the environment itself.
         .proxy(tunnel.map(|p| p.ureq.clone()))
         .build()
-}
-
-/// The connections every HTTP exchange of the crate runs on, the MCP transports' and OAuth's:
-/// a tunnel through the proxy when the config names one (`CONNECT`, its own connection to the
-/// proxy made by this same stack), our TCP (fewer system calls per request, the host resolved
-/// when a connection opens, aborts: see `tcp`), then TLS for https with the connection's roots
-/// and client certificate (see `tls`; the config must carry the same
-/// [`Tls`](super::tls::Tls)'s `config`).
-/// Whatever a network asks of a connection is added here, once.
-pub(crate) type Connections = ureq::unversioned::transport::ChainedConnector<
-    (),
-    ureq::unversioned::transport::ChainedConnector<
-        (),
-        ureq::unversioned::transport::ChainedConnector<
-            (),
-            (),
-            ureq::unversioned::transport::ConnectProxyConnector,
-        >,
-        super::tcp::Tcp,
-    >,
-    super::tls::SharedTls,
->;
-
-/// The connection stack (see [`Connections`]); its resolver is [`ResolveOnConnect`](super::tcp::ResolveOnConnect).
-/// `via`: the address of a proxy the requests are forwarded to; `local`: the Unix socket or
-/// named pipe the server listens on (see `Wire`).
-pub(crate) fn connections(
-    tls: &super::tls::Tls,
-    via: Option<ureq::http::Uri>,
-    local: Option<Arc<super::socket::Local>>,
-) -> Connections {
-    use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
-    ().chain(ConnectProxyConnector::default())
-        .chain(super::tcp::Tcp { via, local })
-        .chain(tls.connector())
 }
 
 /// A request for `uri` with no headers yet (built in place: a builder moves the whole request
@@ -299,7 +260,7 @@ pub(crate) fn left(deadline: std::time::Instant) -> Duration {
 /// the status (a server may rotate its nonce with any answer).
 pub(crate) fn note_nonce(
     response: &Response<Body>,
-    auth: Option<&Arc<dyn super::target::AuthProvider>>,
+    auth: Option<&Arc<dyn crate::net::target::AuthProvider>>,
     uri: &ureq::http::Uri,
 ) {
     if let (Some(auth), Some(nonce)) = (auth, header(response, "dpop-nonce")) {
@@ -316,16 +277,16 @@ pub(crate) fn is_redirect(response: &Response<Body>) -> bool {
 /// The [`Error::Redirect`] for a 3xx response to a request for `base`.
 pub(crate) fn redirect_error(response: &Response<Body>, base: &ureq::http::Uri) -> Error {
     let location = match header(response, "location") {
-        Some(l) => match super::url::resolve(base, &l) {
+        Some(l) => match crate::net::url::resolve(base, &l) {
             Ok(u) => {
-                let shown = super::url::redact(&u.to_string());
-                if super::url::origin(&u) == super::url::origin(base) {
+                let shown = crate::net::url::redact(&u.to_string());
+                if crate::net::url::origin(&u) == crate::net::url::origin(base) {
                     shown
                 } else {
                     format!("{shown} (another origin)")
                 }
             }
-            Err(_) => super::url::redact(&l),
+            Err(_) => crate::net::url::redact(&l),
         },
         None => "(no Location)".to_owned(),
     };
@@ -363,7 +324,7 @@ pub(crate) fn scrub(text: &str) -> String {
             out.push(' ');
         }
         if word.contains("://") {
-            out.push_str(&super::url::redact(word));
+            out.push_str(&crate::net::url::redact(word));
         } else {
             out.push_str(word);
         }
@@ -462,7 +423,7 @@ pub(crate) fn transport_error(e: ureq::Error, url: &str, what: &str) -> Error {
         other => {
             // TLS failures come as `io: ...` or `rustls: ...`; say what to set where we can.
             let why = scrub(&other.to_string());
-            let hint = super::tls::hint(&why);
+            let hint = crate::net::tls::hint(&why);
             Error::closed(format!("{what} to {url} failed: {why}{hint}"))
         }
     }

@@ -17,7 +17,7 @@ use super::super::token::{
 use super::super::{error, OAuthErrorKind};
 use super::{misuse, Flow, Login, Reply, Step};
 use crate::error::Error;
-use crate::transport::url::redact;
+use crate::net::url::redact;
 
 impl Flow {
     pub(super) fn on_metadata(&mut self, m: AuthorizationServerMetadata) -> Result<(), Error> {

@@ -20,7 +20,7 @@ use super::token::{AuthMethod, TokenRequest, TokenResponse};
 use super::Secret;
 use super::{error, OAuthErrorKind};
 use crate::error::Error;
-use crate::transport::url::redact;
+use crate::net::url::redact;
 
 /// What a login starts from.
 #[derive(Debug, Clone)]

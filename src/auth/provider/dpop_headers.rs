@@ -11,7 +11,7 @@ impl OAuthProvider {
     pub(super) fn request_headers(&self, method: &str, url: &str) -> Vec<(String, String)> {
         // `authorization` refreshes a token about to expire; the header and its proof are then
         // made from one reading of the tokens (another thread may refresh meanwhile).
-        let Some(value) = crate::transport::AuthProvider::authorization(self) else {
+        let Some(value) = crate::net::target::AuthProvider::authorization(self) else {
             return Vec::new();
         };
         let tokens = self

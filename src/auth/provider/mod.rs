@@ -151,10 +151,7 @@ struct Inner {
 impl std::fmt::Debug for OAuthProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthProvider")
-            .field(
-                "server",
-                &crate::transport::url::redact(&self.inner.server_url),
-            )
+            .field("server", &crate::net::url::redact(&self.inner.server_url))
             .field("grant", &self.inner.config.grant)
             .finish_non_exhaustive()
     }
@@ -547,7 +544,7 @@ impl OAuthProvider {
     }
 }
 
-impl crate::transport::AuthProvider for OAuthProvider {
+impl crate::net::target::AuthProvider for OAuthProvider {
     fn authorization(&self) -> Option<String> {
         let mut tokens = self.tokens()?;
         if self.needs_refresh(&tokens) && tokens.credential.refresh_token.is_some() {

@@ -222,8 +222,8 @@ pub(crate) fn editor_entry(
 /// `no_proxy` or the editor's own exceptions (`no_proxy`: VS Code's `http.noProxy`) name. The
 /// server's own `proxy` is used for any host, so an editor's is only given where it applies.
 pub(crate) fn editor_proxy(url: &str, proxy: &str, no_proxy: &[String]) -> Option<String> {
-    use crate::transport::proxy::{NoProxy, ProxyEnv};
-    let host = crate::transport::url::Url::parse(url).ok()?.host;
+    use crate::net::proxy::{NoProxy, ProxyEnv};
+    let host = crate::net::url::Url::parse(url).ok()?.host;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let bypassed = ProxyEnv::from_process().bypasses(host)
         || NoProxy::parse(&no_proxy.join(",")).matches(host);

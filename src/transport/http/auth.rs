@@ -6,8 +6,8 @@ use std::time::Instant;
 use super::Shared;
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
-use crate::transport::abort::Abort;
-use crate::transport::target::MAX_AUTH_RETRIES;
+use crate::net::abort::Abort;
+use crate::net::target::MAX_AUTH_RETRIES;
 use crate::transport::Envelope;
 
 impl Shared {

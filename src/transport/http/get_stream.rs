@@ -10,7 +10,7 @@ use ureq::http::header::ACCEPT;
 use ureq::http::HeaderValue;
 
 use super::Shared;
-use crate::transport::abort::Abort;
+use crate::net::abort::Abort;
 use crate::transport::sse_parser::SseDecoder;
 use crate::transport::web::{self, StreamEnd};
 

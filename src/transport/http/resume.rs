@@ -11,7 +11,7 @@ use ureq::http::HeaderValue;
 use super::{Reply, Shared};
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId, Response as RpcResponse};
-use crate::transport::abort::Abort;
+use crate::net::abort::Abort;
 use crate::transport::{web, Envelope};
 
 impl Shared {

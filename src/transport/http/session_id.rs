@@ -14,8 +14,8 @@ use ureq::Body;
 use super::{Shared, SESSION_HEADER};
 use crate::error::Error;
 use crate::jsonrpc::{Message, Response as RpcResponse};
+use crate::net::abort::Abort;
 use crate::protocol::methods;
-use crate::transport::abort::Abort;
 use crate::transport::Envelope;
 
 impl Shared {

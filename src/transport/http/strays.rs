@@ -15,7 +15,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::jsonrpc::Response as RpcResponse;
-use crate::transport::abort::Abort;
+use crate::net::abort::Abort;
 
 /// The in-flight requests and the answers that came for them on other streams.
 #[derive(Default)]

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::transport::lines::{clip, trim_line};
+use crate::text::clip;
+use crate::transport::lines::trim_line;
 
 /// Lines of stdout that are not JSON-RPC a server may print before its first message. Real
 /// banners are a few dozen lines; a server past this is not going to speak MCP.
@@ -134,7 +135,7 @@ fn mask_credentials(text: &str) -> String {
             continue;
         }
         if word.contains("://") {
-            out.push_str(&crate::transport::url::redact(word));
+            out.push_str(&crate::net::url::redact(word));
             continue;
         }
         let names_credential = CREDENTIAL_WORDS.iter().any(|w| lower.contains(w));

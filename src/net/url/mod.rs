@@ -28,7 +28,7 @@ pub(crate) const REDACTED: &str = "REDACTED";
 /// dropped, at most [`SHOWN_CHARS`] characters. Works on any text, parsable or not. The one
 /// redaction of the crate: the transports, auth and the config layer all use it.
 pub(crate) fn redact(url: &str) -> String {
-    super::lines::clip(&redact_whole(url), SHOWN_CHARS)
+    crate::text::clip(&redact_whole(url), SHOWN_CHARS)
 }
 
 /// The longest URL [`redact`] shows whole.

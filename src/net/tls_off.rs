@@ -19,7 +19,7 @@ use crate::error::Error;
 pub(crate) struct Tls;
 
 impl Tls {
-    /// The last connector of `web::connections`: passes the plain connection on.
+    /// The last connector of `stack::connections`: passes the plain connection on.
     pub(crate) fn connector(&self) -> SharedTls {
         SharedTls
     }

@@ -1,6 +1,6 @@
 //! What a connection trusts and what it presents: the roots it verifies servers against and the
 //! client certificate it shows, for the MCP transports and OAuth alike (one TLS stack; see
-//! `web::connections`).
+//! `stack::connections`).
 //!
 //! - **Roots**: the operating system's trust store, read once per process when the first TLS
 //!   connection is made: on Linux and the BSDs the distribution's bundle and certificate
@@ -53,7 +53,7 @@ impl std::fmt::Debug for Tls {
 }
 
 impl Tls {
-    /// The connector (the last of `web::connections`), shared by every agent with these
+    /// The connector (the last of `stack::connections`), shared by every agent with these
     /// settings: it builds the TLS configuration once, from the first agent's `config`.
     pub(crate) fn connector(&self) -> SharedTls {
         SharedTls(Arc::clone(&self.connector))

@@ -213,7 +213,7 @@ fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::target::HttpTarget;
+    use crate::net::target::HttpTarget;
 
     struct Token;
     impl AuthProvider for Token {

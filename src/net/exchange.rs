@@ -3,7 +3,7 @@
 //! stream and its POSTs, requests forwarded to a proxy, and the OAuth client's requests.
 //!
 //! The head is written and the response read by `http1` (sans I/O), over a connection of the
-//! crate's one stack (a `CONNECT` tunnel, our TCP, TLS: see `web::connections`), kept alive
+//! crate's one stack (a `CONNECT` tunnel, our TCP, TLS: see `stack::connections`), kept alive
 //! between requests in [`Kept`]. The connection's secrets (see `secrets`) are added to the head
 //! here, as it is written, and nowhere else; the head and the start of the body go out in one
 //! write (one TCP segment, one TLS record).
@@ -31,12 +31,22 @@ use ureq::{Body, Timeout};
 
 use super::http1;
 
-/// The connection stack a connection's exchanges run on (see `web::connections`).
-pub(crate) type Stack = super::web::Connections;
+/// The connection stack a connection's exchanges run on (see `stack::connections`).
+pub(crate) type Stack = super::stack::Connections;
 
 type RunConnector =
     dyn Fn(&ConnectionDetails) -> Result<Box<dyn Transport>, ureq::Error> + Send + Sync;
 type RegisterShutdown = dyn Fn(Weak<dyn ShutdownHandle>) -> Result<(), ureq::Error> + Send + Sync;
+
+/// How many shards a connection's kept connections are spread over: up to eight threads calling
+/// at once each get their own (with four, pairs of threads still queued on a shard's lock).
+pub(crate) const SHARDS: usize = 8;
+
+/// A connection's input buffer: it also bounds a response's head.
+pub(crate) const INPUT_BUFFER: usize = 16 * 1024;
+
+/// The `User-Agent` of every request.
+pub(crate) const USER_AGENT: &str = concat!("mcp-runtime/", env!("CARGO_PKG_VERSION"));
 
 /// How many idle connections a shard keeps (a shard serves one or a few calling threads, and
 /// the workers of their calls): the list grows only with real concurrency.
@@ -106,7 +116,7 @@ pub(crate) struct Kept {
     /// The host is looked up within the connect phase's bound, before the connection is made
     /// (the OAuth client's requests, one per connection); else when `Tcp` connects.
     bounded_lookup: bool,
-    idle: [Mutex<Vec<Idle>>; super::web::SHARDS],
+    idle: [Mutex<Vec<Idle>>; SHARDS],
     handles: Arc<Mutex<Handles>>,
     /// Set by [`Kept::shutdown`]: no new connection, none kept.
     down: AtomicBool,
@@ -254,7 +264,7 @@ impl Kept {
         safe: bool,
     ) -> Result<Response<Body>, ureq::Error> {
         let mut head = Vec::with_capacity(256);
-        http1::write_head(&request, body.len(), super::web::USER_AGENT, &mut head);
+        http1::write_head(&request, body.len(), USER_AGENT, &mut head);
         if let Some(secrets) = self.secrets.as_ref().filter(|s| s.are_for(request.uri())) {
             secrets.apply(&mut head, &mut Vec::new());
         }
@@ -463,12 +473,12 @@ fn receive_response(
         if !progress {
             // A full buffer without a whole head: the head is too large to read.
             let held = connection.buffers().input().len();
-            if held >= super::web::INPUT_BUFFER {
+            if held >= INPUT_BUFFER {
                 return Err(ureq::Error::Io(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!(
                         "the response's head is larger than the {} bytes read for it",
-                        super::web::INPUT_BUFFER
+                        INPUT_BUFFER
                     ),
                 )));
             }
