@@ -13,8 +13,7 @@ use super::Client;
 use crate::error::Error;
 use crate::protocol::frontmatter::YAML_NEEDED;
 use crate::protocol::{
-    methods, verify_file, verify_frontmatter, ReadResourceResult, Skill, SkillFiles,
-    SKILLS_EXTENSION,
+    methods, verify_file, verify_frontmatter, ReadResourceResult, Skill, SKILLS_EXTENSION,
 };
 
 impl Client {
@@ -82,8 +81,8 @@ impl Client {
             });
         }
         let entry = match &skill.resources {
-            SkillFiles::Dynamic => None,
-            SkillFiles::Listed(_) => Some(skill.file(uri).ok_or_else(|| Error::Integrity {
+            None => None,
+            Some(_) => Some(skill.file(uri).ok_or_else(|| Error::Integrity {
                 uri: uri.to_owned(),
                 problem: "the skill's list does not name this file".into(),
             })?),

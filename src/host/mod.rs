@@ -1,6 +1,6 @@
 //! The host layer as a host author meets it: the loader (the one call at startup), the
 //! session (a tool registry that follows the servers), the `/mcp` commands, the tools a
-//! subagent is given, the tool objects themselves ([`AgentTool`], [`McpTool`]), and the host's
+//! subagent is given, the tool object itself ([`AgentTool`]), and the host's
 //! side of an MCP App ([`AppBridge`]).
 //!
 //! Defined in this module's `loader`, `session`, `commands`, `subagent` and `app` modules and
@@ -29,6 +29,5 @@ pub use self::session::{
 pub use self::subagent::{subagent_tools, DEFAULT_CALL_CAP};
 pub use crate::tool::tokens::{estimated_tokens, BYTES_PER_TOKEN};
 pub use crate::tool::{
-    build_tools, parameters_of, render_text, schema_mismatch, AgentTool, McpTool, ToolIndex,
-    ToolOutput,
+    build_tools, parameters_of, render_text, schema_mismatch, AgentTool, ToolIndex, ToolOutput,
 };

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
@@ -37,19 +38,16 @@ pub trait ToolCache: Send + Sync {
     fn get(&self, server: &str, config_hash: &str) -> Option<Vec<Arc<Tool>>>;
     /// Stores the tools of `server` under `config_hash`.
     fn set(&self, server: &str, config_hash: &str, tools: &[Arc<Tool>]) -> Result<(), Error>;
-    /// The resources, templates and prompts stored for `server` under `config_hash`, if fresh.
-    /// (A cache that keeps only tools answers `None`.)
-    fn get_features(&self, server: &str, config_hash: &str) -> Option<CachedFeatures> {
+    /// The resources, templates and prompts stored for `server` under `config_hash`, if fresh,
+    /// as [`set_features`](ToolCache::set_features) was given them. (A cache that keeps only
+    /// tools answers `None`; a value the manager cannot read back is a miss.)
+    fn get_features(&self, server: &str, config_hash: &str) -> Option<Value> {
         let _ = (server, config_hash);
         None
     }
-    /// Stores the resources, templates and prompts of `server` under `config_hash`.
-    fn set_features(
-        &self,
-        server: &str,
-        config_hash: &str,
-        features: &CachedFeatures,
-    ) -> Result<(), Error> {
+    /// Stores the resources, templates and prompts of `server` under `config_hash`: a JSON
+    /// value of the manager's own, to keep as it is.
+    fn set_features(&self, server: &str, config_hash: &str, features: &Value) -> Result<(), Error> {
         let _ = (server, config_hash, features);
         Ok(())
     }
@@ -72,9 +70,9 @@ pub trait ToolCache: Send + Sync {
     }
 }
 
-/// What a server offers beside tools, as the cache keeps it.
+/// What a server offers beside tools, as the manager hands it to the cache (as JSON).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CachedFeatures {
+pub(crate) struct CachedFeatures {
     /// Its resources.
     #[serde(default)]
     pub resources: Vec<Arc<Resource>>,
@@ -93,7 +91,7 @@ pub struct CachedFeatures {
 struct FeaturesEntry {
     version: u32,
     config_hash: String,
-    features: CachedFeatures,
+    features: Value,
     written_at: u64,
 }
 
@@ -234,7 +232,7 @@ impl ToolCache for FileToolCache {
         write_entry(&self.path_for(server), &entry)
     }
 
-    fn get_features(&self, server: &str, config_hash: &str) -> Option<CachedFeatures> {
+    fn get_features(&self, server: &str, config_hash: &str) -> Option<Value> {
         let entry: FeaturesEntry =
             read_entry(&self.features_path_for(server), |e: &FeaturesEntry| {
                 e.version
@@ -243,12 +241,7 @@ impl ToolCache for FileToolCache {
         (entry.config_hash == config_hash && age <= self.ttl).then_some(entry.features)
     }
 
-    fn set_features(
-        &self,
-        server: &str,
-        config_hash: &str,
-        features: &CachedFeatures,
-    ) -> Result<(), Error> {
+    fn set_features(&self, server: &str, config_hash: &str, features: &Value) -> Result<(), Error> {
         let entry = FeaturesEntry {
             version: CACHE_VERSION,
             config_hash: config_hash.to_owned(),
@@ -340,6 +333,7 @@ mod tests {
             )],
             ..CachedFeatures::default()
         };
+        let features = serde_json::to_value(features).unwrap();
         c.set_features("files", &hash, &features).unwrap();
         assert_eq!(c.get_features("files", &hash), Some(features));
         assert!(c.get_features("files", "another").is_none());

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use crate::error::Error;
-use crate::manager::cache::{CachedFeatures, ToolCache};
+use crate::manager::cache::ToolCache;
 use crate::panic::catch_in;
 use crate::protocol::{Listing, Tool};
 
@@ -43,7 +45,7 @@ impl ToolCache for CaughtCache {
         })?
     }
 
-    fn get_features(&self, server: &str, config_hash: &str) -> Option<CachedFeatures> {
+    fn get_features(&self, server: &str, config_hash: &str) -> Option<Value> {
         catch_in("the ToolCache's get_features", || {
             self.0.get_features(server, config_hash)
         })
@@ -51,12 +53,7 @@ impl ToolCache for CaughtCache {
         .flatten()
     }
 
-    fn set_features(
-        &self,
-        server: &str,
-        config_hash: &str,
-        features: &CachedFeatures,
-    ) -> Result<(), Error> {
+    fn set_features(&self, server: &str, config_hash: &str, features: &Value) -> Result<(), Error> {
         catch_in("the ToolCache's set_features", || {
             self.0.set_features(server, config_hash, features)
         })?

@@ -52,22 +52,24 @@ pub struct Managed<T> {
 }
 
 impl Features {
-    /// As the cache keeps them.
-    pub(crate) fn to_cached(&self) -> CachedFeatures {
-        CachedFeatures {
+    /// As the cache keeps them (JSON).
+    pub(crate) fn to_cached(&self) -> serde_json::Value {
+        let cached = CachedFeatures {
             resources: self.resources.clone(),
             templates: self.templates.clone(),
             prompts: self.prompts.clone(),
-        }
+        };
+        serde_json::to_value(cached).unwrap_or_default()
     }
 
-    /// From the cache.
-    pub(crate) fn from_cached(cached: CachedFeatures) -> Features {
-        Features {
+    /// From the cache; `None` for a value that is not what [`Features::to_cached`] gave.
+    pub(crate) fn from_cached(cached: serde_json::Value) -> Option<Features> {
+        let cached: CachedFeatures = serde_json::from_value(cached).ok()?;
+        Some(Features {
             resources: cached.resources,
             templates: cached.templates,
             prompts: cached.prompts,
-        }
+        })
     }
 
     /// Lists what `client`'s server declared; a list that fails is logged and left empty (the

@@ -51,9 +51,7 @@ mod startup;
 mod state;
 mod task;
 
-pub use crate::manager::cache::{
-    CachedFeatures, FileToolCache, ToolCache, CACHE_VERSION, DEFAULT_TTL,
-};
+pub use crate::manager::cache::{FileToolCache, ToolCache, CACHE_VERSION, DEFAULT_TTL};
 pub use naming::{exposed_name, exposed_names, exposed_prefix};
 pub use options::{
     ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, STARTUP_TIMEOUT,

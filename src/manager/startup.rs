@@ -216,14 +216,16 @@ impl Shared {
             .into_iter()
             .filter(|t| config.tool_allowed(&t.name))
             .collect();
-        let features = cache.get_features(name, &config_hash(&config));
+        // Read outside the lock (the JSON the cache kept, back into features).
+        let features =
+            (cache.get_features(name, &config_hash(&config))).and_then(Features::from_cached);
         let mut state = self.state.lock();
         match state.servers.get_mut(name) {
             Some(server) if matches!(server.phase, Phase::Connecting { .. }) => {
                 server.tools = tools;
                 server.deferred = true;
                 if let Some(features) = features {
-                    server.features = Features::from_cached(features);
+                    server.features = features;
                 }
                 true
             }

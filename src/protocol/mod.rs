@@ -37,7 +37,7 @@ pub use resources::{
     ReadResourceResult, Resource, ResourceTemplate,
 };
 pub use skills::{
-    frontmatter, verify_file, verify_frontmatter, Skill, SkillFile, SkillFiles, SKILLS_EXTENSION,
+    frontmatter, verify_file, verify_frontmatter, Skill, SkillFile, SKILLS_EXTENSION,
 };
 pub(crate) use stateless::{DiscoverResult, ResultType};
 pub use tools::{json_kind, CallToolResult, Listing, Tool, ToolAnnotations};

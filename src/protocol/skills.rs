@@ -23,10 +23,10 @@ pub struct Skill {
     /// The frontmatter its `SKILL.md` carries: `name` and `description` at least.
     #[serde(default)]
     pub frontmatter: Map<String, Value>,
-    /// Its files (`SKILL.md` among them) with their digests and sizes, or `"dynamic"` (files
-    /// the server makes up when asked, nothing to check them against).
-    #[serde(default)]
-    pub resources: SkillFiles,
+    /// Its files (`SKILL.md` among them) with their digests and sizes; `None` when the list
+    /// says `"dynamic"` (files the server makes up when asked, nothing to check them against).
+    #[serde(default = "no_files", with = "files")]
+    pub resources: Option<Vec<SkillFile>>,
     /// Anything else, as sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -45,10 +45,7 @@ impl Skill {
 
     /// The entry of the file `uri`, when the list names its files.
     pub fn file(&self, uri: &str) -> Option<&SkillFile> {
-        match &self.resources {
-            SkillFiles::Listed(files) => files.iter().find(|f| f.uri == uri),
-            SkillFiles::Dynamic => None,
-        }
+        self.resources.as_ref()?.iter().find(|f| f.uri == uri)
     }
 
     /// The URI of a file given relative to the skill's directory (`references/FORMS.md`), or
@@ -81,36 +78,35 @@ impl Skill {
     }
 }
 
-/// A skill's files as `skills/list` gives them.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SkillFiles {
-    /// Each file with its digest and size.
-    Listed(Vec<SkillFile>),
-    /// `"dynamic"`: files made up when asked.
-    Dynamic,
+/// A skill with no `resources` member lists no files.
+fn no_files() -> Option<Vec<SkillFile>> {
+    Some(Vec::new())
 }
 
-impl Default for SkillFiles {
-    fn default() -> Self {
-        SkillFiles::Listed(Vec::new())
-    }
-}
+/// `resources` as `skills/list` gives it: a list of files, or `"dynamic"` (`None`).
+mod files {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
 
-impl Serialize for SkillFiles {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            SkillFiles::Listed(files) => files.serialize(s),
-            SkillFiles::Dynamic => s.serialize_str("dynamic"),
+    use super::SkillFile;
+
+    pub(super) fn serialize<S: Serializer>(
+        files: &Option<Vec<SkillFile>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match files {
+            Some(files) => files.serialize(s),
+            None => s.serialize_str("dynamic"),
         }
     }
-}
 
-impl<'de> Deserialize<'de> for SkillFiles {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<SkillFile>>, D::Error> {
         match Value::deserialize(d)? {
-            Value::String(s) if s == "dynamic" => Ok(SkillFiles::Dynamic),
+            Value::String(s) if s == "dynamic" => Ok(None),
             v @ Value::Array(_) => serde_json::from_value(v)
-                .map(SkillFiles::Listed)
+                .map(Some)
                 .map_err(serde::de::Error::custom),
             other => Err(serde::de::Error::custom(format!(
                 "resources is a list of files or \"dynamic\", not {other}"
@@ -337,7 +333,7 @@ mod tests {
             json!({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": "dynamic"}),
         )
         .unwrap();
-        assert_eq!(dynamic.resources, SkillFiles::Dynamic);
+        assert_eq!(dynamic.resources, None);
         assert!(
             serde_json::from_value::<Skill>(json!({"uri": "u", "resources": "other"})).is_err()
         );

@@ -8,8 +8,8 @@ use super::{AgentTool, McpTool, Spec};
 use crate::manager::naming::exposed_names;
 use crate::manager::McpManager;
 
-/// The tool objects for the manager's current tools: an [`McpTool`] for each tool, deferred
-/// ([`McpTool::is_deferred`]) for each tool of a server still connecting. Names are computed over the
+/// The tool objects for the manager's current tools: an MCP tool for each tool, deferred
+/// ([`AgentTool::is_deferred`]) for each tool of a server still connecting. Names are computed over the
 /// whole set (so collisions resolve the same way every time), sorted by name.
 pub fn build_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
     build_tools_numbered(manager).1

@@ -1,4 +1,4 @@
-//! [`McpTool`]: a tool of a server, connected or (known from the cache) still connecting.
+//! `McpTool`: a tool of a server, connected or (known from the cache) still connecting.
 
 use std::time::{Duration, Instant};
 
@@ -12,12 +12,12 @@ use crate::manager::McpManager;
 /// A tool of an MCP server; calls go through the manager to the server's connection.
 ///
 /// A tool whose definition came from the cache while its server is still connecting (a
-/// deferred tool: [`McpTool::is_deferred`]) waits for the server's connection first (its
+/// deferred tool: [`AgentTool::is_deferred`]) waits for the server's connection first (its
 /// handshake, not its tool listing), bounded by the smaller of the caller's timeout and the
 /// server's connect timeout and by the caller's cancel signal, then calls it with what is left
 /// of the caller's timeout.
 #[derive(Clone)]
-pub struct McpTool {
+pub(crate) struct McpTool {
     pub(crate) spec: Spec,
     pub(crate) manager: McpManager,
     /// For a deferred tool, how long a call waits for the server's connection at most.
@@ -25,11 +25,6 @@ pub struct McpTool {
 }
 
 impl McpTool {
-    /// Whether the tool came from the cache while its server was still connecting.
-    pub fn is_deferred(&self) -> bool {
-        self.wait.is_some()
-    }
-
     /// Waits for a deferred tool's server, then calls it with what is left of the caller's
     /// timeout.
     fn call_deferred(
@@ -68,6 +63,10 @@ impl McpTool {
 
 impl AgentTool for McpTool {
     spec_accessors!();
+
+    fn is_deferred(&self) -> bool {
+        self.wait.is_some()
+    }
 
     fn execute(&self, arguments: Value, options: CallOptions<'_>) -> Result<ToolOutput, Error> {
         if let Some(wait) = self.wait {

@@ -1,8 +1,8 @@
 //! The tools layer: MCP tools as a host sees them.
 //!
 //! [`AgentTool`] is the host-facing trait (a tool as an agent sees it; the MCP definition is [`crate::protocol::Tool`]) (name, label, description, parameters, `execute`).
-//! [`McpTool`] calls a server's tool; one known from the cache while its server is still
-//! connecting (deferred) waits for it. [`build_tools`] turns the manager's current
+//! An MCP tool (`McpTool`, internal) calls a server's tool; one known from the cache while its
+//! server is still connecting (deferred: [`AgentTool::is_deferred`]) waits for it. [`build_tools`] turns the manager's current
 //! tool set into tool objects with their exposed names ([`naming`](crate::manager::naming)); results render as text
 //! with [`render_text`].
 
@@ -57,7 +57,7 @@ pub(crate) mod tokens;
 
 pub(crate) use build::build_tools_numbered;
 pub use build::{build_tools, parameters_of};
-pub use mcp_tool::McpTool;
+pub(crate) use mcp_tool::McpTool;
 pub use render::render_text;
 pub use schema::schema_mismatch;
 pub use search::ToolIndex;
@@ -86,6 +86,12 @@ pub trait AgentTool: Send + Sync {
     /// schema, `_meta`), for MCP tools.
     fn mcp_definition(&self) -> Option<&ToolDefinition> {
         None
+    }
+    /// Whether it is an MCP tool known from the tool cache while its server is still
+    /// connecting (a deferred tool): a call first waits for the server's connection, bounded by
+    /// the call's timeout and cancel signal.
+    fn is_deferred(&self) -> bool {
+        false
     }
     /// What offering this tool costs in a model's context, in tokens: an estimate, a token per
     /// [`BYTES_PER_TOKEN`](crate::host::BYTES_PER_TOKEN) bytes of its name, description and
