@@ -212,7 +212,7 @@ fn fleet(args: &Args) -> serde_json::Value {
         let report = manager.connect_servers(&configs);
         times.push(started.elapsed());
         assert_eq!(report.connected.len(), args.fleet, "{report:?}");
-        tools_total = manager.get_tools().len();
+        tools_total = mcp_runtime::host::build_tools(&manager).len();
         manager.disconnect_all();
     }
     perf::fleet_fields(args, times, tools_total)
@@ -289,8 +289,8 @@ fn cache(args: &Args) -> serde_json::Value {
         let (manager, configs) = cached_manager(args, &dir, Duration::ZERO);
         let started = Instant::now();
         let report = manager.connect_servers(&configs);
-        tools = manager.get_tools().len();
         times.push(started.elapsed());
+        tools = mcp_runtime::host::build_tools(&manager).len();
         assert_eq!(
             report.deferred.len() + report.connected.len(),
             1,

@@ -95,7 +95,7 @@ fn a_panic_in_a_refresh_ends_that_server_with_it_and_stops_its_process() {
         manager.connection_status("s").error.as_ref().unwrap(),
         "the refresh thread",
     );
-    assert!(manager.get_tools().is_empty());
+    assert!(mcp_runtime::host::build_tools(&manager).is_empty());
     eventually("the server is gone", BOUND, || {
         processes_tagged(tag).is_empty()
     });
@@ -221,7 +221,7 @@ fn a_tool_cache_that_panics_is_a_miss_and_a_failed_write() {
     let manager = McpManager::new(o);
     manager.connect_servers(&server("fault-cache"));
     manager.wait_for_connection("s", BOUND, None).unwrap();
-    assert!(!manager.get_tools().is_empty());
+    assert!(!mcp_runtime::host::build_tools(&manager).is_empty());
     eventually("the write's panic is logged", BOUND, || {
         !logs("the host's cache broke on a write").is_empty()
     });

@@ -527,10 +527,9 @@ fn the_manager_lists_the_new_servers_tools_and_prompts_after_a_restart() {
     let relisted = common::holds_within(BOUND, || {
         manager.has_tool("restarting", "reverse") && prompt_names() == ["second"]
     });
-    let tools: Vec<String> = manager
-        .get_tools()
+    let tools: Vec<String> = mcp_runtime::host::build_tools(&manager)
         .iter()
-        .map(|t| t.tool.name.clone())
+        .map(|t| t.name().to_owned())
         .collect();
     assert!(
         relisted,

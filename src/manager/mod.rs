@@ -65,7 +65,7 @@ use state::{Phase, Server, State};
 
 /// A tool as the manager holds it: the raw definition and the server it belongs to.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerTool {
+pub(crate) struct ServerTool {
     /// The server's configured name.
     pub server: String,
     /// The tool as the server listed it (or as the cache remembered it), shared with the
@@ -278,7 +278,7 @@ impl McpManager {
     /// The current tools of every server (live ones, and deferred ones from the cache), by
     /// server then tool name. A 2026-07-28 server whose listing is past its `ttlMs` is
     /// re-listed in the background (its current tools are returned meanwhile).
-    pub fn get_tools(&self) -> Vec<ServerTool> {
+    pub(crate) fn get_tools(&self) -> Vec<ServerTool> {
         self.get_tools_numbered().1
     }
 

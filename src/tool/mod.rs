@@ -41,6 +41,10 @@ macro_rules! spec_accessors {
         fn mcp_definition(&self) -> Option<&crate::protocol::Tool> {
             Some(&self.spec.definition)
         }
+
+        fn source(&self) -> Option<&crate::config::SourceMeta> {
+            self.spec.source.as_ref()
+        }
     };
 }
 
@@ -85,6 +89,11 @@ pub trait AgentTool: Send + Sync {
     /// The MCP definition behind it as its server sent it (title, annotations, output
     /// schema, `_meta`), for MCP tools.
     fn mcp_definition(&self) -> Option<&ToolDefinition> {
+        None
+    }
+    /// Where an MCP tool's server config came from (the tool whose config file, its level and
+    /// display name), when known.
+    fn source(&self) -> Option<&SourceMeta> {
         None
     }
     /// Whether it is an MCP tool known from the tool cache while its server is still

@@ -458,10 +458,12 @@ impl Soak {
 
     pub fn offered(&self) -> BTreeMap<String, BTreeSet<String>> {
         let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for t in self.manager.get_tools() {
-            out.entry(t.server.clone())
-                .or_default()
-                .insert(t.tool.name.clone());
+        for t in mcp_runtime::host::build_tools(&self.manager) {
+            if let Some((server, tool)) = t.mcp_identity() {
+                out.entry(server.to_owned())
+                    .or_default()
+                    .insert(tool.to_owned());
+            }
         }
         out
     }

@@ -46,11 +46,9 @@ pub fn login(args: &Args, project: &Path, name: &str, how: LoginHow) -> Result<u
     let outcome = session.manager.login(name, authorizer);
     let code = match outcome {
         Ok(()) => {
-            let tools = session
-                .manager
-                .get_tools()
+            let tools = mcp_runtime::host::build_tools(&session.manager)
                 .iter()
-                .filter(|t| t.server == name)
+                .filter(|t| t.mcp_identity().is_some_and(|(server, _)| server == name))
                 .count();
             outln!("logged in to {name} ({tools} tools)");
             0

@@ -362,22 +362,19 @@ fn first_line(s: &str) -> &str {
 
 fn print_tools(session: &Session, as_json: bool, tokens: bool) {
     if as_json {
-        let definitions = session.manager.get_tools();
         let rows: Vec<Value> = session
             .tools
             .iter()
             .map(|t| {
                 let (server, tool) = t.tool.mcp_identity().unwrap_or(("", ""));
-                let definition = definitions
-                    .iter()
-                    .find(|d| d.server == server && d.tool.name == tool);
+                let definition = t.tool.mcp_definition();
                 json!({"name": t.tool.name(), "server": server, "tool": tool, "description": t.tool.description(),
                        "definitionTokens": t.tool.definition_tokens(),
-                       "inputSchema": definition.map(|d| &d.tool.input_schema),
-                       "outputSchema": definition.and_then(|d| d.tool.output_schema.as_ref()),
-                       "annotations": definition.and_then(|d| d.tool.annotations.as_ref()),
-                       "ui": definition.and_then(|d| d.tool.ui()),
-                       "visibleToModel": definition.is_none_or(|d| d.tool.visible_to_model())})
+                       "inputSchema": definition.map(|d| &d.input_schema),
+                       "outputSchema": definition.and_then(|d| d.output_schema.as_ref()),
+                       "annotations": definition.and_then(|d| d.annotations.as_ref()),
+                       "ui": definition.and_then(|d| d.ui()),
+                       "visibleToModel": definition.is_none_or(|d| d.visible_to_model())})
             })
             .collect();
         outln!("{}", Value::Array(rows));
