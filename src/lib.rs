@@ -16,7 +16,7 @@
 //!
 //! let loaded = discover_and_load_mcp_tools(&std::env::current_dir()?, LoaderOptions::default());
 //! for t in &loaded.tools {
-//!     println!("{} from {}", t.tool.name(), t.label);
+//!     println!("{} from {}", t.name(), t.origin());
 //! }
 //! loaded.manager.disconnect_all();
 //! # Ok::<(), std::io::Error>(())
@@ -169,7 +169,7 @@ pub use client::{
 pub use config::{DiscoveryOptions, ProjectTrust, ServerConfig};
 pub use error::{Error, OAuthErrorKind};
 pub use host::loader::{
-    discover_and_load_mcp_tools, discover_mcp_servers, LoadedTool, LoaderOptions, McpLoadResult,
+    discover_and_load_mcp_tools, discover_mcp_servers, LoaderOptions, McpLoadResult,
 };
 pub use host::session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
 pub use manager::{ManagerOptions, McpManager};

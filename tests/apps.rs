@@ -37,11 +37,7 @@ fn names(tools: impl IntoIterator<Item = String>) -> Vec<String> {
 #[test]
 fn an_app_only_tool_is_never_offered_to_a_model_and_stays_the_hosts() {
     let manager = manager();
-    let offered = names(
-        loaded_tools(&manager)
-            .iter()
-            .map(|t| t.tool.name().to_owned()),
-    );
+    let offered = names(loaded_tools(&manager).iter().map(|t| t.name().to_owned()));
     assert!(
         offered.contains(&"mcp_clock_show_clock".to_owned()),
         "{offered:?}"
@@ -53,7 +49,7 @@ fn an_app_only_tool_is_never_offered_to_a_model_and_stays_the_hosts() {
     let all = names(
         all_loaded_tools(&manager)
             .iter()
-            .map(|t| t.tool.name().to_owned()),
+            .map(|t| t.name().to_owned()),
     );
     assert!(all.contains(&"mcp_clock_tick".to_owned()));
     let proxies = names(
@@ -67,7 +63,7 @@ fn an_app_only_tool_is_never_offered_to_a_model_and_stays_the_hosts() {
     );
     // A search over what a model is offered does not find it.
     let mut index = ToolIndex::new();
-    index.sync(loaded_tools(&manager).into_iter().map(|t| t.tool));
+    index.sync(loaded_tools(&manager));
     assert!(index
         .search("advances the clock", 5)
         .iter()

@@ -49,15 +49,11 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
     let echo = loaded
         .tools
         .iter()
-        .find(|t| t.tool.name() == "mcp_good_echo")
+        .find(|t| t.name() == "mcp_good_echo")
         .unwrap();
-    assert_eq!(echo.label, "mcp:good via MCP Config");
-    assert_eq!(
-        echo.config_file,
-        project.join("mcp.json").display().to_string()
-    );
+    assert_eq!(echo.origin(), "mcp:good via MCP Config");
+    assert_eq!(echo.source().unwrap().path, project.join("mcp.json"));
     let out = echo
-        .tool
         .execute(json!({"message": "loaded"}), CallOptions::default())
         .unwrap();
     assert_eq!(out.model_text(), "loaded");

@@ -299,7 +299,7 @@ fn a_reload_connects_the_new_set_and_a_failed_discovery_changes_nothing() {
     let tools = |s: &mcp_runtime::host::AgentSession| -> Vec<String> {
         s.active_tools()
             .iter()
-            .map(|t| t.tool.name().to_owned())
+            .map(|t| t.name().to_owned())
             .collect()
     };
     assert_eq!(tools(&session), ["mcp_gone_echo", "mcp_keep_echo"]);

@@ -12,7 +12,6 @@ use mcp_runtime::config::{
     ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
 };
 use mcp_runtime::host::subagent_tools;
-use mcp_runtime::host::LoadedTool;
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::manager::ConnectionState;
 use mcp_runtime::LoaderOptions;
@@ -107,7 +106,7 @@ fn names(session: &AgentSession) -> Vec<String> {
     session
         .active_tools()
         .iter()
-        .map(|t| t.tool.name().to_owned())
+        .map(|t| t.name().to_owned())
         .collect()
 }
 
@@ -128,9 +127,9 @@ fn refresh_keeps_the_host_tools_and_their_active_state() {
     session.on_refresh(move |r| *m2.lock().unwrap() = r.mcp_tool_names().len());
 
     // Refresh with only one MCP tool: the others go, the host tools stay as they were.
-    let one: Vec<LoadedTool> = mcp_runtime::host::loaded_tools(session.manager().unwrap())
+    let one: Vec<Arc<dyn AgentTool>> = mcp_runtime::host::loaded_tools(session.manager().unwrap())
         .into_iter()
-        .filter(|t| t.tool.name() == "mcp_a_echo")
+        .filter(|t| t.name() == "mcp_a_echo")
         .collect();
     session.refresh_mcp_tools(one);
     let registry = session.registry();

@@ -53,7 +53,7 @@ fn active(session: &AgentSession) -> Vec<String> {
     session
         .active_tools()
         .iter()
-        .map(|t| t.tool.name().to_owned())
+        .map(|t| t.name().to_owned())
         .collect()
 }
 
@@ -112,11 +112,7 @@ fn five_hundred_tools_behind_the_search_tool_found_and_called_through_it() {
     let refreshes = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&refreshes);
     session.on_refresh(move |r| {
-        let names: Vec<String> = r
-            .active()
-            .iter()
-            .map(|t| t.tool.name().to_owned())
-            .collect();
+        let names: Vec<String> = r.active().iter().map(|t| t.name().to_owned()).collect();
         seen.lock().unwrap().push(names);
     });
     // Its description carries the catalogue, within its budget, saying what did not fit.
@@ -204,7 +200,7 @@ fn five_hundred_tools_behind_the_search_tool_found_and_called_through_it() {
             session
                 .search_tools("list the commits of a repository", 10)
                 .iter()
-                .all(|t| !t.tool.name().starts_with("mcp_github_"))
+                .all(|t| !t.name().starts_with("mcp_github_"))
         },
     );
     assert!(session.tool("mcp_github_list_commits").is_none());
@@ -224,7 +220,7 @@ fn below_the_threshold_every_tool_is_offered_and_there_is_no_search_tool() {
     assert!(session.tool("tool_search").is_none());
     // Searching still works for the host.
     let found = session.search_tools("working tree status", 1);
-    assert_eq!(found[0].tool.name(), "mcp_git_status");
+    assert_eq!(found[0].name(), "mcp_git_status");
     assert!(!session.offer_tools(&["mcp_git_status".to_owned()]));
     session.close();
     let _ = std::fs::remove_dir_all(&root);
@@ -289,7 +285,7 @@ fn the_index_follows_list_changed_and_reloads() {
             session
                 .search_tools("late_tool", 1)
                 .first()
-                .is_some_and(|t| t.tool.name() == "mcp_changing_late_tool")
+                .is_some_and(|t| t.name() == "mcp_changing_late_tool")
         },
     );
     assert!(!active(&session).contains(&"mcp_changing_late_tool".to_owned()));
@@ -300,7 +296,7 @@ fn the_index_follows_list_changed_and_reloads() {
     assert!(active(&session).contains(&"mcp_changing_echo".to_owned()));
     assert!(session.tool("tool_search").is_some());
     assert_eq!(
-        session.search_tools("echoes the message", 1)[0].tool.name(),
+        session.search_tools("echoes the message", 1)[0].name(),
         "mcp_changing_echo"
     );
     session.close();

@@ -89,11 +89,7 @@ impl Drop for Clone_ {
 }
 
 fn tool_names(loaded: &mcp_runtime::host::McpLoadResult) -> Vec<String> {
-    loaded
-        .tools
-        .iter()
-        .map(|t| t.tool.name().to_owned())
-        .collect()
+    loaded.tools.iter().map(|t| t.name().to_owned()).collect()
 }
 
 #[test]
@@ -465,7 +461,7 @@ fn the_session_and_the_mcp_commands_report_and_approve() {
     assert!(session
         .active_tools()
         .iter()
-        .any(|t| t.tool.name() == "mcp_local_echo"));
+        .any(|t| t.name() == "mcp_local_echo"));
 
     let untrusted = session.run_command("/mcp untrust local");
     assert!(untrusted.contains("needs approval again"), "{untrusted}");

@@ -20,8 +20,7 @@ use std::sync::Arc;
 use crate::config::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
 use crate::manager::cache::{FileToolCache, ToolCache};
 use crate::manager::{ConnectReport, ManagerOptions, McpManager};
-use crate::tool::build_tools_numbered;
-use crate::tool::AgentTool;
+use crate::tool::{build_tools_numbered, display_path, AgentTool};
 
 /// How to load.
 #[derive(Clone, Debug)]
@@ -67,29 +66,6 @@ impl LoaderOptions {
     }
 }
 
-/// A tool and where it came from: what the loader hands a host, and what a session's
-/// [`ToolRegistry`](crate::host::session::ToolRegistry) holds (the host's own tools too).
-#[derive(Clone)]
-pub struct LoadedTool {
-    /// Where it came from, for display: `mcp:<server> via <providerName>` (or `mcp:<server>`
-    /// when the source is unknown) for an MCP tool; the host's label for its own.
-    pub label: String,
-    /// The config file an MCP tool's server came from (empty when unknown, and for a host's
-    /// own tool).
-    pub config_file: String,
-    /// The tool.
-    pub tool: Arc<dyn AgentTool>,
-}
-
-impl std::fmt::Debug for LoadedTool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadedTool")
-            .field("label", &self.label)
-            .field("name", &self.tool.name())
-            .finish()
-    }
-}
-
 /// One thing that went wrong while loading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadError {
@@ -104,7 +80,7 @@ pub struct LoadError {
 #[derive(Debug, Clone)]
 pub struct McpLoadResult {
     /// The tools, live and deferred.
-    pub tools: Vec<LoadedTool>,
+    pub tools: Vec<Arc<dyn AgentTool>>,
     /// Per-server (and per-file) errors.
     pub errors: Vec<LoadError>,
     /// The manager that owns the connections (disconnect it to stop them).
@@ -119,14 +95,6 @@ pub struct McpLoadResult {
     pub needs_approval: Vec<DiscoveredServer>,
     /// The manager's report of the startup.
     pub report: ConnectReport,
-}
-
-/// The display path of a server's tools.
-pub fn display_path(server: &str, provider_name: Option<&str>) -> String {
-    match provider_name {
-        Some(p) => format!("mcp:{server} via {p}"),
-        None => format!("mcp:{server}"),
-    }
 }
 
 /// Runs discovery, turning a failure of discovery itself (a source that panics) into the one
@@ -283,51 +251,32 @@ pub fn untrust_server(
     options.trust_store(cwd).revoke(cwd, name)
 }
 
-/// The manager's current tools as [`LoadedTool`]s (for a refresh after startup): the tools a
+/// The manager's current tools (for a refresh after startup): the tools a
 /// model may be offered. A tool an MCP App alone may call (its `_meta.ui.visibility` leaves out
 /// `"model"`) is not among them; [`all_loaded_tools`] has those too, for a host's own use.
-pub fn loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
+pub fn loaded_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
     loaded_tools_numbered(manager).1
 }
 
 /// [`loaded_tools`] from a numbered snapshot: a later snapshot has a larger number (see
 /// `McpManager::get_tools_numbered`).
-pub(crate) fn loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<LoadedTool>) {
+pub(crate) fn loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<Arc<dyn AgentTool>>) {
     let (number, mut tools) = all_loaded_tools_numbered(manager);
     tools.retain(|t| {
-        t.tool
-            .mcp_definition()
+        t.mcp_definition()
             .is_none_or(crate::protocol::Tool::visible_to_model)
     });
     (number, tools)
 }
 
-/// Every tool of the manager as a [`LoadedTool`], those only an MCP App may call included:
+/// Every tool of the manager, those only an MCP App may call included:
 /// what the host itself may call (a model is offered [`loaded_tools`]).
-pub fn all_loaded_tools(manager: &McpManager) -> Vec<LoadedTool> {
+pub fn all_loaded_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
     all_loaded_tools_numbered(manager).1
 }
 
-fn all_loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<LoadedTool>) {
-    let (number, tools) = build_tools_numbered(manager);
-    let tools = tools
-        .into_iter()
-        .map(|tool| {
-            let server = tool
-                .mcp_identity()
-                .map(|(s, _)| s.to_owned())
-                .unwrap_or_default();
-            let source = manager.source(&server);
-            LoadedTool {
-                label: display_path(&server, source.as_ref().map(|s| s.provider_name.as_str())),
-                config_file: source
-                    .map(|s| s.path.display().to_string())
-                    .unwrap_or_default(),
-                tool,
-            }
-        })
-        .collect();
-    (number, tools)
+fn all_loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<Arc<dyn AgentTool>>) {
+    build_tools_numbered(manager)
 }
 
 /// Every server the default discovery finds (every source, [`DiscoveryOptions::default`]),

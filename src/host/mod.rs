@@ -19,8 +19,8 @@ pub use self::app::{
 pub use self::commands::{command_edits_config, HELP as COMMANDS_HELP};
 pub use self::loader::{
     all_loaded_tools, approval_errors, discover_and_load_mcp_tools, discover_mcp_servers,
-    display_path, load_with_manager, loaded_tools, trust_servers, try_load_all_mcp_configs,
-    untrust_server, LoadError, LoadedTool, LoaderOptions, McpLoadResult,
+    load_with_manager, loaded_tools, trust_servers, try_load_all_mcp_configs, untrust_server,
+    LoadError, LoaderOptions, McpLoadResult,
 };
 pub use self::session::{
     create_agent_session, AgentSession, McpFeatures, SchemasOnDemand, SessionOptions, ToolRegistry,
@@ -29,5 +29,6 @@ pub use self::session::{
 pub use self::subagent::{subagent_tools, DEFAULT_CALL_CAP};
 pub use crate::tool::tokens::{estimated_tokens, BYTES_PER_TOKEN};
 pub use crate::tool::{
-    build_tools, parameters_of, render_text, schema_mismatch, AgentTool, ToolIndex, ToolOutput,
+    build_tools, display_path, parameters_of, render_text, schema_mismatch, AgentTool, ToolIndex,
+    ToolOutput,
 };

@@ -96,6 +96,17 @@ pub trait AgentTool: Send + Sync {
     fn source(&self) -> Option<&SourceMeta> {
         None
     }
+    /// Where it came from, for display: `mcp:<server> via <provider>` (`mcp:<server>` when
+    /// the config's source is unknown) for an MCP tool (see [`display_path`]), its
+    /// [`label`](AgentTool::label) for a host's own tool.
+    fn origin(&self) -> String {
+        match self.mcp_identity() {
+            Some((server, _)) => {
+                display_path(server, self.source().map(|s| s.provider_name.as_str()))
+            }
+            None => self.label().to_owned(),
+        }
+    }
     /// Whether it is an MCP tool known from the tool cache while its server is still
     /// connecting (a deferred tool): a call first waits for the server's connection, bounded by
     /// the call's timeout and cancel signal.
@@ -108,6 +119,24 @@ pub trait AgentTool: Send + Sync {
     /// a tenth; see the README's "Hundreds of tools").
     fn definition_tokens(&self) -> usize {
         tokens::definition_tokens(self.name(), self.description(), self.parameters())
+    }
+}
+
+impl std::fmt::Debug for dyn AgentTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentTool")
+            .field("name", &self.name())
+            .field("origin", &self.origin())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a server's tools are shown as coming from: `mcp:<server> via <providerName>`, or
+/// `mcp:<server>` when the source is unknown.
+pub fn display_path(server: &str, provider_name: Option<&str>) -> String {
+    match provider_name {
+        Some(p) => format!("mcp:{server} via {p}"),
+        None => format!("mcp:{server}"),
     }
 }
 

@@ -68,9 +68,7 @@ fn host(
     open: bool,
 ) -> Result<u8, String> {
     let loaded = crate::call::find(session, name)?;
-    let (Some((server, _)), Some(tool)) =
-        (loaded.tool.mcp_identity(), loaded.tool.mcp_definition())
-    else {
+    let (Some((server, _)), Some(tool)) = (loaded.mcp_identity(), loaded.mcp_definition()) else {
         return Err(format!("{name} is not an MCP server's tool"));
     };
     let Some(uri) = tool.ui().and_then(|ui| ui.resource_uri) else {
@@ -82,7 +80,7 @@ fn host(
         .manager
         .client(server)
         .ok_or_else(|| format!("{server} is not connected"))?;
-    let arguments = crate::arguments::arguments(words, Some(loaded.tool.parameters()))?;
+    let arguments = crate::arguments::arguments(words, Some(loaded.parameters()))?;
     let failed = |e: mcp_runtime::Error| {
         eprintln!("mcp: {server}: {e}");
         Ok(crate::failure::classify(&e).1)
@@ -100,7 +98,7 @@ fn host(
         Ok(result) => (serde_json::to_value(&result).unwrap_or(Value::Null), false),
         // The App is shown the failure as the tool's (error) result.
         Err(e) => {
-            eprintln!("mcp: {}: {e}", loaded.tool.name());
+            eprintln!("mcp: {}: {e}", loaded.name());
             let text = e.to_string();
             (
                 json!({"content": [{"type": "text", "text": text}], "isError": true}),
@@ -153,7 +151,7 @@ fn host(
     let sandbox_at = format!("127.0.0.1:{}", port(&sandbox_listener));
     let title = html_text(&format!(
         "{}{}",
-        loaded.tool.name(),
+        loaded.name(),
         tool.title
             .as_deref()
             .map(|t| format!(" ({t})"))
@@ -206,7 +204,7 @@ fn host(
     crate::output::flush();
     eprintln!(
         "mcp: the App of {} is at {url} (Ctrl-C to stop)",
-        loaded.tool.name()
+        loaded.name()
     );
     if open {
         if let Err(e) = mcp_runtime::auth::BrowserAuthorizer::new().open(&url) {

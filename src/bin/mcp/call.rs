@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 
 use crate::args::Args;
 use crate::servers::{owners_of, start_with, Session};
-use mcp_runtime::host::LoadedTool;
+use mcp_runtime::host::AgentTool;
 
 /// Runs the command; the exit status.
 pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<u8, String> {
@@ -38,20 +38,20 @@ pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<
 
 /// The tool `name` names: its exposed name (`mcp_<server>_<tool>`), or the tool's own name on
 /// its server when one tool has it; else the nearest names.
-pub(crate) fn find<'a>(session: &'a Session, name: &str) -> Result<&'a LoadedTool, String> {
-    if let Some(t) = session.tools.iter().find(|t| t.tool.name() == name) {
+pub(crate) fn find<'a>(session: &'a Session, name: &str) -> Result<&'a Arc<dyn AgentTool>, String> {
+    if let Some(t) = session.tools.iter().find(|t| t.name() == name) {
         return Ok(t);
     }
-    let own: Vec<&LoadedTool> = session
+    let own: Vec<&Arc<dyn AgentTool>> = session
         .tools
         .iter()
-        .filter(|t| t.tool.mcp_identity().is_some_and(|(_, tool)| tool == name))
+        .filter(|t| t.mcp_identity().is_some_and(|(_, tool)| tool == name))
         .collect();
     match own.as_slice() {
         [one] => return Ok(one),
         [] => {}
         several => {
-            let names: Vec<&str> = several.iter().map(|t| t.tool.name()).collect();
+            let names: Vec<&str> = several.iter().map(|t| t.name()).collect();
             return Err(format!(
                 "{name} is a tool of several servers: call it as one of {}",
                 names.join(", ")
@@ -61,7 +61,7 @@ pub(crate) fn find<'a>(session: &'a Session, name: &str) -> Result<&'a LoadedToo
     let mut near: Vec<(usize, &str)> = session
         .tools
         .iter()
-        .map(|t| t.tool.name())
+        .map(|t| t.name())
         .map(|n| (distance(name, n), n))
         .collect();
     near.sort();
@@ -112,10 +112,10 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
         }
         Err(e) => return Err(e),
     };
-    let arguments = crate::arguments::arguments(words, Some(loaded.tool.parameters()))?;
+    let arguments = crate::arguments::arguments(words, Some(loaded.parameters()))?;
     let bar = std::io::stderr()
         .is_terminal()
-        .then(|| Arc::new(ProgressLine::new(loaded.tool.name())));
+        .then(|| Arc::new(ProgressLine::new(loaded.name())));
     let mut options = CallOptions {
         timeout: args.timeout_ms.map(Duration::from_millis),
         ..CallOptions::default()
@@ -123,7 +123,7 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
     if let Some(bar) = bar.clone() {
         options = options.with_progress(move |p: &Progress| bar.show(p));
     }
-    let result = loaded.tool.execute(arguments, options);
+    let result = loaded.execute(arguments, options);
     if let Some(bar) = &bar {
         bar.clear();
     }
@@ -139,7 +139,7 @@ fn call(session: &Session, name: &str, words: &[String], args: &Args) -> Result<
                 if args.json {
                     outln!("{}", crate::failure::json(e));
                 }
-                eprintln!("mcp: {}: {e}", loaded.tool.name());
+                eprintln!("mcp: {}: {e}", loaded.name());
                 Ok(code)
             }
             None => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_runtime::config::{load_all_mcp_configs, DiscoveryOptions, LoadedConfigs, ProjectTrust};
-use mcp_runtime::host::{loaded_tools, LoadedTool};
+use mcp_runtime::host::{loaded_tools, AgentTool};
 use mcp_runtime::manager::{ConnectReport, McpManager};
 use mcp_runtime::manager::{FileToolCache, ToolCache};
 use mcp_runtime::CallOptions;
@@ -94,12 +94,7 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
     outln!("\n== 3. Tools, named mcp_<server>_<tool>");
     let tools = loaded_tools(&manager);
     for t in &tools {
-        outln!(
-            "   {:22} {:40} {}",
-            t.tool.name(),
-            t.tool.description(),
-            t.label
-        );
+        outln!("   {:22} {:40} {}", t.name(), t.description(), t.origin());
     }
 
     outln!("\n== 4. Calls");
@@ -161,7 +156,7 @@ impl Checks {
         }
     }
 
-    fn call(&mut self, tools: &[LoadedTool], name: &str, args: Value) {
+    fn call(&mut self, tools: &[Arc<dyn AgentTool>], name: &str, args: Value) {
         if let Err(saw) = call(tools, name, args) {
             self.failures
                 .push(format!("expected {name} to answer; {saw}"));
@@ -205,8 +200,8 @@ fn show(report: &ConnectReport, took: u128) {
 }
 
 /// Calls a tool and shows the result; `Err` says what went wrong.
-fn call(tools: &[LoadedTool], name: &str, args: Value) -> Result<(), String> {
-    let Some(t) = tools.iter().find(|t| t.tool.name() == name) else {
+fn call(tools: &[Arc<dyn AgentTool>], name: &str, args: Value) -> Result<(), String> {
+    let Some(t) = tools.iter().find(|t| t.name() == name) else {
         outln!("   {name}: not available");
         return Err("it is not among the tools".into());
     };
@@ -221,7 +216,7 @@ fn call(tools: &[LoadedTool], name: &str, args: Value) -> Result<(), String> {
         ..CallOptions::default()
     };
     let started = Instant::now();
-    match t.tool.execute(args.clone(), options) {
+    match t.execute(args.clone(), options) {
         Ok(out) => {
             outln!(
                 "   {name} {args} → {} ({} ms)",

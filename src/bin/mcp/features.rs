@@ -308,8 +308,8 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
         .tools
         .iter()
         .filter_map(|t| {
-            let tool = t.tool.mcp_definition()?;
-            let (server, _) = t.tool.mcp_identity()?;
+            let tool = t.mcp_definition()?;
+            let (server, _) = t.mcp_identity()?;
             let ui = tool.ui().filter(|_| server == name)?;
             Some(json!({"tool": tool.name, "ui": ui, "visibleToModel": tool.visible_to_model()}))
         })

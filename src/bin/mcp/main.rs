@@ -366,10 +366,10 @@ fn print_tools(session: &Session, as_json: bool, tokens: bool) {
             .tools
             .iter()
             .map(|t| {
-                let (server, tool) = t.tool.mcp_identity().unwrap_or(("", ""));
-                let definition = t.tool.mcp_definition();
-                json!({"name": t.tool.name(), "server": server, "tool": tool, "description": t.tool.description(),
-                       "definitionTokens": t.tool.definition_tokens(),
+                let (server, tool) = t.mcp_identity().unwrap_or(("", ""));
+                let definition = t.mcp_definition();
+                json!({"name": t.name(), "server": server, "tool": tool, "description": t.description(),
+                       "definitionTokens": t.definition_tokens(),
                        "inputSchema": definition.map(|d| &d.input_schema),
                        "outputSchema": definition.and_then(|d| d.output_schema.as_ref()),
                        "annotations": definition.and_then(|d| d.annotations.as_ref()),
@@ -381,13 +381,9 @@ fn print_tools(session: &Session, as_json: bool, tokens: bool) {
     } else if tokens {
         print_tool_tokens(session);
     } else {
-        let width = output::column_width(session.tools.iter().map(|t| t.tool.name()));
+        let width = output::column_width(session.tools.iter().map(|t| t.name()));
         for t in &session.tools {
-            outln!(
-                "{:width$}  {}",
-                t.tool.name(),
-                first_line(t.tool.description())
-            );
+            outln!("{:width$}  {}", t.name(), first_line(t.description()));
         }
     }
     for e in &session.errors {
@@ -397,12 +393,12 @@ fn print_tools(session: &Session, as_json: bool, tokens: bool) {
 
 /// `tools --tokens`: each tool's estimated definition tokens, then each server's and the total.
 fn print_tool_tokens(session: &Session) {
-    let width = output::column_width(session.model_tools().map(|t| t.tool.name()));
+    let width = output::column_width(session.model_tools().map(|t| t.name()));
     let mut servers: Vec<(String, usize, usize)> = Vec::new();
     for t in session.model_tools() {
-        let cost = t.tool.definition_tokens();
-        outln!("{:width$}  {cost:>6}", t.tool.name());
-        let server = t.tool.mcp_identity().map_or("", |(s, _)| s).to_owned();
+        let cost = t.definition_tokens();
+        outln!("{:width$}  {cost:>6}", t.name());
+        let server = t.mcp_identity().map_or("", |(s, _)| s).to_owned();
         match servers.iter_mut().find(|(s, _, _)| *s == server) {
             Some((_, n, sum)) => {
                 *n += 1;
@@ -430,10 +426,10 @@ fn print_status(session: &Session, as_json: bool) {
     let mut tokens: std::collections::HashMap<&str, (usize, usize)> =
         std::collections::HashMap::new();
     for t in session.model_tools() {
-        if let Some((server, _)) = t.tool.mcp_identity() {
+        if let Some((server, _)) = t.mcp_identity() {
             let entry = tokens.entry(server).or_default();
             entry.0 += 1;
-            entry.1 += t.tool.definition_tokens();
+            entry.1 += t.definition_tokens();
         }
     }
     let rows: Vec<Value> = m

@@ -102,8 +102,8 @@ fn tools(session: &AgentSession) -> String {
         .map(|t| {
             format!(
                 "{}  {}",
-                t.tool.name(),
-                t.tool.description().lines().next().unwrap_or("")
+                t.name(),
+                t.description().lines().next().unwrap_or("")
             )
         })
         .collect::<Vec<_>>()

@@ -13,7 +13,7 @@ const DEFAULT_LIMIT: usize = 5;
 /// Prints the tools found (the failed servers on stderr); false when none was.
 pub fn run(session: &Session, query: &str, args: &Args) -> bool {
     let mut index = ToolIndex::new();
-    index.sync(session.model_tools().map(|t| t.tool.clone()));
+    index.sync(session.model_tools().cloned());
     let found = index.search(query, args.limit.unwrap_or(DEFAULT_LIMIT));
     if args.json {
         let rows: Vec<Value> = found

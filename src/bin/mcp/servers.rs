@@ -13,8 +13,8 @@ use mcp_runtime::config::{
     SourceMeta, TrustState,
 };
 use mcp_runtime::host::{
-    all_loaded_tools, approval_errors, display_path, try_load_all_mcp_configs, LoadError,
-    LoadedTool, LoaderOptions,
+    all_loaded_tools, approval_errors, display_path, try_load_all_mcp_configs, AgentTool,
+    LoadError, LoaderOptions,
 };
 use mcp_runtime::manager::McpManager;
 use mcp_runtime::manager::ToolCache;
@@ -26,7 +26,7 @@ use crate::host::CliHandler;
 /// A running set of servers and their tools.
 pub struct Session {
     pub manager: McpManager,
-    pub tools: Vec<LoadedTool>,
+    pub tools: Vec<Arc<dyn AgentTool>>,
     pub errors: Vec<LoadError>,
     /// Project servers not started because they wait for approval.
     pub needs_approval: Vec<DiscoveredServer>,
@@ -309,10 +309,9 @@ impl Session {
 
     /// The tools a model may be offered (those only an MCP App may call left out): what
     /// `tools --tokens`, `status` and `search` speak of.
-    pub fn model_tools(&self) -> impl Iterator<Item = &LoadedTool> {
+    pub fn model_tools(&self) -> impl Iterator<Item = &Arc<dyn AgentTool>> {
         self.tools.iter().filter(|t| {
-            t.tool
-                .mcp_definition()
+            t.mcp_definition()
                 .is_none_or(mcp_runtime::protocol::Tool::visible_to_model)
         })
     }

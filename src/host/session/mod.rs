@@ -24,8 +24,7 @@ use serde_json::Value;
 use crate::config::{DiscoveredServer, DiscoveryOptions};
 use crate::error::Error;
 use crate::host::loader::{
-    load_with_manager, loaded_tools_numbered, try_load_all_mcp_configs, LoadError, LoadedTool,
-    LoaderOptions,
+    load_with_manager, loaded_tools_numbered, try_load_all_mcp_configs, LoadError, LoaderOptions,
 };
 use crate::manager::{ConnectReport, ConnectionState, Managed, McpManager};
 use crate::protocol::{Completion, CompletionRef, GetPromptResult, ReadResourceResult};
@@ -185,7 +184,7 @@ impl Inner {
 pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     let mut registry = ToolRegistry::default();
     for tool in &options.host_tools {
-        registry.add_host_tool(Arc::clone(tool), "host");
+        registry.add_host_tool(Arc::clone(tool));
     }
     let config = options.load.config.clone();
     if !options.enable_mcp {
@@ -267,7 +266,7 @@ impl AgentSession {
     }
 
     /// The active tools.
-    pub fn active_tools(&self) -> Vec<LoadedTool> {
+    pub fn active_tools(&self) -> Vec<Arc<dyn AgentTool>> {
         self.inner.registry.lock().active()
     }
 
@@ -311,11 +310,7 @@ impl AgentSession {
 
     /// A tool by name.
     pub fn tool(&self, name: &str) -> Option<Arc<dyn AgentTool>> {
-        self.inner
-            .registry
-            .lock()
-            .get(name)
-            .map(|t| Arc::clone(&t.tool))
+        self.inner.registry.lock().get(name).map(Arc::clone)
     }
 
     /// Called after every refresh with the new registry (to mirror it in a host's own).
@@ -325,7 +320,7 @@ impl AgentSession {
 
     /// Removes every MCP tool, registers `tools`, and activates them; the host's own tools and
     /// their active state stay.
-    pub fn refresh_mcp_tools(&self, tools: Vec<LoadedTool>) {
+    pub fn refresh_mcp_tools(&self, tools: Vec<Arc<dyn AgentTool>>) {
         self.apply_mcp_tools(|registry| {
             registry.replace_mcp_tools(tools);
             true

@@ -18,7 +18,6 @@ use serde_json::{json, Value};
 use super::{AgentSession, Inner, ToolRegistry};
 use crate::client::CallOptions;
 use crate::error::Error;
-use crate::host::loader::LoadedTool;
 use crate::tool::{AgentTool, ToolIndex, ToolOutput};
 
 /// When the session offers the model a search tool instead of every MCP tool's schema.
@@ -100,7 +99,7 @@ impl OnDemand {
         let mcp: Vec<Arc<dyn AgentTool>> = registry
             .mcp_tool_names()
             .iter()
-            .filter_map(|n| registry.get(n).map(|t| Arc::clone(&t.tool)))
+            .filter_map(|n| registry.get(n).map(Arc::clone))
             .collect();
         let (indexed, dropped) = self.index.sync(mcp);
         log::debug!(
@@ -146,7 +145,7 @@ impl OnDemand {
             );
             return;
         }
-        registry.add_host_tool(Arc::new(search), "mcp tool search");
+        registry.add_host_tool(Arc::new(search));
         registry.set_active(&name, !self.search_off);
         self.registered = true;
     }
@@ -198,7 +197,7 @@ impl AgentSession {
     /// The tools that best answer `query` (see [`crate::host::ToolIndex`]), best first, at
     /// most `limit`, without offering them. Empty unless [`SessionOptions::tool_search`](super::SessionOptions::tool_search) is on
     /// (anything but never).
-    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<LoadedTool> {
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<Arc<dyn AgentTool>> {
         let registry = self.inner.registry.lock();
         let on_demand = self.inner.on_demand.lock();
         on_demand
@@ -211,7 +210,7 @@ impl AgentSession {
 
     /// Searches as the search tool does and offers what it found (see
     /// [`AgentSession::offer_tools`]); `limit` defaults to the options' `results`.
-    fn offer_search(&self, query: &str, limit: Option<usize>) -> Vec<LoadedTool> {
+    fn offer_search(&self, query: &str, limit: Option<usize>) -> Vec<Arc<dyn AgentTool>> {
         let (found, snapshot) = {
             let mut registry = self.inner.registry.lock();
             let mut on_demand = self.inner.on_demand.lock();
@@ -222,7 +221,7 @@ impl AgentSession {
                 .iter()
                 .map(|t| t.name().to_owned())
                 .collect();
-            let found: Vec<LoadedTool> = names
+            let found: Vec<Arc<dyn AgentTool>> = names
                 .iter()
                 .filter_map(|n| registry.get(n).cloned())
                 .collect();
@@ -333,7 +332,7 @@ impl AgentTool for SearchTool {
 
 /// The search tool's answer: each tool found with its parameters, as text and as
 /// `structuredContent` (`{"tools": [{name, description, input_schema}]}`).
-fn found_output(query: &str, found: &[LoadedTool]) -> ToolOutput {
+fn found_output(query: &str, found: &[Arc<dyn AgentTool>]) -> ToolOutput {
     if found.is_empty() {
         return ToolOutput::text(format!(
             "No tool matches {query:?}. Try other words (what the tool does, or the server's \
@@ -348,7 +347,7 @@ fn found_output(query: &str, found: &[LoadedTool]) -> ToolOutput {
     );
     let mut tools = Vec::with_capacity(found.len());
     for t in found {
-        let tool = &t.tool;
+        let tool = t;
         text.push_str(&format!(
             "\n## {}\n{}\nParameters: {}\n",
             tool.name(),

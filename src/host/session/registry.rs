@@ -3,13 +3,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::host::loader::LoadedTool;
 use crate::tool::AgentTool;
 
 /// The host's tools and the MCP tools, by name, with the set that is active.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, LoadedTool>,
+    tools: BTreeMap<String, Arc<dyn AgentTool>>,
     active: BTreeSet<String>,
     /// The names of the MCP tools (refreshes replace exactly these).
     mcp: BTreeSet<String>,
@@ -20,17 +19,10 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// Registers one of the host's own tools (active).
-    pub fn add_host_tool(&mut self, tool: Arc<dyn AgentTool>, path: impl Into<String>) {
+    pub fn add_host_tool(&mut self, tool: Arc<dyn AgentTool>) {
         let name = tool.name().to_owned();
         self.mcp.remove(&name);
-        self.tools.insert(
-            name.clone(),
-            LoadedTool {
-                tool,
-                label: path.into(),
-                config_file: String::new(),
-            },
-        );
+        self.tools.insert(name.clone(), tool);
         self.active.insert(name);
     }
 
@@ -60,7 +52,7 @@ impl ToolRegistry {
     /// Removes every MCP tool, registers `tools`, and activates them. The host's own tools
     /// and their active state stay as they are (a host tool keeps its name against an MCP tool
     /// that would take it).
-    pub fn replace_mcp_tools(&mut self, tools: Vec<LoadedTool>) {
+    pub fn replace_mcp_tools(&mut self, tools: Vec<Arc<dyn AgentTool>>) {
         self.snapshot = 0;
         self.put_mcp_tools(tools);
     }
@@ -68,7 +60,11 @@ impl ToolRegistry {
     /// [`ToolRegistry::replace_mcp_tools`] with the manager's snapshot numbered `number`,
     /// unless the tools came from a later one already (two refreshes that overlap apply in any
     /// order; the newer snapshot wins). Whether it was applied.
-    pub(crate) fn replace_mcp_tools_from(&mut self, number: u64, tools: Vec<LoadedTool>) -> bool {
+    pub(crate) fn replace_mcp_tools_from(
+        &mut self,
+        number: u64,
+        tools: Vec<Arc<dyn AgentTool>>,
+    ) -> bool {
         if number <= self.snapshot {
             return false;
         }
@@ -77,13 +73,13 @@ impl ToolRegistry {
         true
     }
 
-    fn put_mcp_tools(&mut self, tools: Vec<LoadedTool>) {
+    fn put_mcp_tools(&mut self, tools: Vec<Arc<dyn AgentTool>>) {
         for name in std::mem::take(&mut self.mcp) {
             self.tools.remove(&name);
             self.active.remove(&name);
         }
         for t in tools {
-            let name = t.tool.name().to_owned();
+            let name = t.name().to_owned();
             if self.tools.contains_key(&name) {
                 log::warn!("MCP tool {name} is shadowed by a host tool of the same name");
                 continue;
@@ -95,17 +91,17 @@ impl ToolRegistry {
     }
 
     /// A tool by name.
-    pub fn get(&self, name: &str) -> Option<&LoadedTool> {
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn AgentTool>> {
         self.tools.get(name)
     }
 
     /// Every tool, by name.
-    pub fn all(&self) -> Vec<LoadedTool> {
+    pub fn all(&self) -> Vec<Arc<dyn AgentTool>> {
         self.tools.values().cloned().collect()
     }
 
     /// The active tools, by name.
-    pub fn active(&self) -> Vec<LoadedTool> {
+    pub fn active(&self) -> Vec<Arc<dyn AgentTool>> {
         self.active
             .iter()
             .filter_map(|n| self.tools.get(n))
@@ -135,15 +131,8 @@ mod tests {
     use crate::tool::test_tools::tool;
     use serde_json::json;
 
-    fn loaded(names: &[&str]) -> Vec<LoadedTool> {
-        names
-            .iter()
-            .map(|n| LoadedTool {
-                tool: tool(n, "", json!({})),
-                label: String::new(),
-                config_file: String::new(),
-            })
-            .collect()
+    fn loaded(names: &[&str]) -> Vec<Arc<dyn AgentTool>> {
+        names.iter().map(|n| tool(n, "", json!({}))).collect()
     }
 
     fn names(r: &ToolRegistry) -> Vec<String> {
