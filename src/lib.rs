@@ -171,7 +171,7 @@ pub use error::{Error, OAuthErrorKind};
 pub use host::loader::{
     discover_and_load_mcp_tools, discover_mcp_servers, LoaderOptions, McpLoadResult,
 };
-pub use host::session::{create_agent_session, AgentSession, SessionOptions, ToolRegistry};
+pub use host::session::{create_agent_session, AgentSession, SessionOptions};
 pub use manager::{ManagerOptions, McpManager};
 pub use protocol::{CallToolResult, ContentBlock};
 pub use tool::{AgentTool, ToolOutput};

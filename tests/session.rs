@@ -121,7 +121,7 @@ fn refresh_keeps_the_host_tools_and_their_active_state() {
     options.host_tools = vec![Arc::new(HostTool("read_file")), Arc::new(HostTool("bash"))];
     let session = create_agent_session(options);
     assert!(session.set_tool_active("bash", false));
-    assert_eq!(session.registry().mcp_tool_names().len(), 17);
+    assert_eq!(session.mcp_tool_names().len(), 17);
     let mirrored = Arc::new(std::sync::Mutex::new(0usize));
     let m2 = Arc::clone(&mirrored);
     session.on_refresh(move |r| *m2.lock().unwrap() = r.mcp_tool_names().len());
@@ -132,18 +132,17 @@ fn refresh_keeps_the_host_tools_and_their_active_state() {
         .filter(|t| t.name() == "mcp_a_echo")
         .collect();
     session.refresh_mcp_tools(one);
-    let registry = session.registry();
-    assert_eq!(registry.mcp_tool_names(), ["mcp_a_echo"]);
-    assert!(registry.is_active("read_file"));
+    assert_eq!(session.mcp_tool_names(), ["mcp_a_echo"]);
+    assert!(session.is_tool_active("read_file"));
     assert!(
-        !registry.is_active("bash"),
+        !session.is_tool_active("bash"),
         "the host's inactive tool stays inactive"
     );
-    assert!(registry.is_active("mcp_a_echo"));
+    assert!(session.is_tool_active("mcp_a_echo"));
     assert_eq!(*mirrored.lock().unwrap(), 1, "the mirror heard of it");
     session.refresh_from_manager();
-    assert_eq!(session.registry().mcp_tool_names().len(), 17);
-    assert!(!session.registry().is_active("bash"));
+    assert_eq!(session.mcp_tool_names().len(), 17);
+    assert!(!session.is_tool_active("bash"));
     session.close();
 }
 
@@ -339,7 +338,7 @@ fn a_late_servers_tools_appear_after_the_follow_up_refresh() {
         session.manager().unwrap().connection_status("late").state,
         ConnectionState::Connected
     );
-    assert_eq!(session.registry().mcp_tool_names().len(), 17);
+    assert_eq!(session.mcp_tool_names().len(), 17);
     session.close();
 }
 
@@ -473,7 +472,7 @@ fn a_source_that_panics_later_fails_each_command_and_changes_nothing() {
     sources.push(Arc::new(Flaky(Arc::clone(&boom))));
     options.load.config.sources = Some(sources);
     let session = create_agent_session(options);
-    assert_eq!(session.registry().mcp_tool_names().len(), 17);
+    assert_eq!(session.mcp_tool_names().len(), 17);
     let pid = session.manager().unwrap().client("a").unwrap().pid();
     boom.store(true, Ordering::SeqCst);
     for line in [
@@ -489,11 +488,7 @@ fn a_source_that_panics_later_fails_each_command_and_changes_nothing() {
             out.starts_with("Error: .mcp.json: the flaky source blew up"),
             "{line}: {out}"
         );
-        assert_eq!(
-            session.registry().mcp_tool_names().len(),
-            17,
-            "{line}: the tools stay"
-        );
+        assert_eq!(session.mcp_tool_names().len(), 17, "{line}: the tools stay");
         assert_eq!(
             session.manager().unwrap().client("a").map(|c| c.pid()),
             Some(pid),

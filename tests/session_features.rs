@@ -45,20 +45,18 @@ fn session_with_features(name: &str) -> (mcp_runtime::host::AgentSession, std::p
 fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes() {
     let (session, root) = session_with_features("refresh");
     assert!(
-        common::holds_within(Duration::from_secs(10), || session.features().prompts.len()
-            == 1),
+        common::holds_within(Duration::from_secs(10), || session.prompts().len() == 1),
         "{:?}",
-        session.features()
+        session.prompts()
     );
-    let features = session.features();
-    let uris: Vec<&str> = features
-        .resources
-        .iter()
-        .map(|r| r.item.uri.as_str())
-        .collect();
+    let resources = session.resources();
+    let uris: Vec<&str> = resources.iter().map(|r| r.item.uri.as_str()).collect();
     assert_eq!(uris, ["test://a", "test://b"]);
-    assert_eq!(features.templates[0].item.uri_template, "test://item/{id}");
-    assert_eq!(features.prompts[0].name, "mcp_docs_greet");
+    assert_eq!(
+        session.resource_templates()[0].item.uri_template,
+        "test://item/{id}"
+    );
+    assert_eq!(session.prompts()[0].name, "mcp_docs_greet");
     let docs = session.manager().unwrap().client("docs").unwrap();
     assert_eq!(docs.server_info().name, "mcp-test-server");
     assert_eq!(docs.instructions().as_deref(), Some("Use echo to test."));
@@ -66,7 +64,7 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
     let mirrored: Arc<Mutex<Vec<String>>> = Arc::default();
     let m = Arc::clone(&mirrored);
     session.on_features_refresh(move |f| {
-        *m.lock().unwrap() = f.prompts.iter().map(|p| p.name.clone()).collect();
+        *m.lock().unwrap() = f.prompts().iter().map(|p| p.name.clone()).collect();
     });
     // The server adds a prompt and says so (prompts/list_changed).
     let out = session
@@ -106,6 +104,6 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
     assert!(session.get_prompt("mcp_docs_nothing", json!({})).is_err());
 
     session.close();
-    assert!(session.features().prompts.is_empty());
+    assert!(session.prompts().is_empty());
     let _ = std::fs::remove_dir_all(root);
 }

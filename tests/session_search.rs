@@ -104,7 +104,7 @@ fn five_hundred_tools_behind_the_search_tool_found_and_called_through_it() {
         Value::Object(servers),
         SchemasOnDemand::AboveTools(100),
     ));
-    let mcp = session.registry().mcp_tool_names();
+    let mcp = session.mcp_tool_names();
     assert!(mcp.len() >= 500, "{} tools", mcp.len());
     assert!(session.schemas_on_demand());
     // The model is offered the search tool only.
@@ -112,7 +112,9 @@ fn five_hundred_tools_behind_the_search_tool_found_and_called_through_it() {
     let refreshes = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&refreshes);
     session.on_refresh(move |r| {
-        let names: Vec<String> = r.active().iter().map(|t| t.name().to_owned()).collect();
+        let names: Vec<String> = (r.active_tools().iter())
+            .map(|t| t.name().to_owned())
+            .collect();
         seen.lock().unwrap().push(names);
     });
     // Its description carries the catalogue, within its budget, saying what did not fit.
@@ -243,7 +245,7 @@ fn tools_from_the_cache_are_searchable_before_their_server_connects() {
         s.spawn(|| hold.wait().release());
         create_agent_session(with_cache())
     });
-    assert_eq!(first.registry().mcp_tool_names().len(), 12);
+    assert_eq!(first.mcp_tool_names().len(), 12);
     first.close();
 
     // The next one starts while the server is held: its tools come from the cache.
@@ -354,7 +356,7 @@ fn a_host_tool_of_the_same_name_is_left_alone_and_the_hosts_choices_stay() {
     let session = create_agent_session(options(&root, servers, SchemasOnDemand::Always));
     assert!(session.set_tool_active("tool_search", false));
     session.refresh_from_manager();
-    assert!(!session.registry().is_active("tool_search"));
+    assert!(!session.is_tool_active("tool_search"));
     assert!(session.tool("tool_search").is_some());
     // Offering a name of no MCP tool changes nothing.
     assert!(!session.offer_tools(&["nope".to_owned()]));

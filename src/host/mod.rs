@@ -23,8 +23,7 @@ pub use self::loader::{
     LoadError, LoaderOptions, McpLoadResult,
 };
 pub use self::session::{
-    create_agent_session, AgentSession, McpFeatures, SchemasOnDemand, SessionOptions, ToolRegistry,
-    ToolSearchOptions,
+    create_agent_session, AgentSession, SchemasOnDemand, SessionOptions, ToolSearchOptions,
 };
 pub use self::subagent::{subagent_tools, DEFAULT_CALL_CAP};
 pub use crate::tool::tokens::{estimated_tokens, BYTES_PER_TOKEN};

@@ -1,17 +1,17 @@
-//! The host's tool registry and the agent session a host builds at startup.
+//! The agent session a host builds at startup: its tools and what the servers offer.
 //!
-//! [`ToolRegistry`] holds the host's own tools and the MCP tools, with an active set.
-//! [`create_agent_session`] runs the loader (unless MCP is off), registers the MCP tools, logs
+//! The session holds the host's own tools and the MCP tools, with an active set (in a
+//! registry of its own, `registry`). [`create_agent_session`] runs the loader (unless MCP is off), registers the MCP tools, logs
 //! per-server errors and keeps the manager. [`AgentSession::refresh_mcp_tools`] swaps the MCP
 //! tools for a new set without touching the host's own tools or their active state; by default
 //! the session does that by itself whenever the manager's tool set changes (a late server, a
-//! `tools/list_changed`, a disconnect). Hosts that keep their own registry mirror it through
-//! [`AgentSession::on_refresh`].
+//! `tools/list_changed`, a disconnect). Hosts that keep their own list of tools mirror the
+//! session's through [`AgentSession::on_refresh`].
 //!
 //! Beside tools, the session keeps what the servers offer a host: resources, resource
 //! templates and prompts (each prompt with its command name, `mcp_<server>_<prompt>`), as a
-//! [`McpFeatures`] snapshot that follows the manager's `on_features_changed` the way the tool
-//! registry follows `on_tools_changed`; [`AgentSession::on_features_refresh`] mirrors it.
+//! snapshot that follows the manager's `on_features_changed` the way the tools follow
+//! `on_tools_changed`; [`AgentSession::on_features_refresh`] tells a host of each change.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,11 +36,11 @@ mod registry;
 
 use on_demand::OnDemand;
 pub use on_demand::{SchemasOnDemand, ToolSearchOptions};
-pub use registry::ToolRegistry;
+pub(crate) use registry::ToolRegistry;
 
 /// What the connected servers offer beside tools, as of the last refresh.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct McpFeatures {
+pub(crate) struct McpFeatures {
     /// Every connected server's resources.
     pub resources: Vec<Managed<Resource>>,
     /// Every connected server's resource templates.
@@ -51,7 +51,7 @@ pub struct McpFeatures {
 
 impl McpFeatures {
     /// The manager's current resources, templates and prompts.
-    pub fn of(manager: &McpManager) -> McpFeatures {
+    pub(crate) fn of(manager: &McpManager) -> McpFeatures {
         let (resources, templates, prompts) = manager.features_at_once();
         McpFeatures {
             resources,
@@ -61,13 +61,12 @@ impl McpFeatures {
     }
 
     /// The prompt offered under `command` (`mcp_<server>_<prompt>`).
-    pub fn prompt(&self, command: &str) -> Option<&Managed<Prompt>> {
+    pub(crate) fn prompt(&self, command: &str) -> Option<&Managed<Prompt>> {
         self.prompts.iter().find(|p| p.name == command)
     }
 }
 
-type RefreshListener = Arc<dyn Fn(&ToolRegistry) + Send + Sync>;
-type FeaturesListener = Arc<dyn Fn(&McpFeatures) + Send + Sync>;
+type Listener = Arc<dyn Fn(&AgentSession) + Send + Sync>;
 type ManagerHook = Arc<dyn Fn(&McpManager) + Send + Sync>;
 
 /// How to create a session.
@@ -142,11 +141,11 @@ struct Inner {
     /// listeners.
     snapshots: AtomicU64,
     delivered: Mutex<u64>,
-    listeners: Mutex<Vec<RefreshListener>>,
+    listeners: Mutex<Vec<Listener>>,
     features: Mutex<McpFeatures>,
     /// Held by a features refresh from its reading to its storing.
     refreshing: Mutex<()>,
-    features_listeners: Mutex<Vec<FeaturesListener>>,
+    features_listeners: Mutex<Vec<Listener>>,
     startup_errors: Vec<LoadError>,
     exa_api_keys: Vec<String>,
     needs_approval: Mutex<Vec<DiscoveredServer>>,
@@ -260,9 +259,24 @@ impl AgentSession {
         &self.inner.exa_api_keys
     }
 
-    /// A copy of the registry.
-    pub fn registry(&self) -> ToolRegistry {
-        self.inner.registry.lock().clone()
+    /// Every tool (the host's own and the MCP tools), by name.
+    pub fn tools(&self) -> Vec<Arc<dyn AgentTool>> {
+        self.inner.registry.lock().all()
+    }
+
+    /// Whether the tool `name` is active.
+    pub fn is_tool_active(&self, name: &str) -> bool {
+        self.inner.registry.lock().is_active(name)
+    }
+
+    /// Whether `name` is an MCP tool's (not one of the host's own).
+    pub fn is_mcp_tool(&self, name: &str) -> bool {
+        self.inner.registry.lock().is_mcp_tool(name)
+    }
+
+    /// The names of the MCP tools.
+    pub fn mcp_tool_names(&self) -> Vec<String> {
+        self.inner.registry.lock().mcp_tool_names()
     }
 
     /// The active tools.
@@ -285,16 +299,15 @@ impl AgentSession {
         registry.set_active(name, active)
     }
 
-    /// A copy of the registry to hand the listeners, numbered (taken under the registry's
-    /// lock, so the numbers follow the changes).
-    fn snapshot(&self, registry: &ToolRegistry) -> (u64, ToolRegistry) {
-        let n = self.inner.snapshots.fetch_add(1, Ordering::Relaxed) + 1;
-        (n, registry.clone())
+    /// The number of a change to the registry (taken under the registry's lock, so the
+    /// numbers follow the changes).
+    fn snapshot(&self) -> u64 {
+        self.inner.snapshots.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Hands a snapshot to the listeners, unless a newer one was handed already (two changes
-    /// on two threads: the older one is not what the registry is any more).
-    fn notify(&self, (n, snapshot): (u64, ToolRegistry)) {
+    /// Tells the listeners of change `n`, unless a later change was told already (two changes
+    /// on two threads: the later one's listeners see the registry as it is).
+    fn notify(&self, n: u64) {
         {
             let mut delivered = self.inner.delivered.lock();
             if n < *delivered {
@@ -302,9 +315,9 @@ impl AgentSession {
             }
             *delivered = n;
         }
-        let listeners: Vec<RefreshListener> = self.inner.listeners.lock().clone();
+        let listeners: Vec<Listener> = self.inner.listeners.lock().clone();
         for l in listeners {
-            l(&snapshot);
+            l(self);
         }
     }
 
@@ -313,8 +326,10 @@ impl AgentSession {
         self.inner.registry.lock().get(name).map(Arc::clone)
     }
 
-    /// Called after every refresh with the new registry (to mirror it in a host's own).
-    pub fn on_refresh(&self, listener: impl Fn(&ToolRegistry) + Send + Sync + 'static) {
+    /// Called after every refresh of the tools, with the session (to mirror its
+    /// [`tools`](AgentSession::tools) or [`active_tools`](AgentSession::active_tools) in a
+    /// host's own list). Called with no lock of the session held.
+    pub fn on_refresh(&self, listener: impl Fn(&AgentSession) + Send + Sync + 'static) {
         self.inner.listeners.lock().push(Arc::new(listener));
     }
 
@@ -337,7 +352,7 @@ impl AgentSession {
             }
             let weak = Arc::downgrade(&self.inner);
             self.inner.on_demand.lock().apply(&mut registry, weak);
-            self.snapshot(&registry)
+            self.snapshot()
         };
         self.notify(snapshot);
     }
@@ -352,11 +367,6 @@ impl AgentSession {
             self.apply_mcp_tools(|registry| registry.replace_mcp_tools_from(number, tools));
             self.refresh_features();
         }
-    }
-
-    /// The resources, templates and prompts as of the last refresh.
-    pub fn features(&self) -> McpFeatures {
-        self.inner.features.lock().clone()
     }
 
     /// Every connected server's resources.
@@ -416,8 +426,11 @@ impl AgentSession {
             .ok_or_else(|| Error::not_connected(server))
     }
 
-    /// Called after every features refresh with the new resources, templates and prompts.
-    pub fn on_features_refresh(&self, listener: impl Fn(&McpFeatures) + Send + Sync + 'static) {
+    /// Called after every features refresh that changed something, with the session (its
+    /// [`resources`](AgentSession::resources), [`resource_templates`](AgentSession::resource_templates)
+    /// and [`prompts`](AgentSession::prompts) are the new ones). Called with no lock of the
+    /// session held.
+    pub fn on_features_refresh(&self, listener: impl Fn(&AgentSession) + Send + Sync + 'static) {
         self.inner
             .features_listeners
             .lock()
@@ -430,7 +443,7 @@ impl AgentSession {
         let Some(manager) = &self.inner.manager else {
             return;
         };
-        let fresh = {
+        {
             // One refresh at a time, from reading to storing: two that overlap (the startup's
             // and a change's) could otherwise store in the wrong order, the older snapshot
             // last. Lock order: `refreshing`, then the manager's state lock (inside `of`),
@@ -441,12 +454,11 @@ impl AgentSession {
             if *features == fresh {
                 return;
             }
-            *features = fresh.clone();
-            fresh
-        };
-        let listeners: Vec<FeaturesListener> = self.inner.features_listeners.lock().clone();
+            *features = fresh;
+        }
+        let listeners: Vec<Listener> = self.inner.features_listeners.lock().clone();
         for l in listeners {
-            l(&fresh);
+            l(self);
         }
     }
 

@@ -226,7 +226,7 @@ impl AgentSession {
                 .filter_map(|n| registry.get(n).cloned())
                 .collect();
             let new = on_demand.offer(&mut registry, &names);
-            (found, new.then(|| self.snapshot(&registry)))
+            (found, new.then(|| self.snapshot()))
         };
         if let Some(snapshot) = snapshot {
             self.notify(snapshot);
@@ -243,7 +243,7 @@ impl AgentSession {
             if !self.inner.on_demand.lock().offer(&mut registry, names) {
                 return false;
             }
-            self.snapshot(&registry)
+            self.snapshot()
         };
         self.notify(snapshot);
         true
@@ -270,7 +270,7 @@ impl AgentSession {
                     registry.set_active(&name, false);
                 }
             }
-            self.snapshot(&registry)
+            self.snapshot()
         };
         self.notify(snapshot);
     }
