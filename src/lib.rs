@@ -12,14 +12,16 @@
 //! A host starts everything with one call:
 //!
 //! ```no_run
-//! use mcp_runtime::{discover_and_load_mcp_tools, LoaderOptions};
+//! use mcp_runtime::{create_agent_session, SessionOptions};
 //!
-//! let loaded = discover_and_load_mcp_tools(&std::env::current_dir()?, LoaderOptions::default());
-//! for t in &loaded.tools {
+//! let session = create_agent_session(SessionOptions::default());
+//! for e in session.startup_errors() {
+//!     eprintln!("{}: {}", e.path, e.error);
+//! }
+//! for t in session.active_tools() {
 //!     println!("{} from {}", t.name(), t.origin());
 //! }
-//! loaded.manager.disconnect_all();
-//! # Ok::<(), std::io::Error>(())
+//! session.close();
 //! ```
 //!
 //! One server, one call (`Client::stdio` starts the server and runs the handshake; dropping
@@ -168,9 +170,7 @@ pub use client::{
 };
 pub use config::{DiscoveryOptions, ProjectTrust, ServerConfig};
 pub use error::{Error, OAuthErrorKind};
-pub use host::loader::{
-    discover_and_load_mcp_tools, discover_mcp_servers, LoaderOptions, McpLoadResult,
-};
+pub use host::loader::discover_mcp_servers;
 pub use host::session::{create_agent_session, AgentSession, SessionOptions};
 pub use manager::{ManagerOptions, McpManager};
 pub use protocol::{CallToolResult, ContentBlock};

@@ -1,4 +1,4 @@
-//! The loader: the facade a host calls at startup.
+//! The startup a host's session runs: discovery, the connects behind the gate, the tools.
 
 mod common;
 
@@ -8,14 +8,14 @@ use std::time::Duration;
 use mcp_runtime::config::{
     ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
 };
-use mcp_runtime::host::{discover_and_load_mcp_tools, LoaderOptions};
-use mcp_runtime::{CallOptions, ManagerOptions};
+use mcp_runtime::{create_agent_session, CallOptions, ManagerOptions, SessionOptions};
 use serde_json::json;
 
-fn options(home: &std::path::Path) -> LoaderOptions {
+fn options(home: &std::path::Path, cwd: &std::path::Path) -> SessionOptions {
     let mut manager = ManagerOptions::default();
     manager.connect.timeout = Duration::from_secs(20);
-    LoaderOptions {
+    SessionOptions {
+        cwd: cwd.to_path_buf(),
         config: DiscoveryOptions {
             home: Some(home.to_path_buf()),
             // The test wrote its project files itself (the trust gate: tests/trust.rs).
@@ -25,6 +25,7 @@ fn options(home: &std::path::Path) -> LoaderOptions {
         manager,
         // The user's real cache directory stays untouched.
         default_cache: false,
+        ..SessionOptions::default()
     }
 }
 
@@ -42,15 +43,12 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
     }});
     // `mcp.json` (no dot): the plain source, "MCP Config".
     std::fs::write(project.join("mcp.json"), config.to_string()).unwrap();
-    let loaded = discover_and_load_mcp_tools(&project, options(&home));
-    assert_eq!(loaded.connected_servers, ["good"]);
-    assert_eq!(loaded.exa_api_keys, ["key-1"]);
-    assert_eq!(loaded.tools.len(), 17);
-    let echo = loaded
-        .tools
-        .iter()
-        .find(|t| t.name() == "mcp_good_echo")
-        .unwrap();
+    let loaded = create_agent_session(options(&home, &project));
+    assert_eq!(loaded.startup_report().unwrap().connected, ["good"]);
+    assert_eq!(loaded.exa_api_keys(), ["key-1"]);
+    let tools = loaded.active_tools();
+    assert_eq!(tools.len(), 17);
+    let echo = tools.iter().find(|t| t.name() == "mcp_good_echo").unwrap();
     assert_eq!(echo.origin(), "mcp:good via MCP Config");
     assert_eq!(echo.source().unwrap().path, project.join("mcp.json"));
     let out = echo
@@ -61,19 +59,26 @@ fn loads_tools_with_display_paths_and_per_server_errors() {
         out.source.as_ref().map(|s| s.provider_name.as_str()),
         Some("MCP Config")
     );
-    let paths: Vec<&str> = loaded.errors.iter().map(|e| e.path.as_str()).collect();
+    let errors = loaded.startup_errors();
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(
         paths,
         ["mcp:broken via MCP Config", "mcp:invalid via MCP Config"]
     );
-    assert!(loaded.errors[1]
+    assert!(errors[1]
         .error
         .contains("sse server requires \"url\" field"));
     // The working directory of stdio servers defaults to the project.
-    let pid = loaded.manager.client("good").unwrap().pid().unwrap();
+    let pid = loaded
+        .manager()
+        .unwrap()
+        .client("good")
+        .unwrap()
+        .pid()
+        .unwrap();
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
     assert_eq!(cwd.canonicalize().unwrap(), project.canonicalize().unwrap());
-    loaded.manager.disconnect_all();
+    loaded.close();
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -94,14 +99,15 @@ impl ConfigSource for Exploding {
 #[test]
 fn failure_table_discovery_throws() {
     let dir = common::temp_dir("loader-throws");
-    let mut opts = options(&dir);
+    let mut opts = options(&dir, &dir);
     opts.config.sources = Some(vec![Arc::new(Exploding)]);
-    let loaded = discover_and_load_mcp_tools(&dir, opts);
-    assert!(loaded.tools.is_empty());
-    assert_eq!(loaded.errors.len(), 1);
-    assert_eq!(loaded.errors[0].path, ".mcp.json");
-    assert_eq!(loaded.errors[0].error, "the config loader blew up");
-    assert!(loaded.manager.server_names().is_empty());
+    let loaded = create_agent_session(opts);
+    assert!(loaded.active_tools().is_empty());
+    let errors = loaded.startup_errors();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].path, ".mcp.json");
+    assert_eq!(errors[0].error, "the config loader blew up");
+    assert!(loaded.manager().unwrap().server_names().is_empty());
 }
 
 #[test]
@@ -115,7 +121,7 @@ fn the_users_own_file_sets_the_runtimes_proxy_and_ca_file() {
     )
     .unwrap();
     let cwd = home.join("project");
-    let manager = options(&home).manager_options(&cwd);
+    let manager = options(&home, &cwd).manager_options();
     assert_eq!(
         manager.connect.http.proxy.as_deref(),
         Some("http://proxy.corp:3128")
@@ -125,10 +131,10 @@ fn the_users_own_file_sets_the_runtimes_proxy_and_ca_file() {
         Some(home.join(".mcp-runtime/corp-ca.pem"))
     );
     // The host's own settings win.
-    let mut mine = options(&home);
+    let mut mine = options(&home, &cwd);
     mine.manager.connect.http.proxy = Some("direct".into());
     assert_eq!(
-        mine.manager_options(&cwd).connect.http.proxy.as_deref(),
+        mine.manager_options().connect.http.proxy.as_deref(),
         Some("direct")
     );
     let _ = std::fs::remove_dir_all(&home);

@@ -23,7 +23,7 @@ use mcp_runtime::manager::{
     ConnectionState, FileToolCache, ManagerOptions, McpManager, ReconnectPolicy, ToolCache,
 };
 use mcp_runtime::protocol::Tool;
-use mcp_runtime::{CallOptions, ClientHandler, LoaderOptions};
+use mcp_runtime::{CallOptions, ClientHandler};
 use serde_json::json;
 
 const BOUND: Duration = Duration::from_secs(20);
@@ -284,16 +284,14 @@ fn a_reload_connects_the_new_set_and_a_failed_discovery_changes_nothing() {
     sources.push(Arc::new(Breakable(broken.clone())));
     let session = create_agent_session(SessionOptions {
         cwd: project.clone(),
-        load: LoaderOptions {
-            config: DiscoveryOptions {
-                home: Some(root.join("home")),
-                project_trust: ProjectTrust::TrustAll,
-                sources: Some(sources),
-                ..DiscoveryOptions::default()
-            },
-            manager: options(&fleet),
-            default_cache: false,
+        config: DiscoveryOptions {
+            home: Some(root.join("home")),
+            project_trust: ProjectTrust::TrustAll,
+            sources: Some(sources),
+            ..DiscoveryOptions::default()
         },
+        manager: options(&fleet),
+        default_cache: false,
         ..SessionOptions::default()
     });
     let tools = |s: &mcp_runtime::host::AgentSession| -> Vec<String> {

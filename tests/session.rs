@@ -14,7 +14,6 @@ use mcp_runtime::config::{
 use mcp_runtime::host::subagent_tools;
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::manager::ConnectionState;
-use mcp_runtime::LoaderOptions;
 use mcp_runtime::{AgentTool, CallOptions, Error, ManagerOptions, ToolOutput};
 use serde_json::{json, Value};
 
@@ -69,17 +68,15 @@ impl Project {
         manager.connect.stdio.close_grace = Duration::from_millis(500);
         SessionOptions {
             cwd: self.cwd(),
-            load: LoaderOptions {
-                config: DiscoveryOptions {
-                    home: Some(self.root.join("home")),
-                    // The test wrote its project files itself (the trust gate: tests/trust.rs).
-                    project_trust: ProjectTrust::TrustAll,
-                    ..DiscoveryOptions::default()
-                },
-                manager,
-                // The user's real cache directory stays untouched.
-                default_cache: false,
+            config: DiscoveryOptions {
+                home: Some(self.root.join("home")),
+                // The test wrote its project files itself (the trust gate: tests/trust.rs).
+                project_trust: ProjectTrust::TrustAll,
+                ..DiscoveryOptions::default()
             },
+            manager,
+            // The user's real cache directory stays untouched.
+            default_cache: false,
             ..SessionOptions::default()
         }
     }
@@ -326,7 +323,7 @@ fn a_late_servers_tools_appear_after_the_follow_up_refresh() {
         json!({"late": test_server(&["--hold-port", &hold.port()])}),
     );
     let mut options = project.options();
-    options.load.manager.wait_without_cache = false;
+    options.manager.wait_without_cache = false;
     options.auto_refresh = false;
     let session = create_agent_session(options);
     assert!(names(&session).is_empty());
@@ -350,7 +347,7 @@ fn auto_refresh_registers_late_tools_by_itself() {
         json!({"late": test_server(&["--hold-port", &hold.port()])}),
     );
     let mut options = project.options();
-    options.load.manager.wait_without_cache = false;
+    options.manager.wait_without_cache = false;
     let session = create_agent_session(options);
     let (tx, rx) = crossbeam_channel::unbounded();
     session.on_refresh(move |r| {
@@ -468,9 +465,9 @@ fn a_source_that_panics_later_fails_each_command_and_changes_nothing() {
     let project = Project::new("panics", json!({"a": test_server(&[])}));
     let boom = Arc::new(AtomicBool::new(false));
     let mut options = project.options();
-    let mut sources = default_sources(options.load.config.host.clone());
+    let mut sources = default_sources(options.config.host.clone());
     sources.push(Arc::new(Flaky(Arc::clone(&boom))));
-    options.load.config.sources = Some(sources);
+    options.config.sources = Some(sources);
     let session = create_agent_session(options);
     assert_eq!(session.mcp_tool_names().len(), 17);
     let pid = session.manager().unwrap().client("a").unwrap().pid();

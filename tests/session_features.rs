@@ -9,7 +9,6 @@ use std::time::Duration;
 use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
 use mcp_runtime::host::{create_agent_session, SessionOptions};
 use mcp_runtime::protocol::CompletionRef;
-use mcp_runtime::LoaderOptions;
 use mcp_runtime::ManagerOptions;
 use serde_json::json;
 
@@ -27,15 +26,13 @@ fn session_with_features(name: &str) -> (mcp_runtime::host::AgentSession, std::p
     };
     let session = create_agent_session(SessionOptions {
         cwd: project,
-        load: LoaderOptions {
-            config: DiscoveryOptions {
-                home: Some(root.join("home")),
-                project_trust: ProjectTrust::TrustAll,
-                ..DiscoveryOptions::default()
-            },
-            manager,
-            default_cache: false,
+        config: DiscoveryOptions {
+            home: Some(root.join("home")),
+            project_trust: ProjectTrust::TrustAll,
+            ..DiscoveryOptions::default()
         },
+        manager,
+        default_cache: false,
         ..SessionOptions::default()
     });
     (session, root)

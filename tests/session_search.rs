@@ -14,7 +14,7 @@ use mcp_runtime::host::{
     create_agent_session, AgentSession, SchemasOnDemand, SessionOptions, ToolSearchOptions,
 };
 use mcp_runtime::manager::{ConnectionState, FileToolCache};
-use mcp_runtime::{CallOptions, LoaderOptions, ManagerOptions};
+use mcp_runtime::{CallOptions, ManagerOptions};
 use serde_json::{json, Value};
 
 use common::catalogue::{file as catalogue, servers as catalogues};
@@ -32,15 +32,13 @@ fn options(root: &std::path::Path, servers: Value, when: SchemasOnDemand) -> Ses
     manager.connect.timeout = Duration::from_secs(30);
     SessionOptions {
         cwd,
-        load: LoaderOptions {
-            config: DiscoveryOptions {
-                home: Some(root.join("home")),
-                project_trust: ProjectTrust::TrustAll,
-                ..DiscoveryOptions::default()
-            },
-            manager,
-            default_cache: false,
+        config: DiscoveryOptions {
+            home: Some(root.join("home")),
+            project_trust: ProjectTrust::TrustAll,
+            ..DiscoveryOptions::default()
         },
+        manager,
+        default_cache: false,
         tool_search: ToolSearchOptions {
             when,
             ..ToolSearchOptions::default()
@@ -237,7 +235,7 @@ fn tools_from_the_cache_are_searchable_before_their_server_connects() {
     let cache = Arc::new(FileToolCache::new(root.join("cache")));
     let with_cache = || {
         let mut o = options(&root, servers.clone(), SchemasOnDemand::Always);
-        o.load.manager.cache = Some(cache.clone());
+        o.manager.cache = Some(cache.clone());
         o
     };
     // A first session lists the tools (and caches them).

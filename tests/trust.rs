@@ -13,9 +13,7 @@ use mcp_runtime::config::{
     load_all_mcp_configs, DiscoveryOptions, ProjectTrust, TrustDecision, TrustState,
 };
 use mcp_runtime::host::{create_agent_session, SessionOptions};
-use mcp_runtime::host::{
-    discover_and_load_mcp_tools, trust_servers, untrust_server, LoaderOptions,
-};
+use mcp_runtime::host::{trust_servers, untrust_server};
 use mcp_runtime::ManagerOptions;
 use serde_json::{json, Value};
 
@@ -65,13 +63,15 @@ impl Clone_ {
             ..DiscoveryOptions::default()
         }
     }
-    fn loader(&self, policy: ProjectTrust) -> LoaderOptions {
+    fn loader(&self, policy: ProjectTrust) -> SessionOptions {
         let mut manager = ManagerOptions::default();
         manager.connect.timeout = Duration::from_secs(20);
-        LoaderOptions {
+        SessionOptions {
+            cwd: self.project(),
             config: self.config(policy),
             manager,
             default_cache: false,
+            ..SessionOptions::default()
         }
     }
     fn ran(&self, name: &str) -> (bool, bool) {
@@ -88,8 +88,10 @@ impl Drop for Clone_ {
     }
 }
 
-fn tool_names(loaded: &mcp_runtime::host::McpLoadResult) -> Vec<String> {
-    loaded.tools.iter().map(|t| t.name().to_owned()).collect()
+fn tool_names(loaded: &mcp_runtime::AgentSession) -> Vec<String> {
+    (loaded.active_tools().iter())
+        .map(|t| t.name().to_owned())
+        .collect()
 }
 
 #[test]
@@ -108,21 +110,23 @@ fn a_cloned_repository_runs_and_resolves_nothing_until_approved() {
     std::env::set_var("MCP_TRUST_TEST_SECRET", "s3cret-value");
 
     // No policy: reported, not started.
-    let loaded = discover_and_load_mcp_tools(&repo.project(), repo.loader(ProjectTrust::Report));
-    assert!(loaded.tools.is_empty(), "{:?}", tool_names(&loaded));
-    assert!(loaded.manager.server_names().is_empty());
-    let waiting: Vec<&str> = loaded
-        .needs_approval
-        .iter()
-        .map(|d| d.name.as_str())
+    let loaded = create_agent_session(repo.loader(ProjectTrust::Report));
+    assert!(
+        loaded.active_tools().is_empty(),
+        "{:?}",
+        tool_names(&loaded)
+    );
+    assert!(loaded.manager().unwrap().server_names().is_empty());
+    let waiting: Vec<String> = (loaded.needs_approval().into_iter())
+        .map(|d| d.name)
         .collect();
     assert_eq!(waiting, ["local", "remote"]);
     for name in ["local", "remote"] {
         let e = loaded
-            .errors
+            .startup_errors()
             .iter()
             .find(|e| e.error.contains(&format!("\"{name}\"")))
-            .unwrap_or_else(|| panic!("no error for {name}: {:?}", loaded.errors));
+            .unwrap_or_else(|| panic!("no error for {name}: {:?}", loaded.startup_errors()));
         assert_eq!(e.path, mcp_json.display().to_string());
         assert!(e.error.contains("needs approval"), "{}", e.error);
         // The library's words are the host's, not a command of our CLI.
@@ -135,7 +139,7 @@ fn a_cloned_repository_runs_and_resolves_nothing_until_approved() {
         );
         assert!(!e.error.contains("s3cret-value"));
     }
-    loaded.manager.disconnect_all();
+    loaded.close();
     assert_eq!(
         repo.ran("local"),
         (false, false),
@@ -158,12 +162,12 @@ fn a_cloned_repository_runs_and_resolves_nothing_until_approved() {
     )
     .unwrap();
     assert_eq!(approved.len(), 1);
-    let loaded = discover_and_load_mcp_tools(&repo.project(), repo.loader(ProjectTrust::Report));
-    assert_eq!(loaded.connected_servers, ["local"]);
+    let loaded = create_agent_session(repo.loader(ProjectTrust::Report));
+    assert_eq!(loaded.startup_report().unwrap().connected, ["local"]);
     assert_eq!(repo.ran("local"), (true, true));
     assert!(http.seen().is_empty());
-    assert_eq!(loaded.needs_approval.len(), 1);
-    loaded.manager.disconnect_all();
+    assert_eq!(loaded.needs_approval().len(), 1);
+    loaded.close();
 
     // A changed config asks again.
     std::fs::remove_file(repo.marker("local-spawn")).unwrap();
@@ -171,14 +175,14 @@ fn a_cloned_repository_runs_and_resolves_nothing_until_approved() {
         "project/.mcp.json",
         &json!({"mcpServers": {"local": repo.spawning_server("local", "--changed")}}),
     );
-    let loaded = discover_and_load_mcp_tools(&repo.project(), repo.loader(ProjectTrust::Report));
-    assert!(loaded.tools.is_empty());
-    assert_eq!(loaded.needs_approval[0].name, "local");
+    let loaded = create_agent_session(repo.loader(ProjectTrust::Report));
+    assert!(loaded.active_tools().is_empty());
+    assert_eq!(loaded.needs_approval()[0].name, "local");
     assert!(
         !repo.marker("local-spawn").exists(),
         "the changed command did not run"
     );
-    loaded.manager.disconnect_all();
+    loaded.close();
 
     // Untrust forgets.
     assert!(untrust_server(&repo.project(), &repo.config(ProjectTrust::Report), "local").unwrap());
@@ -431,11 +435,9 @@ fn the_session_and_the_mcp_commands_report_and_approve() {
     manager.connect.timeout = Duration::from_secs(20);
     let session = create_agent_session(SessionOptions {
         cwd: repo.project(),
-        load: LoaderOptions {
-            config: repo.config(ProjectTrust::Report),
-            manager,
-            default_cache: false,
-        },
+        config: repo.config(ProjectTrust::Report),
+        manager,
+        default_cache: false,
         ..SessionOptions::default()
     });
     assert_eq!(session.needs_approval().len(), 1);

@@ -5,66 +5,16 @@
 //!
 //! Project-level servers pass the trust gate first (see [`crate::config::ProjectTrust`], set in
 //! `config.project_trust`): with the default policy a project server nobody approved yet is not
-//! started and none of its values is resolved; it is listed in
-//! [`McpLoadResult::needs_approval`] and has one entry in `errors` naming the file that
-//! declared it and saying how to approve it.
-//!
-//! The tool cache is on by default: a manager without a `cache` gets a [`FileToolCache`] in
-//! the user's cache directory ([`FileToolCache::user_default`]), so servers still connecting
-//! after the gate are offered from what they listed last time. `default_cache: false` turns
-//! that off (no cache at all, unless `manager.cache` names one).
+//! started and none of its values is resolved; the session lists it in
+//! [`needs_approval`](crate::host::AgentSession::needs_approval), with one entry in its startup
+//! errors naming the file that declared it and saying how to approve it.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::{load_all_mcp_configs, DiscoveredServer, DiscoveryOptions, LoadedConfigs};
-use crate::manager::cache::{FileToolCache, ToolCache};
-use crate::manager::{ConnectReport, ManagerOptions, McpManager};
+use crate::manager::{ConnectReport, McpManager};
 use crate::tool::{build_tools_numbered, display_path, AgentTool};
-
-/// How to load.
-#[derive(Clone, Debug)]
-pub struct LoaderOptions {
-    /// Discovery (project config on/off, Exa filter, home, the host's own files, sources).
-    pub config: DiscoveryOptions,
-    /// The manager (gate, cache, auth storage, connect options). Its `project_dir` is set to
-    /// the loader's `cwd`.
-    pub manager: ManagerOptions,
-    /// Whether a manager without a `cache` gets the file-backed one in the user's cache
-    /// directory (`$XDG_CACHE_HOME/mcp-runtime`, else `~/.cache/mcp-runtime`). Default true;
-    /// false runs without a tool cache (no deferred tools; servers still connecting after the
-    /// gate are waited for, or arrive later).
-    pub default_cache: bool,
-}
-
-impl Default for LoaderOptions {
-    fn default() -> Self {
-        LoaderOptions {
-            config: DiscoveryOptions::default(),
-            manager: ManagerOptions::default(),
-            default_cache: true,
-        }
-    }
-}
-
-impl LoaderOptions {
-    /// The manager options the loader uses for the project at `cwd`: `manager` with its
-    /// `project_dir` set, the default cache when `default_cache` and no cache is given, and
-    /// the user's own file's `proxy` and `caFile` where the HTTP options set none.
-    pub fn manager_options(&self, cwd: &Path) -> ManagerOptions {
-        let mut options = self.manager.clone();
-        options.project_dir = cwd.to_path_buf();
-        let user_file = self.config.host.user_file(&self.config.context(cwd));
-        let (proxy, ca_file) = crate::config::network_settings(&user_file);
-        let http = &mut options.connect.http;
-        http.proxy = http.proxy.take().or(proxy);
-        http.ca_file = http.ca_file.take().or(ca_file);
-        if options.cache.is_none() && self.default_cache {
-            options.cache = Some(Arc::new(FileToolCache::user_default()) as Arc<dyn ToolCache>);
-        }
-        options
-    }
-}
 
 /// One thing that went wrong while loading.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,17 +26,15 @@ pub struct LoadError {
     pub error: String,
 }
 
-/// What the loader produced.
+/// What the loader produced (the session keeps it).
 #[derive(Debug, Clone)]
-pub struct McpLoadResult {
+pub(crate) struct McpLoadResult {
     /// The tools, live and deferred.
     pub tools: Vec<Arc<dyn AgentTool>>,
     /// Per-server (and per-file) errors.
     pub errors: Vec<LoadError>,
     /// The manager that owns the connections (disconnect it to stop them).
     pub manager: McpManager,
-    /// The servers connected when the loader returned.
-    pub connected_servers: Vec<String>,
     /// API keys of filtered Exa servers.
     pub exa_api_keys: Vec<String>,
     /// Config files that could not be read.
@@ -117,16 +65,9 @@ pub fn try_load_all_mcp_configs(
     })
 }
 
-/// Discovers the servers of the project at `cwd`, connects them, and returns their tools.
-pub fn discover_and_load_mcp_tools(cwd: &Path, options: LoaderOptions) -> McpLoadResult {
-    let manager = McpManager::new(options.manager_options(cwd));
-    load_with_manager(manager, cwd, &options.config)
-}
-
-/// [`discover_and_load_mcp_tools`] with a manager the caller built (from
-/// [`LoaderOptions::manager_options`]) and may already have handed elsewhere, e.g. to a
-/// signal handler that must be able to close every server while they are still connecting.
-pub fn load_with_manager(
+/// Discovers the servers of the project at `cwd`, connects them on `manager`, and returns
+/// their tools (what [`create_agent_session`](crate::host::create_agent_session) starts from).
+pub(crate) fn load_with_manager(
     manager: McpManager,
     cwd: &Path,
     config: &DiscoveryOptions,
@@ -138,7 +79,6 @@ pub fn load_with_manager(
                 tools: Vec::new(),
                 errors: vec![error],
                 manager,
-                connected_servers: Vec::new(),
                 exa_api_keys: Vec::new(),
                 warnings: Vec::new(),
                 needs_approval: Vec::new(),
@@ -166,7 +106,6 @@ pub fn load_with_manager(
     McpLoadResult {
         tools: loaded_tools(&manager),
         errors,
-        connected_servers: report.connected.clone(),
         needs_approval: loaded.needs_approval().into_iter().cloned().collect(),
         exa_api_keys: loaded.exa_api_keys,
         warnings: loaded.warnings,
@@ -281,32 +220,7 @@ fn all_loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<Arc<dyn AgentToo
 
 /// Every server the default discovery finds (every source, [`DiscoveryOptions::default`]),
 /// with where each came from, what was skipped and why: nothing is started. To connect them
-/// too, [`discover_and_load_mcp_tools`].
+/// too, [`create_agent_session`](crate::host::create_agent_session).
 pub fn discover_mcp_servers(cwd: &Path) -> LoadedConfigs {
     load_all_mcp_configs(cwd, &DiscoveryOptions::default())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_file_cache_is_on_by_default_and_can_be_turned_off() {
-        let cwd = Path::new("/project");
-        let on = LoaderOptions::default().manager_options(cwd);
-        assert!(
-            on.cache.is_some(),
-            "a file cache in the user's cache directory"
-        );
-        assert_eq!(on.project_dir, cwd);
-        let off = LoaderOptions {
-            default_cache: false,
-            ..LoaderOptions::default()
-        };
-        assert!(off.manager_options(cwd).cache.is_none());
-        // A cache the host gives is kept either way.
-        let mut own = off.clone();
-        own.manager.cache = Some(Arc::new(FileToolCache::new("/elsewhere")));
-        assert!(own.manager_options(cwd).cache.is_some());
-    }
 }

@@ -18,9 +18,8 @@ pub use self::app::{
 };
 pub use self::commands::{command_edits_config, HELP as COMMANDS_HELP};
 pub use self::loader::{
-    all_loaded_tools, approval_errors, discover_and_load_mcp_tools, discover_mcp_servers,
-    load_with_manager, loaded_tools, trust_servers, try_load_all_mcp_configs, untrust_server,
-    LoadError, LoaderOptions, McpLoadResult,
+    all_loaded_tools, approval_errors, discover_mcp_servers, loaded_tools, trust_servers,
+    try_load_all_mcp_configs, untrust_server, LoadError,
 };
 pub use self::session::{
     create_agent_session, AgentSession, SchemasOnDemand, SessionOptions, ToolSearchOptions,

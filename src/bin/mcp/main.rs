@@ -334,13 +334,15 @@ pub fn manager_options(args: &Args, project: &Path) -> ManagerOptions {
         output_budget: output_budget(args),
         ..ManagerOptions::default()
     };
-    // What the loader adds: the user's own file's runtime-wide proxy and CA file.
-    mcp_runtime::host::LoaderOptions {
+    // What a session adds: the user's own file's runtime-wide proxy and CA file.
+    mcp_runtime::SessionOptions {
+        cwd: project.to_path_buf(),
         config: load_options(args),
         manager,
         default_cache: false,
+        ..mcp_runtime::SessionOptions::default()
     }
-    .manager_options(project)
+    .manager_options()
 }
 
 pub fn discovered(args: &Args, project: &Path) -> Result<LoadedConfigs, String> {

@@ -18,7 +18,6 @@ use std::time::Duration;
 use mcp_runtime::config::{file_source, ProjectTrust};
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::CallOptions;
-use mcp_runtime::LoaderOptions;
 
 use crate::args::Args;
 
@@ -32,12 +31,10 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     }
     let session = create_agent_session(SessionOptions {
         cwd: project.to_path_buf(),
-        load: LoaderOptions {
-            config,
-            manager: crate::manager_options(args, project),
-            // The cache is chosen by manager_options (--cache-dir, --no-cache).
-            default_cache: false,
-        },
+        config,
+        manager: crate::manager_options(args, project),
+        // The cache is chosen by manager_options (--cache-dir, --no-cache).
+        default_cache: false,
         on_manager: Some(Arc::new(crate::signals::close_on_signal)),
         ..SessionOptions::default()
     });

@@ -13,8 +13,7 @@ use mcp_runtime::config::{
     SourceMeta, TrustState,
 };
 use mcp_runtime::host::{
-    all_loaded_tools, approval_errors, display_path, try_load_all_mcp_configs, AgentTool,
-    LoadError, LoaderOptions,
+    all_loaded_tools, approval_errors, display_path, try_load_all_mcp_configs, AgentTool, LoadError,
 };
 use mcp_runtime::manager::McpManager;
 use mcp_runtime::manager::ToolCache;
@@ -162,13 +161,15 @@ pub fn start_with_handler(
 ) -> Result<Session, String> {
     let mut options = crate::manager_options(args, project);
     options.connect.handler = Arc::clone(&handler) as Arc<dyn mcp_runtime::ClientHandler>;
-    let loader = LoaderOptions {
+    let loader = mcp_runtime::SessionOptions {
+        cwd: project.to_path_buf(),
         config: crate::load_options(args),
         manager: options,
         // The cache is chosen by manager_options (--cache-dir, --no-cache).
         default_cache: false,
+        ..mcp_runtime::SessionOptions::default()
     };
-    let manager = McpManager::new(loader.manager_options(project));
+    let manager = McpManager::new(loader.manager_options());
     crate::signals::close_on_signal(&manager);
     let mut session = Session {
         manager,

@@ -24,9 +24,10 @@ use serde_json::Value;
 use crate::config::{DiscoveredServer, DiscoveryOptions};
 use crate::error::Error;
 use crate::host::loader::{
-    load_with_manager, loaded_tools_numbered, try_load_all_mcp_configs, LoadError, LoaderOptions,
+    load_with_manager, loaded_tools_numbered, try_load_all_mcp_configs, LoadError,
 };
-use crate::manager::{ConnectReport, ConnectionState, Managed, McpManager};
+use crate::manager::cache::{FileToolCache, ToolCache};
+use crate::manager::{ConnectReport, ConnectionState, Managed, ManagerOptions, McpManager};
 use crate::protocol::{Completion, CompletionRef, GetPromptResult, ReadResourceResult};
 use crate::protocol::{Prompt, Resource, ResourceTemplate};
 use crate::tool::AgentTool;
@@ -76,13 +77,19 @@ pub struct SessionOptions {
     pub cwd: PathBuf,
     /// Whether to use MCP at all (default true). False skips discovery entirely.
     pub enable_mcp: bool,
-    /// What the loader is given (the session loads through it): discovery (`load.config`:
-    /// project configs on or off, the policy for project servers nobody approved yet
-    /// (`project_trust`: without a choice they are reported by
+    /// Discovery: project configs on or off, the policy for project servers nobody approved
+    /// yet (`project_trust`: without a choice they are reported by
     /// [`AgentSession::needs_approval`], never started), home, the host's own files, extra
-    /// sources), the manager (`load.manager`: the gate, the tool cache, OAuth credentials, the
-    /// connection template) and `load.default_cache`.
-    pub load: LoaderOptions,
+    /// sources.
+    pub config: DiscoveryOptions,
+    /// The manager: the gate, the tool cache, OAuth credentials, the connection template. Its
+    /// `project_dir` is set to `cwd` (see [`SessionOptions::manager_options`]).
+    pub manager: ManagerOptions,
+    /// Whether a manager without a `cache` gets the file-backed one in the user's cache
+    /// directory (`$XDG_CACHE_HOME/mcp-runtime`, else `~/.cache/mcp-runtime`), so servers
+    /// still connecting after the gate are offered from what they listed last time. Default
+    /// true; false runs without a tool cache (unless `manager.cache` names one).
+    pub default_cache: bool,
     /// Called with the manager once it exists, before any server connects: a host that must be
     /// able to close every server from elsewhere (a signal handler) takes its clone here.
     pub on_manager: Option<ManagerHook>,
@@ -101,7 +108,9 @@ impl Default for SessionOptions {
         SessionOptions {
             cwd: std::env::current_dir().unwrap_or_default(),
             enable_mcp: true,
-            load: LoaderOptions::default(),
+            config: DiscoveryOptions::default(),
+            manager: ManagerOptions::default(),
+            default_cache: true,
             on_manager: None,
             host_tools: Vec::new(),
             auto_refresh: true,
@@ -110,12 +119,33 @@ impl Default for SessionOptions {
     }
 }
 
+impl SessionOptions {
+    /// The manager options the session uses: `manager` with its `project_dir` set to `cwd`,
+    /// the default cache when `default_cache` and no cache is given, and the user's own
+    /// file's `proxy` and `caFile` where the HTTP options set none.
+    pub fn manager_options(&self) -> ManagerOptions {
+        let mut options = self.manager.clone();
+        options.project_dir = self.cwd.clone();
+        let user_file = self.config.host.user_file(&self.config.context(&self.cwd));
+        let (proxy, ca_file) = crate::config::network_settings(&user_file);
+        let http = &mut options.connect.http;
+        http.proxy = http.proxy.take().or(proxy);
+        http.ca_file = http.ca_file.take().or(ca_file);
+        if options.cache.is_none() && self.default_cache {
+            options.cache = Some(Arc::new(FileToolCache::user_default()) as Arc<dyn ToolCache>);
+        }
+        options
+    }
+}
+
 impl std::fmt::Debug for SessionOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionOptions")
             .field("cwd", &self.cwd)
             .field("enable_mcp", &self.enable_mcp)
-            .field("load", &self.load)
+            .field("config", &self.config)
+            .field("manager", &self.manager)
+            .field("default_cache", &self.default_cache)
             .field("host_tools", &self.host_tools.len())
             .field("auto_refresh", &self.auto_refresh)
             .field("tool_search", &self.tool_search)
@@ -149,6 +179,10 @@ struct Inner {
     startup_errors: Vec<LoadError>,
     exa_api_keys: Vec<String>,
     needs_approval: Mutex<Vec<DiscoveredServer>>,
+    /// Config files that could not be read, at startup.
+    warnings: Vec<String>,
+    /// The manager's report of the startup (none with MCP off).
+    report: Option<ConnectReport>,
 }
 
 impl Inner {
@@ -174,6 +208,8 @@ impl Inner {
             startup_errors: Vec::new(),
             exa_api_keys: Vec::new(),
             needs_approval: Mutex::new(Vec::new()),
+            warnings: Vec::new(),
+            report: None,
         }
     }
 }
@@ -185,13 +221,13 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     for tool in &options.host_tools {
         registry.add_host_tool(Arc::clone(tool));
     }
-    let config = options.load.config.clone();
+    let config = options.config.clone();
     if !options.enable_mcp {
         return AgentSession {
             inner: Arc::new(Inner::new(options.cwd, config, registry, None)),
         };
     }
-    let manager = McpManager::new(options.load.manager_options(&options.cwd));
+    let manager = McpManager::new(options.manager_options());
     if let Some(hook) = &options.on_manager {
         hook(&manager);
     }
@@ -205,6 +241,8 @@ pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     inner.startup_errors = loaded.errors;
     inner.exa_api_keys = loaded.exa_api_keys;
     inner.needs_approval = Mutex::new(loaded.needs_approval);
+    inner.warnings = loaded.warnings;
+    inner.report = Some(loaded.report);
     let session = AgentSession {
         inner: Arc::new(inner),
     };
@@ -257,6 +295,17 @@ impl AgentSession {
     /// API keys of the Exa servers discovery filtered out.
     pub fn exa_api_keys(&self) -> &[String] {
         &self.inner.exa_api_keys
+    }
+
+    /// The config files that could not be read at startup (each in words).
+    pub fn warnings(&self) -> &[String] {
+        &self.inner.warnings
+    }
+
+    /// The manager's report of the startup: the servers connected, still connecting (with
+    /// deferred tools from the cache), failed, and left out. None with MCP off.
+    pub fn startup_report(&self) -> Option<&ConnectReport> {
+        self.inner.report.as_ref()
     }
 
     /// Every tool (the host's own and the MCP tools), by name.
@@ -532,5 +581,33 @@ impl std::fmt::Debug for AgentSession {
             .field("cwd", &self.inner.cwd)
             .field("mcp", &self.inner.manager.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_cache_is_on_by_default_and_can_be_turned_off() {
+        let options = SessionOptions {
+            cwd: "/project".into(),
+            ..SessionOptions::default()
+        };
+        let on = options.manager_options();
+        assert!(
+            on.cache.is_some(),
+            "a file cache in the user's cache directory"
+        );
+        assert_eq!(on.project_dir, options.cwd);
+        let off = SessionOptions {
+            default_cache: false,
+            ..options
+        };
+        assert!(off.manager_options().cache.is_none());
+        // A cache the host gives is kept either way.
+        let mut own = off.clone();
+        own.manager.cache = Some(Arc::new(FileToolCache::new("/elsewhere")));
+        assert!(own.manager_options().cache.is_some());
     }
 }
