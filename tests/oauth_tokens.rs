@@ -8,12 +8,11 @@ mod common;
 #[path = "common/oauth_server.rs"]
 mod oauth_server;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::auth::AuthStorage as _;
 use mcp_runtime::auth::{
-    credential_id, headless, BrowserAuthorizer, OAuthConfig, OAuthOptions, OAuthProvider,
+    browser_with, credential_id, headless, OAuthConfig, OAuthOptions, OAuthProvider,
 };
 use mcp_runtime::transport::AuthProvider as _;
 use mcp_runtime::Error;
@@ -264,7 +263,7 @@ fn the_interactive_path_receives_the_redirect_on_the_loopback_listener() {
     let (pages, page) = crossbeam_channel::unbounded::<(u16, String)>();
     // The test plays the browser: it opens the authorization URL, which redirects to our
     // loopback listener; a stray request first (a favicon) must not end the login.
-    let browser = BrowserAuthorizer::with_opener(move |url| {
+    let opener = move |url: &str| {
         let url = url.to_owned();
         let pages = pages.clone();
         std::thread::spawn(move || {
@@ -288,12 +287,13 @@ fn the_interactive_path_receives_the_redirect_on_the_loopback_listener() {
                 .unwrap();
         });
         Ok(())
-    });
+    };
+    let browser = browser_with(opener, None);
     let p = provider_with(
         &server,
         json!({"clientId": "pre-registered", "callbackPort": 0}),
         storage("interactive"),
-        Arc::new(browser),
+        browser,
     );
     call(&p, &server.url()).unwrap();
     let (stray, _) = page.recv_timeout(Duration::from_secs(10)).unwrap();
@@ -308,7 +308,7 @@ fn the_interactive_path_receives_the_redirect_on_the_loopback_listener() {
 #[test]
 fn the_browser_path_is_bounded() {
     let server = OAuthServer::start(Script::default());
-    let browser = BrowserAuthorizer::with_opener(|_| Ok(())); // a user who never comes back
+    let browser = browser_with(|_| Ok(()), None); // a user who never comes back
     let options = OAuthOptions {
         login_timeout: Duration::from_secs(1),
         ..options()
@@ -317,7 +317,7 @@ fn the_browser_path_is_bounded() {
         &server.url(),
         OAuthConfig::from_value(&pre()).unwrap(),
         storage("browser-bounded"),
-        Arc::new(browser),
+        browser,
         options,
     )
     .unwrap();

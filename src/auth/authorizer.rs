@@ -1,6 +1,6 @@
 //! The one interactive step of a login: sending the user to the authorization URL and getting
 //! the redirect back. Hosts plug their own [`Authorizer`] (e.g. one that shows the URL in their
-//! UI); [`BrowserAuthorizer`] opens the system browser and listens on loopback;
+//! UI); [`browser`] opens the system browser and listens on loopback;
 //! [`headless`] follows the URL itself (for servers that approve without a user); [`no_login`]
 //! refuses.
 
@@ -39,11 +39,9 @@ pub trait AuthorizationSession: Send {
 /// Opens a URL for the user.
 pub type Opener = dyn Fn(&str) -> Result<(), Error> + Send + Sync;
 
-/// Opens the system browser (no shell: `open` on macOS, `xdg-open` elsewhere, with the URL as
-/// an argument) and receives the redirect on `http://127.0.0.1:<port>/callback`, answering it
-/// with a short page.
+/// The system browser's authorizer (see [`browser`]).
 #[derive(Clone)]
-pub struct BrowserAuthorizer {
+struct BrowserAuthorizer {
     opener: Arc<Opener>,
     pasted: Option<crossbeam_channel::Receiver<String>>,
 }
@@ -51,12 +49,6 @@ pub struct BrowserAuthorizer {
 impl std::fmt::Debug for BrowserAuthorizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BrowserAuthorizer").finish_non_exhaustive()
-    }
-}
-
-impl Default for BrowserAuthorizer {
-    fn default() -> Self {
-        BrowserAuthorizer::new()
     }
 }
 
@@ -114,44 +106,37 @@ fn browser_command(browser: Option<&str>, url: &str) -> (String, Vec<String>) {
     }
 }
 
-impl BrowserAuthorizer {
-    /// The system browser.
-    pub fn new() -> BrowserAuthorizer {
-        BrowserAuthorizer {
-            opener: Arc::new(open_system_browser),
-            pasted: None,
-        }
-    }
+/// The system browser as the authorizer: it opens the authorization page there (`$BROWSER`,
+/// else `open` on macOS and `xdg-open` elsewhere; never through a shell) and receives the
+/// redirect on `http://127.0.0.1:<port>/callback`, answering it with a short page.
+pub fn browser() -> Arc<dyn Authorizer> {
+    Arc::new(BrowserAuthorizer {
+        opener: Arc::new(open_system_browser),
+        pasted: None,
+    })
+}
 
-    /// Opens `url` the way [`BrowserAuthorizer::new`] does (`$BROWSER`, else the system's
-    /// browser): for an opener of a host's own that also shows something.
-    pub fn open(&self, url: &str) -> Result<(), Error> {
-        open_system_browser(url)
-    }
+/// [`browser`] with another way to open the URL (a host's own, or a test playing the
+/// browser), and optionally taking the redirect as a URL the user pastes (sent on `pasted`),
+/// for a browser on another machine than the loopback listener (a session over SSH): the
+/// browser ends on an error page at `http://127.0.0.1:<port>/callback?code=...`, whose address
+/// the user copies back. Whichever comes first, the listener's request or a pasted URL of the
+/// redirect URI, completes the login; a pasted text that is not one is ignored (the state
+/// check of the flow guards the rest).
+pub fn browser_with(
+    opener: impl Fn(&str) -> Result<(), Error> + Send + Sync + 'static,
+    pasted: Option<crossbeam_channel::Receiver<String>>,
+) -> Arc<dyn Authorizer> {
+    Arc::new(BrowserAuthorizer {
+        opener: Arc::new(opener),
+        pasted,
+    })
+}
 
-    /// Another way to open the URL (a host's own, or a test playing the browser).
-    pub fn with_opener(
-        opener: impl Fn(&str) -> Result<(), Error> + Send + Sync + 'static,
-    ) -> BrowserAuthorizer {
-        BrowserAuthorizer {
-            opener: Arc::new(opener),
-            pasted: None,
-        }
-    }
-
-    /// Also takes the redirect as a URL the user pastes (sent on `pasted`), for a browser on
-    /// another machine than the loopback listener (a session over SSH): the browser ends on an
-    /// error page at `http://127.0.0.1:<port>/callback?code=...`, whose address the user copies
-    /// back. Whichever comes first, the listener's request or a pasted URL of the redirect URI,
-    /// completes the login; a pasted text that is not one is ignored (the state check of the
-    /// flow guards the rest).
-    pub fn with_pasted_redirects(
-        mut self,
-        pasted: crossbeam_channel::Receiver<String>,
-    ) -> BrowserAuthorizer {
-        self.pasted = Some(pasted);
-        self
-    }
+/// Opens `url` the way [`browser`] does (`$BROWSER`, else the system's browser): for an
+/// opener of a host's own that also shows something, or any page a host opens.
+pub fn open_in_browser(url: &str) -> Result<(), Error> {
+    open_system_browser(url)
 }
 
 impl Authorizer for BrowserAuthorizer {
@@ -456,11 +441,13 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded();
         let shown = Arc::new(parking_lot::Mutex::new(String::new()));
         let seen = Arc::clone(&shown);
-        let authorizer = BrowserAuthorizer::with_opener(move |url| {
-            *seen.lock() = url.to_owned();
-            Ok(())
-        })
-        .with_pasted_redirects(rx);
+        let authorizer = browser_with(
+            move |url| {
+                *seen.lock() = url.to_owned();
+                Ok(())
+            },
+            Some(rx),
+        );
         let session = authorizer.begin(None).unwrap();
         let redirect = session.redirect_uri();
         tx.send("not a URL at all".into()).unwrap();

@@ -32,7 +32,7 @@
 //!
 //! Inside, the flow is a value (`flow::Flow`, no I/O: each step says what it needs, the answer
 //! moves it on); `driver` runs it over HTTP with every wait bounded, and an [`Authorizer`] performs the
-//! one interactive step ([`BrowserAuthorizer`] opens the system browser and takes the redirect on
+//! one interactive step ([`browser`] opens the system browser and takes the redirect on
 //! `http://127.0.0.1:<port>/callback`; [`headless`] follows the URL itself; [`no_login`]
 //! refuses).
 //!
@@ -90,7 +90,9 @@ pub(crate) mod token;
 mod wire;
 
 #[cfg(feature = "oauth")]
-pub use authorizer::{headless, no_login, AuthorizationSession, Authorizer, BrowserAuthorizer};
+pub use authorizer::{
+    browser, browser_with, headless, no_login, open_in_browser, AuthorizationSession, Authorizer,
+};
 #[cfg(feature = "oauth")]
 pub use config::OAuthConfig;
 #[cfg(feature = "oauth")]

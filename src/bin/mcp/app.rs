@@ -207,7 +207,7 @@ fn host(
         loaded.name()
     );
     if open {
-        if let Err(e) = mcp_runtime::auth::BrowserAuthorizer::new().open(&url) {
+        if let Err(e) = mcp_runtime::auth::open_in_browser(&url) {
             eprintln!("mcp: {e}; open {url} yourself");
         }
     }
@@ -279,10 +279,7 @@ fn relay(
                 let allowed = opens_links
                     && !names_a_local_host(&url)
                     && last_link.is_none_or(|at| at.elapsed() >= LINK_GAP);
-                let opened = allowed
-                    && mcp_runtime::auth::BrowserAuthorizer::new()
-                        .open(&url)
-                        .is_ok();
+                let opened = allowed && mcp_runtime::auth::open_in_browser(&url).is_ok();
                 if opened {
                     last_link = Some(Instant::now());
                 }

@@ -9,7 +9,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use mcp_runtime::auth::{headless, no_login, Authorizer, BrowserAuthorizer, OAuthOptions};
+use mcp_runtime::auth::{
+    browser_with, headless, no_login, open_in_browser, Authorizer, OAuthOptions,
+};
 use mcp_runtime::config::FileAuthStorage;
 use mcp_runtime::config::{provider_for, uses_oauth};
 use serde_json::json;
@@ -36,12 +38,15 @@ pub fn login(args: &Args, project: &Path, name: &str, how: LoginHow) -> Result<u
         LoginHow::Headless => headless(OAuthOptions::default()),
         LoginHow::Browser => {
             let name = name.to_owned();
-            Arc::new(BrowserAuthorizer::with_opener(move |url| {
-                eprintln!("opening your browser to log in to {name}...");
-                BrowserAuthorizer::new().open(url)
-            }))
+            browser_with(
+                move |url| {
+                    eprintln!("opening your browser to log in to {name}...");
+                    open_in_browser(url)
+                },
+                None,
+            )
         }
-        LoginHow::Pasted => Arc::new(pasted_authorizer(name)),
+        LoginHow::Pasted => pasted_authorizer(name),
     };
     let outcome = session.manager.login(name, authorizer);
     let code = match outcome {
@@ -64,11 +69,11 @@ pub fn login(args: &Args, project: &Path, name: &str, how: LoginHow) -> Result<u
 
 /// Prints the authorization URL and reads pasted lines from stdin (on a thread of its own
 /// that ends with the process: a read of stdin cannot be interrupted).
-fn pasted_authorizer(name: &str) -> BrowserAuthorizer {
+fn pasted_authorizer(name: &str) -> Arc<dyn Authorizer> {
     let (tx, rx) = crossbeam_channel::unbounded();
     let name = name.to_owned();
     let reader = std::sync::Once::new();
-    BrowserAuthorizer::with_opener(move |url| {
+    let opener = move |url: &str| {
         eprintln!("To log in to {name}, open this URL in a browser (on any machine):\n\n  {url}\n");
         eprintln!("If that browser is not on this machine, it ends on a page that does not load (an address on 127.0.0.1): paste that address here and press Enter.");
         let tx = tx.clone();
@@ -82,8 +87,8 @@ fn pasted_authorizer(name: &str) -> BrowserAuthorizer {
             });
         });
         Ok(())
-    })
-    .with_pasted_redirects(rx)
+    };
+    browser_with(opener, Some(rx))
 }
 
 /// `logout NAME`: forgets the server's tokens.
