@@ -123,10 +123,11 @@ fn host(
             bridge
         }
     };
-    let sandbox = fresh().sandbox();
+    let bridge = fresh();
+    let (csp, frame_allow) = (bridge.csp(), bridge.frame_allow());
     if page.ui.as_ref().is_some_and(|ui| ui.csp.is_some()) {
         // The origins the App may reach, as its server declared them: the user's to know.
-        eprintln!("mcp: the App's content security policy: {}", sandbox.csp);
+        eprintln!("mcp: the App's content security policy: {csp}");
     }
     let (events_tx, events) = crossbeam_channel::bounded(EVENTS);
     let shared = Arc::new(Shared {
@@ -157,13 +158,10 @@ fn host(
             .map(|t| format!(" ({t})"))
             .unwrap_or_default()
     ));
-    let allow = if sandbox.frame_allow.is_empty() {
+    let allow = if frame_allow.is_empty() {
         String::new()
     } else {
-        format!(
-            "frame.setAttribute(\"allow\", {});",
-            json!(sandbox.frame_allow)
-        )
+        format!("frame.setAttribute(\"allow\", {});", json!(frame_allow))
     };
     // The title (the server's words) goes in last: nothing in it is taken for a placeholder.
     let page_html = HOST_PAGE
@@ -185,10 +183,7 @@ fn host(
     let sandbox_pages = SandboxPages {
         sandbox_at: sandbox_at.clone(),
         // Framed by the host page only (the View's frame, inside it, is the proxy's own).
-        policy: format!(
-            "{}; frame-ancestors http://{host_at} http://{sandbox_at}",
-            sandbox.csp
-        ),
+        policy: format!("{csp}; frame-ancestors http://{host_at} http://{sandbox_at}"),
     };
     let servers = serve(host_listener, Arc::new(host_pages))
         .and_then(|h| Ok((h, serve(sandbox_listener, Arc::new(sandbox_pages))?)))

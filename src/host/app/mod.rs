@@ -51,7 +51,8 @@ use serde_json::{json, Map, Value};
 use crate::client::AppPage;
 use crate::protocol::{ResourceUi, Tool};
 
-pub use sandbox::{AppSandbox, APP_SANDBOX_PROXY_HTML, VIEW_SANDBOX};
+pub(crate) use sandbox::AppSandbox;
+pub use sandbox::{APP_SANDBOX_PROXY_HTML, VIEW_SANDBOX};
 
 /// The revision of the Apps protocol this bridge speaks.
 pub const APPS_PROTOCOL_VERSION: &str = "2026-01-26";
@@ -284,8 +285,23 @@ impl AppBridge {
             .collect();
     }
 
+    /// The View's `Content-Security-Policy` (for the header of the page that frames it; the
+    /// sandbox proxy's page carries it in a `<meta>` already): `default-src 'none'` and what
+    /// the App's resource declared, plain origins only.
+    pub fn csp(&self) -> String {
+        sandbox::content_security_policy(self.ui.as_ref())
+    }
+
+    /// The View's frame's `allow` attribute: the browser permissions both asked for and
+    /// granted (`camera`, `microphone`, `geolocation`, `clipboard-write`), `;`-separated
+    /// (empty: none). Its `sandbox` attribute is [`VIEW_SANDBOX`].
+    pub fn frame_allow(&self) -> String {
+        let granted = sandbox::granted_permissions(self.ui.as_ref(), &self.options.permissions);
+        sandbox::allow_attribute(&granted)
+    }
+
     /// How to frame the View: its policy, attributes and page (see [`AppSandbox`]).
-    pub fn sandbox(&self) -> AppSandbox {
+    pub(crate) fn sandbox(&self) -> AppSandbox {
         let csp = sandbox::content_security_policy(self.ui.as_ref());
         let granted = sandbox::granted_permissions(self.ui.as_ref(), &self.options.permissions);
         AppSandbox {

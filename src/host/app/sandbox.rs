@@ -24,7 +24,7 @@ pub const APP_SANDBOX_PROXY_HTML: &str = include_str!("sandbox_proxy.html");
 
 /// How a host frames an App's page: the policy, the attributes and the page to load.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AppSandbox {
+pub(crate) struct AppSandbox {
     /// The `Content-Security-Policy` (for a header, and already in [`AppSandbox::html`]).
     pub csp: String,
     /// The View's frame's `sandbox` attribute.
