@@ -12,7 +12,7 @@ use crate::protocol::{ResourceUi, UiCsp};
 pub const VIEW_SANDBOX: &str = "allow-scripts allow-same-origin allow-forms";
 
 /// The sandbox proxy: the page a web host loads, from an origin other than its own, in a frame
-/// with `allow-scripts allow-same-origin`, served with [`AppSandbox::csp`] as its
+/// with `allow-scripts allow-same-origin`, served with [`AppBridge::csp`](super::AppBridge::csp) as its
 /// `Content-Security-Policy` header (the View's frame inherits it, beside the copy written into
 /// the page) and a `frame-ancestors` naming the host. It refuses to run without a referrer (it
 /// answers only the page that framed it). It tells its parent
