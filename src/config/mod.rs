@@ -37,9 +37,7 @@ pub use oauth::provider_for;
 pub use oauth::uses_oauth;
 pub(crate) use resolve::resolve_cancellable;
 pub use resolve::{resolve_server_config, ResolvedConfig};
-pub use server::{
-    config_hash, validate_server_config, validate_server_name, ServerConfig, TransportType,
-};
+pub use server::{config_hash, validate_server_config, validate_server_name, ServerConfig};
 pub use source::{ConfigSource, DiscoveryContext, Level, ServerProblem, SourceMeta, SourceOutput};
 pub use sources::{
     builtin_source, default_sources, file_source, HostConfig, DEFAULT_DIR_NAME,

@@ -38,7 +38,7 @@ const ENTERPRISE_SECRET_KEYS: [&str; 2] = ["idToken", "idpClientSecret"];
 /// own.
 pub fn uses_oauth(config: &ServerConfig) -> bool {
     let remote = matches!(
-        config.transport_type(),
+        config.transport_kind(),
         Ok(TransportType::Http | TransportType::Sse)
     );
     let own_authorization = config

@@ -104,7 +104,7 @@ fn resolve(
     cancel: Option<&CancelToken>,
 ) -> ServerConfig {
     let mut resolved = config.clone();
-    let stdio = matches!(config.transport_type(), Ok(TransportType::Stdio));
+    let stdio = matches!(config.transport_kind(), Ok(TransportType::Stdio));
     let values = if stdio {
         &mut resolved.env
     } else {

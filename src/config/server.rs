@@ -14,7 +14,7 @@ use crate::transport::{HttpTarget, StdioCommand};
 
 /// How a server is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransportType {
+pub(crate) enum TransportType {
     /// A local process over stdin/stdout (the default).
     Stdio,
     /// Streamable HTTP.
@@ -25,7 +25,7 @@ pub enum TransportType {
 
 impl TransportType {
     /// The config spelling: `stdio`, `http` or `sse`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TransportType::Stdio => "stdio",
             TransportType::Http => "http",
@@ -272,8 +272,15 @@ impl ServerConfig {
         }
     }
 
-    /// The transport: the explicit `type`, else `http` when there is a `url`, else `stdio`.
-    pub fn transport_type(&self) -> Result<TransportType, Error> {
+    /// The transport, spelled `stdio`, `http` or `sse`: the explicit `type` (with its other
+    /// spellings, `streamable-http` and `streamableHttp`), else `http` when there is a `url`,
+    /// else `stdio`. An unknown `type` is an error that names it.
+    pub fn transport_type(&self) -> Result<&'static str, Error> {
+        self.transport_kind().map(TransportType::as_str)
+    }
+
+    /// [`ServerConfig::transport_type`] as a value.
+    pub(crate) fn transport_kind(&self) -> Result<TransportType, Error> {
         match self.transport.as_deref() {
             None if self.url.is_some() => Ok(TransportType::Http),
             None | Some("stdio") => Ok(TransportType::Stdio),
@@ -353,7 +360,7 @@ impl ServerConfig {
     /// Where to connect. A relative `cwd`, `caFile`, `clientCert` or `clientKey` is resolved
     /// against `project_dir`, which is also the default working directory.
     pub fn endpoint(&self, project_dir: &Path) -> Result<Endpoint, Error> {
-        match self.transport_type()? {
+        match self.transport_kind()? {
             TransportType::Stdio => {
                 let command = self
                     .command
@@ -498,7 +505,8 @@ mod tests {
         let raw = json!({"command": "npx", "args": ["-y", "pkg"], "env": {"K": "v"}, "timeout": 5000,
                          "enabledTools": ["a"], "alwaysAllow": ["x"]});
         let c: ServerConfig = serde_json::from_value(raw.clone()).unwrap();
-        assert_eq!(c.transport_type().unwrap(), TransportType::Stdio);
+        assert_eq!(c.transport_kind().unwrap(), TransportType::Stdio);
+        assert_eq!(c.transport_type().unwrap(), "stdio");
         assert_eq!(c.timeout(), Some(Duration::from_secs(5)));
         assert!(c.tool_allowed("a") && !c.tool_allowed("b"));
         assert_eq!(serde_json::to_value(&c).unwrap(), raw);
@@ -564,7 +572,7 @@ mod tests {
     fn infers_the_transport() {
         let c: ServerConfig =
             serde_json::from_value(json!({"url": "http://127.0.0.1:1/mcp"})).unwrap();
-        assert_eq!(c.transport_type().unwrap(), TransportType::Http);
+        assert_eq!(c.transport_kind().unwrap(), TransportType::Http);
         let c: ServerConfig = serde_json::from_value(json!({"type": "carrier-pigeon"})).unwrap();
         assert!(c.transport_type().is_err());
     }

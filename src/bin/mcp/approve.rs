@@ -29,7 +29,7 @@ fn details(d: &DiscoveredServer) -> Vec<String> {
 /// One row per entry (problems included, as `invalid`), each saying why it is skipped, with
 /// what it runs under it.
 pub fn print_servers(loaded: &LoadedConfigs, as_json: bool) {
-    let kind = |c: &ServerConfig| c.transport_type().map(|t| t.as_str()).unwrap_or("unknown");
+    let kind = |c: &ServerConfig| c.transport_type().unwrap_or("unknown");
     let why = |d: &DiscoveredServer| -> Option<String> {
         if d.shadowed {
             Some("shadowed by a higher-priority source".to_owned())

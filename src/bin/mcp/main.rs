@@ -445,11 +445,7 @@ fn print_status(session: &Session, as_json: bool) {
             let transport = m
                 .client(name)
                 .map(|c| c.transport_kind())
-                .or_else(|| {
-                    m.config(name)
-                        .and_then(|c| c.transport_type().ok())
-                        .map(|t| t.as_str())
-                })
+                .or_else(|| m.config(name).and_then(|c| c.transport_type().ok()))
                 .unwrap_or("unknown");
             json!({
                 "name": name,
@@ -476,7 +472,7 @@ fn print_status(session: &Session, as_json: bool) {
                 "providerName": d.source.provider_name,
                 "path": d.source.path.display().to_string(),
                 "level": d.source.level.as_str(),
-                "transport": d.config.transport_type().map(|t| t.as_str()).unwrap_or("unknown"),
+                "transport": d.config.transport_type().unwrap_or("unknown"),
             })
         }))
         .collect();
