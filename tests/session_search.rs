@@ -10,16 +10,14 @@ use std::time::Duration;
 
 use common::{eventually, server_path, Hold};
 use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
-use mcp_runtime::host::{
-    create_agent_session, AgentSession, SchemasOnDemand, SessionOptions, ToolSearchOptions,
-};
+use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions, ToolSearchOptions};
 use mcp_runtime::manager::{ConnectionState, FileToolCache};
 use mcp_runtime::{CallOptions, ManagerOptions};
 use serde_json::{json, Value};
 
 use common::catalogue::{file as catalogue, servers as catalogues};
 
-fn options(root: &std::path::Path, servers: Value, when: SchemasOnDemand) -> SessionOptions {
+fn options(root: &std::path::Path, servers: Value, search: ToolSearchOptions) -> SessionOptions {
     let cwd = root.join("project");
     std::fs::create_dir_all(&cwd).unwrap();
     std::fs::create_dir_all(root.join("home")).unwrap();
@@ -39,10 +37,7 @@ fn options(root: &std::path::Path, servers: Value, when: SchemasOnDemand) -> Ses
         },
         manager,
         default_cache: false,
-        tool_search: ToolSearchOptions {
-            when,
-            ..ToolSearchOptions::default()
-        },
+        tool_search: Some(search),
         ..SessionOptions::default()
     }
 }
@@ -100,7 +95,10 @@ fn five_hundred_tools_behind_the_search_tool_found_and_called_through_it() {
     let session = create_agent_session(options(
         &root,
         Value::Object(servers),
-        SchemasOnDemand::AboveTools(100),
+        ToolSearchOptions {
+            above_tools: Some(100),
+            ..ToolSearchOptions::default()
+        },
     ));
     let mcp = session.mcp_tool_names();
     assert!(mcp.len() >= 500, "{} tools", mcp.len());
@@ -213,7 +211,14 @@ fn below_the_threshold_every_tool_is_offered_and_there_is_no_search_tool() {
     let root = common::temp_dir("session-search-below");
     let servers =
         json!({"git": {"command": server_path(), "args": ["--catalogue", catalogue("git")]}});
-    let session = create_agent_session(options(&root, servers, SchemasOnDemand::AboveTools(100)));
+    let session = create_agent_session(options(
+        &root,
+        servers,
+        ToolSearchOptions {
+            above_tools: Some(100),
+            ..ToolSearchOptions::default()
+        },
+    ));
     assert!(!session.schemas_on_demand());
     let names = active(&session);
     assert_eq!(names.len(), 12, "{names:?}");
@@ -234,7 +239,7 @@ fn tools_from_the_cache_are_searchable_before_their_server_connects() {
         "args": ["--catalogue", catalogue("git"), "--hold-port", hold.port()]}});
     let cache = Arc::new(FileToolCache::new(root.join("cache")));
     let with_cache = || {
-        let mut o = options(&root, servers.clone(), SchemasOnDemand::Always);
+        let mut o = options(&root, servers.clone(), ToolSearchOptions::default());
         o.manager.cache = Some(cache.clone());
         o
     };
@@ -274,7 +279,7 @@ fn tools_from_the_cache_are_searchable_before_their_server_connects() {
 fn the_index_follows_list_changed_and_reloads() {
     let root = common::temp_dir("session-search-follow");
     let servers = json!({"changing": {"command": server_path()}});
-    let session = create_agent_session(options(&root, servers, SchemasOnDemand::Always));
+    let session = create_agent_session(options(&root, servers, ToolSearchOptions::default()));
     assert!(session.search_tools("late_tool", 5).is_empty());
     // The server adds a tool and says so: the index has it, offered or not.
     call(&session, "mcp_changing_list_changed", json!({}));
@@ -335,7 +340,7 @@ fn a_host_tool_of_the_same_name_is_left_alone_and_the_hosts_choices_stay() {
     let root = common::temp_dir("session-search-host");
     let servers =
         json!({"git": {"command": server_path(), "args": ["--catalogue", catalogue("git")]}});
-    let mut o = options(&root, servers.clone(), SchemasOnDemand::Always);
+    let mut o = options(&root, servers.clone(), ToolSearchOptions::default());
     o.host_tools = vec![Arc::new(HostTool)];
     let session = create_agent_session(o);
     assert!(session.schemas_on_demand());
@@ -351,7 +356,7 @@ fn a_host_tool_of_the_same_name_is_left_alone_and_the_hosts_choices_stay() {
     session.close();
 
     // The host turns the search tool off: a refresh leaves it off.
-    let session = create_agent_session(options(&root, servers, SchemasOnDemand::Always));
+    let session = create_agent_session(options(&root, servers, ToolSearchOptions::default()));
     assert!(session.set_tool_active("tool_search", false));
     session.refresh_from_manager();
     assert!(!session.is_tool_active("tool_search"));

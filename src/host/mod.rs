@@ -21,9 +21,7 @@ pub use self::loader::{
     all_loaded_tools, approval_errors, discover_mcp_servers, loaded_tools, trust_servers,
     try_load_all_mcp_configs, untrust_server, LoadError,
 };
-pub use self::session::{
-    create_agent_session, AgentSession, SchemasOnDemand, SessionOptions, ToolSearchOptions,
-};
+pub use self::session::{create_agent_session, AgentSession, SessionOptions, ToolSearchOptions};
 pub use self::subagent::{subagent_tools, DEFAULT_CALL_CAP};
 pub use crate::tool::tokens::{estimated_tokens, BYTES_PER_TOKEN};
 pub use crate::tool::{

@@ -36,7 +36,7 @@ mod on_demand;
 mod registry;
 
 use on_demand::OnDemand;
-pub use on_demand::{SchemasOnDemand, ToolSearchOptions};
+pub use on_demand::ToolSearchOptions;
 pub(crate) use registry::ToolRegistry;
 
 /// What the connected servers offer beside tools, as of the last refresh.
@@ -99,8 +99,8 @@ pub struct SessionOptions {
     /// resources, templates and prompts when those change (default true).
     pub auto_refresh: bool,
     /// Whether (and how) MCP tools' schemas are offered on demand, behind a search tool,
-    /// instead of all at once (default: never). See [`ToolSearchOptions`].
-    pub tool_search: ToolSearchOptions,
+    /// instead of all at once (default `None`: never). See [`ToolSearchOptions`].
+    pub tool_search: Option<ToolSearchOptions>,
 }
 
 impl Default for SessionOptions {
@@ -114,7 +114,7 @@ impl Default for SessionOptions {
             on_manager: None,
             host_tools: Vec::new(),
             auto_refresh: true,
-            tool_search: ToolSearchOptions::default(),
+            tool_search: None,
         }
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! [`OnDemand`] is the session's state for it: the index over every MCP tool (kept in step with
 //! the registry at each refresh, incrementally), whether schemas are on demand right now (the
-//! host's [`SchemasOnDemand`] against the current tool set), and the tools offered so far.
+//! host's [`ToolSearchOptions`] thresholds against the current tool set), and the tools offered so far.
 //! [`SearchTool`] is the tool the model calls; it reaches the session through a weak handle.
 
 use std::collections::BTreeSet;
@@ -20,28 +20,17 @@ use crate::client::CallOptions;
 use crate::error::Error;
 use crate::tool::{AgentTool, ToolIndex, ToolOutput};
 
-/// When the session offers the model a search tool instead of every MCP tool's schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SchemasOnDemand {
-    /// Every MCP tool is offered with its schema (the default).
-    #[default]
-    Never,
-    /// Always behind the search tool.
-    Always,
-    /// Behind the search tool while there are more MCP tools than this.
-    AboveTools(usize),
-    /// Behind the search tool while the MCP tools' definitions would cost more than this many
-    /// tokens ([`AgentTool::definition_tokens`], summed).
-    AboveTokens(usize),
-}
-
-/// How the session offers MCP tools' schemas on demand ([`SessionOptions::tool_search`](super::SessionOptions::tool_search)).
-///
-/// [`SessionOptions::tool_search`](super::SessionOptions::tool_search): super::SessionOptions::tool_search
+/// How the session offers MCP tools' schemas on demand, behind a search tool, instead of all
+/// at once ([`SessionOptions::tool_search`](super::SessionOptions::tool_search); `None` there:
+/// never). With neither threshold set, the schemas are always on demand.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSearchOptions {
-    /// When (default [`SchemasOnDemand::Never`]: off).
-    pub when: SchemasOnDemand,
+    /// On demand only while there are more MCP tools than this.
+    pub above_tools: Option<usize>,
+    /// On demand only while the MCP tools' definitions would cost more than this many tokens
+    /// ([`AgentTool::definition_tokens`], summed). With `above_tools` too, on demand when
+    /// either is passed.
+    pub above_tokens: Option<usize>,
     /// The search tool's name (default `tool_search`; no `mcp_<server>_<tool>` name can take
     /// it, since those all start with `mcp_`).
     pub tool_name: String,
@@ -56,7 +45,8 @@ pub struct ToolSearchOptions {
 impl Default for ToolSearchOptions {
     fn default() -> Self {
         ToolSearchOptions {
-            when: SchemasOnDemand::Never,
+            above_tools: None,
+            above_tokens: None,
             tool_name: "tool_search".to_owned(),
             catalogue_tokens: 2_000,
             results: 5,
@@ -71,6 +61,8 @@ const MOST_RESULTS: usize = 20;
 #[derive(Default)]
 pub(super) struct OnDemand {
     pub(super) options: ToolSearchOptions,
+    /// Whether the host asked for schemas on demand at all.
+    enabled: bool,
     pub(super) index: ToolIndex,
     /// Whether schemas are on demand now.
     pub(super) on: bool,
@@ -83,9 +75,10 @@ pub(super) struct OnDemand {
 }
 
 impl OnDemand {
-    pub(super) fn new(options: ToolSearchOptions) -> OnDemand {
+    pub(super) fn new(options: Option<ToolSearchOptions>) -> OnDemand {
         OnDemand {
-            options,
+            enabled: options.is_some(),
+            options: options.unwrap_or_default(),
             ..OnDemand::default()
         }
     }
@@ -93,7 +86,7 @@ impl OnDemand {
     /// After the registry's MCP tools were replaced: the index follows them, the search tool
     /// is registered or taken out, and on demand only the offered MCP tools stay active.
     pub(super) fn apply(&mut self, registry: &mut ToolRegistry, session: Weak<Inner>) {
-        if self.options.when == SchemasOnDemand::Never {
+        if !self.enabled {
             return;
         }
         let mcp: Vec<Arc<dyn AgentTool>> = registry
@@ -106,11 +99,13 @@ impl OnDemand {
             "tool search: {} tools indexed ({indexed} new or changed, {dropped} gone)",
             self.index.len()
         );
-        self.on = match self.options.when {
-            SchemasOnDemand::Never => false,
-            SchemasOnDemand::Always => true,
-            SchemasOnDemand::AboveTools(n) => self.index.len() > n,
-            SchemasOnDemand::AboveTokens(n) => self.index.definition_tokens() > n,
+        let (tools, tokens) = (self.options.above_tools, self.options.above_tokens);
+        self.on = match (tools, tokens) {
+            (None, None) => true,
+            _ => {
+                tools.is_some_and(|n| self.index.len() > n)
+                    || tokens.is_some_and(|n| self.index.definition_tokens() > n)
+            }
         };
         let name = self.options.tool_name.clone();
         if self.registered {
