@@ -4,28 +4,9 @@
 //! both declared it. Settings are kept as sent, so an extension this crate does not know
 //! passes through untouched.
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::Client;
-
-/// One extension, as the two sides declared it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Extension {
-    /// Its name (`io.modelcontextprotocol/ui`, ...).
-    pub name: String,
-    /// The settings the client declared, when it declared it.
-    pub client: Option<Value>,
-    /// The settings the server declared, when it declared it.
-    pub server: Option<Value>,
-}
-
-impl Extension {
-    /// Whether both sides declared it: only then is it on.
-    pub fn agreed(&self) -> bool {
-        self.client.is_some() && self.server.is_some()
-    }
-}
 
 impl Client {
     /// The settings the server declared for extension `name`, when it declared it.
@@ -44,8 +25,16 @@ impl Client {
         self.server_extension(name)
     }
 
-    /// Every extension either side declared, by name.
-    pub fn extensions(&self) -> Vec<Extension> {
+    /// The settings this client declared for extension `name`, when it declared it.
+    pub fn client_extension(&self, name: &str) -> Option<Value> {
+        self.declared_extensions().get(name).cloned()
+    }
+
+    /// The name of every extension either side declared, in order: for each, the client's
+    /// settings ([`client_extension`](Client::client_extension)), the server's
+    /// ([`server_extension`](Client::server_extension)), and whether both declared it, which
+    /// alone turns it on ([`agreed_extension`](Client::agreed_extension)).
+    pub fn extension_names(&self) -> Vec<String> {
         let ours = self.declared_extensions();
         let theirs = self
             .initialize_result()
@@ -55,17 +44,10 @@ impl Client {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        let mut names: Vec<&String> = ours.keys().chain(theirs.keys()).collect();
+        let mut names: Vec<String> = ours.keys().chain(theirs.keys()).cloned().collect();
         names.sort();
         names.dedup();
         names
-            .into_iter()
-            .map(|name| Extension {
-                name: name.clone(),
-                client: ours.get(name).cloned(),
-                server: theirs.get(name).cloned(),
-            })
-            .collect()
     }
 
     fn declared_extensions(&self) -> serde_json::Map<String, Value> {

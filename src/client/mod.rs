@@ -50,7 +50,6 @@ mod tasks;
 pub use budget::MAX_RESULT_VALUES;
 pub(crate) use caught::CaughtHandler;
 pub use era::MAX_INPUT_ROUNDS;
-pub use extensions::Extension;
 pub use handler::{ClientHandler, TraceContext};
 pub(crate) use options::ProgressFn;
 pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice};

@@ -188,14 +188,6 @@ impl McpManager {
             .and_then(|s| s.client().cloned())
     }
 
-    /// The extensions a connected server and this client declared, agreed or not (see
-    /// [`Client::extensions`]); `None` when the server is not connected.
-    pub fn extensions(&self, name: &str) -> Option<Vec<crate::client::Extension>> {
-        // The client is cloned out of the lock before it is asked anything.
-        let client = self.client(name)?;
-        Some(client.extensions())
-    }
-
     /// Waits until `name` is connected with its tools listed (its client) or has failed (its
     /// error), bounded by `timeout` and `cancel`.
     pub fn wait_for_connection(

@@ -323,8 +323,10 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
             "transport": client.transport_kind(),
             "proxy": client.proxy(),
             "capabilities": client.server_capabilities(),
-            "extensions": client.extensions().iter().map(|e| {
-                json!({"name": e.name, "agreed": e.agreed(), "client": e.client, "server": e.server})
+            "extensions": client.extension_names().iter().map(|name| {
+                let (ours, theirs) = (client.client_extension(name), client.server_extension(name));
+                json!({"name": name, "agreed": ours.is_some() && theirs.is_some(),
+                       "client": ours, "server": theirs})
             }).collect::<Vec<_>>(),
             "instructions": client.instructions(),
         }));
@@ -347,19 +349,20 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
         outln!("proxy:        {proxy}");
     }
     outln!("capabilities: {}", json!(client.server_capabilities()));
-    let extensions = client.extensions();
+    let extensions = client.extension_names();
     if extensions.is_empty() {
         outln!("extensions:   (none)");
     } else {
         outln!("extensions:");
-        for e in &extensions {
-            let (state, settings) = match (&e.client, &e.server) {
+        for name in &extensions {
+            let (ours, theirs) = (client.client_extension(name), client.server_extension(name));
+            let (state, settings) = match (&ours, &theirs) {
                 (Some(_), Some(server)) => ("agreed", server.to_string()),
                 (Some(ours), None) => ("not offered by the server", ours.to_string()),
                 (None, Some(server)) => ("the server's only", server.to_string()),
                 (None, None) => continue,
             };
-            outln!("  {}  {state}  {settings}", e.name);
+            outln!("  {name}  {state}  {settings}");
         }
     }
     for app in &apps {
