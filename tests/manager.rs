@@ -11,8 +11,8 @@ use crossbeam_channel::Receiver;
 use mcp_runtime::config::config_hash;
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::host::{build_tools, AgentTool};
-use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager, ReconnectPolicy};
 use mcp_runtime::manager::{FileToolCache, ToolCache};
+use mcp_runtime::manager::{ManagerOptions, McpManager, ReconnectPolicy};
 use mcp_runtime::protocol::Tool as ToolDef;
 use mcp_runtime::CallOptions;
 use mcp_runtime::{CancelToken, Error};
@@ -86,19 +86,13 @@ fn parallel_connect_returns_live_tools_and_calls_route_by_map() {
         .unwrap();
     assert_eq!(out.model_text(), "routed");
     assert_eq!(out.server, "beta-2");
-    assert_eq!(
-        manager.connection_status("alpha").state,
-        ConnectionState::Connected
-    );
+    assert_eq!(manager.connection_status("alpha").as_str(), "connected");
     // A second connect_servers leaves connected servers alone.
     let again = manager.connect_servers(&configs(&[("alpha", server(&[]))]));
     assert_eq!(again.skipped, ["alpha"]);
     manager.disconnect_all();
     assert!(mcp_runtime::host::build_tools(&manager).is_empty());
-    assert_eq!(
-        manager.connection_status("alpha").state,
-        ConnectionState::Disconnected
-    );
+    assert_eq!(manager.connection_status("alpha").as_str(), "disconnected");
 }
 
 #[test]
@@ -131,9 +125,9 @@ fn failure_table_invalid_config_and_init_errors_are_per_server() {
     ));
     assert!(matches!(report.errors["missing"], Error::Spawn { .. }));
     let status = manager.connection_status("broken");
-    assert_eq!(status.state, ConnectionState::Disconnected);
+    assert_eq!(status.as_str(), "disconnected");
     assert!(status
-        .error
+        .error()
         .unwrap()
         .to_string()
         .contains("cannot initialize"));
@@ -179,10 +173,7 @@ fn failure_table_pending_with_cache_gives_deferred_tools_then_live_ones() {
     let held = hold.wait();
     assert_eq!(report.connected, ["fast"]);
     assert_eq!(report.deferred, ["slow"]);
-    assert_eq!(
-        manager.connection_status("slow").state,
-        ConnectionState::Connecting
-    );
+    assert_eq!(manager.connection_status("slow").as_str(), "connecting");
     let tools = build_tools(&manager);
     let deferred = Arc::clone(tool_named(&tools, "mcp_slow_echo"));
     assert_eq!(deferred.description(), "Echoes (cached)");
@@ -315,8 +306,8 @@ fn failure_table_late_background_error_is_logged_and_the_deferred_tools_go() {
     );
     assert!(build_tools(&manager).is_empty());
     let status = manager.connection_status("doomed");
-    assert_eq!(status.state, ConnectionState::Disconnected);
-    assert!(status.error.is_some());
+    assert_eq!(status.as_str(), "disconnected");
+    assert!(status.error().is_some());
     let logged = common::logs("[doomed]");
     assert!(
         logged
@@ -337,8 +328,8 @@ fn failure_table_a_transport_that_dies_at_runtime() {
     assert!(matches!(err, Error::TransportClosed { .. }));
     // Noticed at once: the status says why, without any call having to time out.
     let status = manager.connection_status("dies");
-    assert_eq!(status.state, ConnectionState::Disconnected);
-    let reason = status.error.unwrap().to_string();
+    assert_eq!(status.as_str(), "disconnected");
+    let reason = status.error().unwrap().to_string();
     assert!(reason.contains("exited"), "{reason}");
     let again = manager.call_tool("dies", "echo", json!({})).unwrap_err();
     assert_eq!(
@@ -438,7 +429,7 @@ fn tool_filters_apply_at_list_and_call_time() {
         .unwrap_err();
     assert!(matches!(err, Error::Config { .. }), "{err:?}");
     assert!(
-        manager.connection_status("filtered").state == ConnectionState::Connected,
+        manager.connection_status("filtered").is_connected(),
         "crash was never called"
     );
 }
@@ -504,10 +495,7 @@ fn disconnect_during_connect_leaves_no_process() {
         "the server and its grandchild are running"
     );
     manager.disconnect_all();
-    assert_eq!(
-        manager.connection_status("held").state,
-        ConnectionState::Disconnected
-    );
+    assert_eq!(manager.connection_status("held").as_str(), "disconnected");
     let procs = common::processes_tagged(&tag);
     for pid in procs {
         assert!(

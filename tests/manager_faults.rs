@@ -16,7 +16,7 @@ use mcp_runtime::config::config_hash;
 use mcp_runtime::config::ServerConfig;
 use mcp_runtime::host::build_tools;
 use mcp_runtime::manager::ToolCache;
-use mcp_runtime::manager::{ConnectionState, ManagerOptions, McpManager};
+use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::protocol::Tool as ToolDef;
 use mcp_runtime::{CallOptions, ClientHandler, Error};
 use serde_json::{json, Value};
@@ -171,7 +171,7 @@ fn a_server_whose_listing_fails_after_initialize_never_hangs_the_host() {
             "{failure:?}: {report:?}"
         );
         let status = manager.connection_status("flaky");
-        assert_eq!(status.state, ConnectionState::Disconnected, "{failure:?}");
+        assert_eq!(status.as_str(), "disconnected", "{failure:?}");
         // The manager still answers, and shuts down.
         assert!(mcp_runtime::host::build_tools(&manager).is_empty());
         ends_within(Duration::from_secs(30), move || manager.disconnect_all());

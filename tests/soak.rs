@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::everything::HttpEverything;
-use mcp_runtime::manager::{ConnectionState, FileToolCache, ReconnectPolicy};
+use mcp_runtime::manager::{FileToolCache, ReconnectPolicy};
 use mcp_runtime::{CallOptions, CancelToken, Error, ManagerOptions, McpManager, ServerConfig};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};

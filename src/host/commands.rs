@@ -142,7 +142,7 @@ impl Commands<'_> {
         for d in &loaded.discovered {
             let state = match (&d.skipped, self.session.manager()) {
                 (Some(why), _) => format!("off: {why}"),
-                (None, Some(m)) => m.connection_status(&d.name).state.as_str().to_owned(),
+                (None, Some(m)) => m.connection_status(&d.name).as_str().to_owned(),
                 (None, None) => "on".to_owned(),
             };
             let key = (
@@ -189,10 +189,10 @@ impl Commands<'_> {
                 let state = if status.needs_login() {
                     "needs login"
                 } else {
-                    status.state.as_str()
+                    status.as_str()
                 };
                 let mut line = format!("{name}: {state} ({count} tools)");
-                if let Some(e) = status.error {
+                if let Some(e) = status.error() {
                     line.push_str(&format!(" - {e}"));
                 }
                 line

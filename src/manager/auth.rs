@@ -90,7 +90,7 @@ impl McpManager {
         let bound = config.connect_bound(self.shared.options.connect.timeout);
         let _ = self.wait_for_connection(name, bound, None);
         let status = self.connection_status(name);
-        if status.state == super::ConnectionState::Connected && !provider.status().logged_in {
+        if status.is_connected() && !provider.status().logged_in {
             return Err(Error::Config {
                 message: format!(
                     "MCP server {name:?} answered without asking for authorization: it needs \
@@ -99,10 +99,10 @@ impl McpManager {
             });
         }
         // The server's own challenge, if its last attempt was refused, says where to log in.
-        let challenge = match status.error {
+        let challenge = match status.error() {
             Some(Error::Http {
                 www_authenticate, ..
-            }) => www_authenticate,
+            }) => www_authenticate.clone(),
             _ => None,
         };
         provider.login(challenge.as_deref())?;

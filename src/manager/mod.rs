@@ -53,9 +53,7 @@ mod task;
 
 pub use crate::manager::cache::{FileToolCache, ToolCache, CACHE_VERSION, DEFAULT_TTL};
 pub use naming::{exposed_name, exposed_names, exposed_prefix};
-pub use options::{
-    ConnectReport, ConnectionState, ManagerOptions, ReconnectPolicy, ServerStatus, STARTUP_TIMEOUT,
-};
+pub use options::{ConnectReport, ManagerOptions, ReconnectPolicy, ServerStatus, STARTUP_TIMEOUT};
 
 pub use features::Managed;
 pub use output::{OutputBudget, DEFAULT_OUTPUT_TOKENS};
@@ -143,18 +141,16 @@ impl McpManager {
     pub fn connection_status(&self, name: &str) -> ServerStatus {
         let state = self.shared.state.lock();
         match state.servers.get(name) {
-            Some(s) => ServerStatus {
-                state: match s.phase {
-                    Phase::Connected { .. } => ConnectionState::Connected,
-                    Phase::Connecting { .. } => ConnectionState::Connecting,
-                    Phase::Disconnected => ConnectionState::Disconnected,
+            Some(s) => match s.phase {
+                Phase::Connected { .. } => ServerStatus::Connected,
+                Phase::Connecting { .. } => ServerStatus::Connecting {
+                    last_error: s.last_error.clone(),
                 },
-                error: s.last_error.clone(),
+                Phase::Disconnected => ServerStatus::Disconnected {
+                    error: s.last_error.clone(),
+                },
             },
-            None => ServerStatus {
-                state: ConnectionState::Disconnected,
-                error: None,
-            },
+            None => ServerStatus::Disconnected { error: None },
         }
     }
 

@@ -149,49 +149,60 @@ pub struct ConnectReport {
     pub skipped: Vec<String>,
 }
 
-/// A server's state, for hosts to show.
+/// A server's state, for hosts to show: connected, connecting or disconnected, with why it is
+/// not connected when that is known.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerStatus {
-    /// `connected`, `connecting` or `disconnected`.
-    pub state: ConnectionState,
-    /// Why it is not connected, when known.
-    pub error: Option<Error>,
+pub enum ServerStatus {
+    /// Connected; its tools are live.
+    Connected,
+    /// A connection attempt is running; `last_error` is why the one before failed or the
+    /// connection died, when one did.
+    Connecting {
+        /// Why the last attempt failed, or the connection died.
+        last_error: Option<Error>,
+    },
+    /// Not connected (never was, failed, died, or unknown).
+    Disconnected {
+        /// Why, when known.
+        error: Option<Error>,
+    },
 }
 
 impl ServerStatus {
+    /// `connected`, `connecting` or `disconnected`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ServerStatus::Connected => "connected",
+            ServerStatus::Connecting { .. } => "connecting",
+            ServerStatus::Disconnected { .. } => "disconnected",
+        }
+    }
+
+    /// Whether it is connected.
+    pub fn is_connected(&self) -> bool {
+        matches!(self, ServerStatus::Connected)
+    }
+
+    /// Why it is not connected (or why the attempt before this one failed), when known.
+    pub fn error(&self) -> Option<&Error> {
+        match self {
+            ServerStatus::Connected => None,
+            ServerStatus::Connecting { last_error } => last_error.as_ref(),
+            ServerStatus::Disconnected { error } => error.as_ref(),
+        }
+    }
+
     /// Whether the server is waiting for a login: its last attempt was refused for want of
     /// authorization (`401`, or an OAuth flow that needs the user).
     pub fn needs_login(&self) -> bool {
         matches!(
-            &self.error,
+            self.error(),
             Some(Error::Http { status: 401, .. })
                 | Some(Error::OAuth {
                     kind: OAuthErrorKind::LoginRequired,
                     ..
                 })
         )
-    }
-}
-
-/// A server's connection state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectionState {
-    /// Connected; its tools are live.
-    Connected,
-    /// A connection attempt is running.
-    Connecting,
-    /// Not connected (never was, failed, died, or unknown).
-    Disconnected,
-}
-
-impl ConnectionState {
-    /// `connected`, `connecting` or `disconnected`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConnectionState::Connected => "connected",
-            ConnectionState::Connecting => "connecting",
-            ConnectionState::Disconnected => "disconnected",
-        }
     }
 }
 

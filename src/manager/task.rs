@@ -451,7 +451,7 @@ mod tests {
     /// the server `connected` with a dead client that nothing reconnects.
     #[test]
     fn a_client_that_died_before_its_outcome_is_applied_is_a_failed_attempt() {
-        use crate::manager::{ConnectionState, McpManager};
+        use crate::manager::McpManager;
         use serde_json::json;
         use std::time::Instant;
         let (connector, server) = crate::transport::memory_pair();
@@ -496,11 +496,11 @@ mod tests {
             Applied::Current
         );
         let status = manager.connection_status("srv");
-        assert_eq!(status.state, ConnectionState::Disconnected);
+        assert_eq!(status.as_str(), "disconnected");
         assert!(
-            matches!(status.error, Some(Error::TransportClosed { .. })),
+            matches!(status.error(), Some(Error::TransportClosed { .. })),
             "{:?}",
-            status.error
+            status.error()
         );
     }
 

@@ -374,10 +374,10 @@ impl Soak {
             Err(_) => {}
         }
         let status = self.manager.connection_status(name);
-        if status.error.as_ref().is_some_and(auth) || status.needs_login() {
+        if status.error().is_some_and(auth) || status.needs_login() {
             self.fail(format!(
                 "{name} cut while idle is reported as needing a login: {:?}",
-                status.error
+                status.error()
             ));
         }
         self.restart(name);
@@ -395,8 +395,8 @@ impl Soak {
             // connected): the host reloads it, as one would.
             for name in self.configs.keys() {
                 let status = self.manager.connection_status(name);
-                if status.state == ConnectionState::Disconnected
-                    && matches!(status.error, Some(Error::Internal { .. }))
+                if status.as_str() == "disconnected"
+                    && matches!(status.error(), Some(Error::Internal { .. }))
                 {
                     self.manager.disconnect_server(name);
                     let one = BTreeMap::from([(name.clone(), self.configs[name].clone())]);
@@ -408,7 +408,7 @@ impl Soak {
                 .configs
                 .keys()
                 .filter(|name| {
-                    self.manager.connection_status(name).state != ConnectionState::Connected
+                    !self.manager.connection_status(name).is_connected()
                         || expected.get(*name).is_some_and(|want| {
                             tools.get(*name).is_none_or(|have| !want.is_subset(have))
                         })

@@ -40,7 +40,7 @@ pub fn first_server_failure(manager: &mcp_runtime::manager::McpManager) -> (&'st
     manager
         .server_names()
         .iter()
-        .find_map(|n| manager.connection_status(n).error.as_ref().map(classify))
+        .find_map(|n| manager.connection_status(n).error().map(classify))
         .unwrap_or(("unavailable", 69))
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::manager::{ConnectionState, McpManager};
+use mcp_runtime::manager::McpManager;
 use mcp_runtime::protocol::{CompletionRef, LoggingLevel};
 use serde_json::{json, Value};
 
@@ -179,7 +179,7 @@ fn owner_of_uri(session: &Session, uri: &str) -> Result<String, String> {
     let connected: Vec<String> = m
         .server_names()
         .into_iter()
-        .filter(|n| m.connection_status(n).state == ConnectionState::Connected)
+        .filter(|n| m.connection_status(n).is_connected())
         .collect();
     match connected.as_slice() {
         [only] => Ok(only.clone()),
@@ -298,8 +298,8 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
         let status = session.manager.connection_status(name);
         eprintln!(
             "mcp: {name} is {}{}",
-            status.state.as_str(),
-            status.error.map(|e| format!(": {e}")).unwrap_or_default()
+            status.as_str(),
+            status.error().map(|e| format!(": {e}")).unwrap_or_default()
         );
         return Ok(1);
     };
@@ -482,9 +482,7 @@ fn follow(
                 let _ = out.flush();
             }
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                let alive = names
-                    .iter()
-                    .any(|n| m.connection_status(n).state == ConnectionState::Connected);
+                let alive = names.iter().any(|n| m.connection_status(n).is_connected());
                 if !alive {
                     eprintln!("every server has ended");
                     return Ok(0);

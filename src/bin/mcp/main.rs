@@ -38,7 +38,7 @@ use args::{Args, Command};
 use mcp_runtime::config::{DiscoveryOptions, LoadedConfigs, ProjectTrust};
 use mcp_runtime::host::untrust_server;
 use mcp_runtime::manager::FileToolCache;
-use mcp_runtime::manager::{ConnectionState, ManagerOptions};
+use mcp_runtime::manager::ManagerOptions;
 use mcp_runtime::ConnectOptions;
 use serde_json::{json, Value};
 use servers::{from_config_file, start, wait_for_outcomes, Session};
@@ -247,9 +247,7 @@ fn failure_status(session: &Session) -> u8 {
         .iter()
         .map(|n| m.connection_status(n))
         .collect();
-    let alive = statuses
-        .iter()
-        .any(|s| s.state != ConnectionState::Disconnected);
+    let alive = statuses.iter().any(|s| s.as_str() != "disconnected");
     let failed = session.errors.len() > session.needs_approval.len();
     if !failed || alive {
         return 0;
@@ -449,8 +447,8 @@ fn print_status(session: &Session, as_json: bool) {
                 .unwrap_or("unknown");
             json!({
                 "name": name,
-                "status": if status.needs_login() { "needs login" } else { status.state.as_str() },
-                "error": status.error.map(|e| e.to_string()),
+                "status": if status.needs_login() { "needs login" } else { status.as_str() },
+                "error": status.error().map(|e| e.to_string()),
                 "provider": source.as_ref().map(|s| s.provider.clone()),
                 "providerName": source.as_ref().map(|s| s.provider_name.clone()),
                 "path": source.as_ref().map(|s| s.path.display().to_string()),

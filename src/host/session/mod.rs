@@ -27,7 +27,7 @@ use crate::host::loader::{
     load_with_manager, loaded_tools_numbered, try_load_all_mcp_configs, LoadError,
 };
 use crate::manager::cache::{FileToolCache, ToolCache};
-use crate::manager::{ConnectReport, ConnectionState, Managed, ManagerOptions, McpManager};
+use crate::manager::{ConnectReport, Managed, ManagerOptions, McpManager};
 use crate::protocol::{Completion, CompletionRef, GetPromptResult, ReadResourceResult};
 use crate::protocol::{Prompt, Resource, ResourceTemplate};
 use crate::tool::AgentTool;
@@ -519,7 +519,7 @@ impl AgentSession {
             .as_ref()
             .ok_or_else(|| Error::not_connected(name))?;
         manager.wait_for_connection(name, timeout, None)?;
-        if manager.connection_status(name).state == ConnectionState::Connected {
+        if manager.connection_status(name).is_connected() {
             self.refresh_from_manager();
         }
         Ok(())
