@@ -213,7 +213,7 @@ fn fleet(args: &Args) -> serde_json::Value {
         times.push(started.elapsed());
         assert_eq!(report.connected.len(), args.fleet, "{report:?}");
         tools_total = mcp_runtime::host::build_tools(&manager).len();
-        manager.disconnect_all();
+        manager.close();
     }
     perf::fleet_fields(args, times, tools_total)
 }
@@ -261,7 +261,7 @@ fn fill(args: &Args) {
     let (manager, configs) = cached_manager(args, dir, Duration::from_secs(60));
     let report = manager.connect_servers(&configs);
     assert_eq!(report.connected.len(), 1, "{report:?}");
-    manager.disconnect_all();
+    manager.close();
 }
 
 fn cache(args: &Args) -> serde_json::Value {
@@ -297,7 +297,7 @@ fn cache(args: &Args) -> serde_json::Value {
             "{report:?}"
         );
         assert!(tools > 0, "no tools from the cache: {report:?}");
-        manager.disconnect_all();
+        manager.close();
     }
     if made {
         let _ = std::fs::remove_dir_all(&dir);

@@ -389,10 +389,10 @@ impl McpManager {
         }
     }
 
-    /// Closes it: disconnects every server ([`McpManager::disconnect_all`]) and removes the
+    /// The shutdown: disconnects every server ([`McpManager::disconnect_all`]) and removes the
     /// temporary directory of tool results written out ([`OutputBudget::spill`]), if any; no
     /// result is written to a temporary directory after that (a cut result's notice then says
-    /// how to ask for less instead).
+    /// how to ask for less instead). What a host calls at exit (or `AgentSession::close`).
     pub fn close(&self) {
         self.disconnect_all();
         self.shared.spill.close();
@@ -405,7 +405,8 @@ impl McpManager {
 
     /// Forgets every server and stops every connection in parallel, connections still being
     /// set up (or resolving their values) included. Returns when every process it stopped is
-    /// gone, or after the close grace period at the most.
+    /// gone, or after the close grace period at the most. The manager stays usable (a reload
+    /// disconnects everything, then connects the new set): at exit, [`McpManager::close`].
     pub fn disconnect_all(&self) {
         let removed = {
             let mut state = self.shared.state.lock();

@@ -57,7 +57,7 @@ pub fn run(
     // A tool known from the cache may be ahead of its server: the App needs the server itself.
     crate::servers::wait_for_outcomes(&session.manager);
     let code = host(&session, name, words, open);
-    session.manager.disconnect_all();
+    session.manager.close();
     code
 }
 

@@ -63,7 +63,7 @@ pub fn login(args: &Args, project: &Path, name: &str, how: LoginHow) -> Result<u
             crate::failure::classify(&e).1
         }
     };
-    session.manager.disconnect_all();
+    session.manager.close();
     Ok(code)
 }
 

@@ -32,7 +32,7 @@ pub fn run(args: &Args, project: &Path, name: &str, words: &[String]) -> Result<
         session.connect_all();
     }
     let code = call(&session, name, words, args);
-    session.manager.disconnect_all();
+    session.manager.close();
     code
 }
 

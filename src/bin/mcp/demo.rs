@@ -130,7 +130,7 @@ fn walk_through(args: &Args, exe: &Path, dir: &Path) -> Result<u8, String> {
         .iter()
         .filter_map(|n| manager.client(n)?.pid())
         .collect();
-    manager.disconnect_all();
+    manager.close();
     let alive: Vec<u32> = pids.into_iter().filter(|p| !gone(*p)).collect();
     if alive.is_empty() {
         outln!("   no server process left");

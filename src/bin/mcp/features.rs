@@ -55,7 +55,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
         Command::Logs => follow(&session, level, args.json, &log_rx),
         _ => Err("not a features command".to_owned()),
     };
-    session.manager.disconnect_all();
+    session.manager.close();
     code
 }
 

@@ -210,7 +210,7 @@ fn run(args: &Args) -> Result<u8, String> {
             let session = start(args, &project)?;
             print_tools(&session, args.json, args.tokens);
             let code = failure_status(&session);
-            session.manager.disconnect_all();
+            session.manager.close();
             Ok(code)
         }
         Command::Search(query) => {
@@ -220,7 +220,7 @@ fn run(args: &Args) -> Result<u8, String> {
                 0 => u8::from(!found),
                 failed => failed,
             };
-            session.manager.disconnect_all();
+            session.manager.close();
             Ok(code)
         }
         Command::Status => {
@@ -229,7 +229,7 @@ fn run(args: &Args) -> Result<u8, String> {
             print_status(&session, args.json);
             // As `tools`: a failure's own status when no server is usable.
             let code = failure_status(&session);
-            session.manager.disconnect_all();
+            session.manager.close();
             Ok(code)
         }
         Command::Call { tool, args: words } => call::run(args, &project, tool, words),

@@ -1,4 +1,4 @@
-//! SIGINT, SIGTERM and SIGHUP: every server is closed (`disconnect_all`), then the CLI exits
+//! SIGINT, SIGTERM and SIGHUP: every server is closed (`McpManager::close`), then the CLI exits
 //! with 130, 143 or 129 (128 + the signal), as a shell expects. On Windows, Ctrl+C and
 //! Ctrl+Break are SIGINT's 130 and closing the console window SIGHUP's 129; the system runs the
 //! handler on a thread of its own, which runs the cleanups and exits.
@@ -157,7 +157,7 @@ pub fn on_signal(cleanup: impl FnOnce() + Send + 'static) {
 /// Closes every server of `manager` if a signal arrives.
 pub fn close_on_signal(manager: &McpManager) {
     let manager = manager.clone();
-    on_signal(move || manager.disconnect_all());
+    on_signal(move || manager.close());
 }
 
 /// The exit status to return from `main`: `code`, unless a signal is being handled; then the

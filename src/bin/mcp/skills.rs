@@ -23,7 +23,7 @@ pub fn run(args: &Args, project: &Path) -> Result<u8, String> {
     for e in &session.errors {
         eprintln!("{}", crate::servers::error_line(e));
     }
-    session.manager.disconnect_all();
+    session.manager.close();
     code
 }
 
