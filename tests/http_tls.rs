@@ -216,7 +216,7 @@ fn a_server_that_asks_for_a_client_certificate_gets_one() {
 #[cfg(feature = "oauth")]
 #[test]
 fn a_servers_oauth_requests_trust_its_ca_and_show_its_certificate() {
-    use mcp_runtime::auth::{headless, OAuthConfig, OAuthOptions, OAuthProvider};
+    use mcp_runtime::auth::{headless, OAuthOptions, OAuthProvider};
     use mcp_runtime::transport::AuthProvider as _;
     use oauth_server::{storage, Client as OAuthClient, OAuthServer, Script};
 
@@ -235,10 +235,8 @@ fn a_servers_oauth_requests_trust_its_ca_and_show_its_certificate() {
         return;
     };
     server.serve_as(&front.url("127.0.0.1", ""));
-    let config = OAuthConfig::from_value(
-        &json!({"clientId": "machine", "clientSecret": "m-secret", "grant": "client_credentials"}),
-    )
-    .unwrap();
+    let config =
+        json!({"clientId": "machine", "clientSecret": "m-secret", "grant": "client_credentials"});
     let challenge = format!("Bearer resource_metadata=\"{}/prm\"", server.origin());
     let provider = |options: OAuthOptions, name: &str| {
         let options = OAuthOptions {
@@ -247,7 +245,7 @@ fn a_servers_oauth_requests_trust_its_ca_and_show_its_certificate() {
         };
         OAuthProvider::new(
             &server.url(),
-            config.clone(),
+            &config,
             storage(name),
             headless(options.clone()),
             options,

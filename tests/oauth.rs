@@ -461,7 +461,7 @@ fn unsafe_authorization_urls_are_refused() {
     // The server itself over plain http to a host that is not loopback.
     let e = mcp_runtime::auth::OAuthProvider::new(
         "http://mcp.example.com/mcp",
-        Default::default(),
+        &json!({}),
         storage("unsafe-server"),
         mcp_runtime::auth::no_login(),
         options(),
@@ -523,7 +523,7 @@ fn an_as_that_never_answers_is_a_typed_error_within_its_bound() {
     o.request_timeout = Duration::from_secs(1);
     let p = mcp_runtime::auth::OAuthProvider::new(
         &server.url(),
-        mcp_runtime::auth::OAuthConfig::from_value(&pre()).unwrap(),
+        &pre(),
         storage("hang"),
         mcp_runtime::auth::headless(o.clone()),
         o,

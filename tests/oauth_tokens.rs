@@ -11,9 +11,7 @@ mod oauth_server;
 use std::time::Duration;
 
 use mcp_runtime::auth::AuthStorage as _;
-use mcp_runtime::auth::{
-    browser_with, credential_id, headless, OAuthConfig, OAuthOptions, OAuthProvider,
-};
+use mcp_runtime::auth::{browser_with, credential_id, headless, OAuthOptions, OAuthProvider};
 use mcp_runtime::transport::AuthProvider as _;
 use mcp_runtime::Error;
 use mcp_runtime::OAuthErrorKind;
@@ -53,7 +51,7 @@ fn tokens_are_refreshed_before_they_expire_and_a_rotated_refresh_token_replaces_
     let make = || {
         OAuthProvider::new(
             &server.url(),
-            OAuthConfig::from_value(&pre()).unwrap(),
+            &pre(),
             storage.clone(),
             headless(options.clone()),
             options.clone(),
@@ -315,7 +313,7 @@ fn the_browser_path_is_bounded() {
     };
     let p = OAuthProvider::new(
         &server.url(),
-        OAuthConfig::from_value(&pre()).unwrap(),
+        &pre(),
         storage("browser-bounded"),
         browser,
         options,
@@ -393,7 +391,7 @@ fn a_refresh_answered_without_a_new_refresh_token_keeps_the_old_one() {
     let options = options();
     let p = OAuthProvider::new(
         &server.url(),
-        OAuthConfig::from_value(&pre()).unwrap(),
+        &pre(),
         storage.clone(),
         headless(options.clone()),
         options.clone(),
@@ -428,7 +426,7 @@ fn a_servers_oauth_requests_go_through_its_proxy() {
     };
     let p = OAuthProvider::new(
         &server.url(),
-        OAuthConfig::from_value(&pre()).unwrap(),
+        &pre(),
         storage("proxied"),
         headless(options.clone()),
         options,

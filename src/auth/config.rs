@@ -59,7 +59,7 @@ pub(crate) struct EnterpriseConfig {
 
 /// The `oauth` object of an HTTP server. `Debug` hides the secrets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OAuthConfig {
+pub(crate) struct OAuthConfig {
     /// `clientId`: a pre-registered client.
     pub(crate) client_id: Option<String>,
     /// `clientSecret`.
@@ -107,7 +107,7 @@ fn string(m: &Map<String, Value>, key: &str) -> Result<Option<String>, Error> {
 
 impl OAuthConfig {
     /// Parses the `oauth` object.
-    pub fn from_value(value: &Value) -> Result<OAuthConfig, Error> {
+    pub(crate) fn from_value(value: &Value) -> Result<OAuthConfig, Error> {
         let m = value.as_object().ok_or_else(|| bad(" must be an object"))?;
         let scopes = match m.get("scopes").or_else(|| m.get("scope")) {
             None | Some(Value::Null) => None,

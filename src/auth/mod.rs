@@ -94,7 +94,7 @@ pub use authorizer::{
     browser, browser_with, headless, no_login, open_in_browser, AuthorizationSession, Authorizer,
 };
 #[cfg(feature = "oauth")]
-pub use config::OAuthConfig;
+pub(crate) use config::OAuthConfig;
 #[cfg(feature = "oauth")]
 pub use driver::OAuthOptions;
 #[cfg(feature = "oauth")]

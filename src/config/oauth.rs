@@ -87,7 +87,7 @@ pub fn provider_for(
         client_key: file(options.client_key, &config.client_key),
         ..options
     };
-    OAuthProvider::new(url, oauth, storage, authorizer, options).map(Some)
+    OAuthProvider::with_config(url, oauth, storage, authorizer, options).map(Some)
 }
 
 #[cfg(feature = "oauth")]

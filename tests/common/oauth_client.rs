@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::OAuthServer;
 
-use mcp_runtime::auth::{headless, Authorizer, OAuthConfig, OAuthOptions, OAuthProvider};
+use mcp_runtime::auth::{headless, Authorizer, OAuthOptions, OAuthProvider};
 use mcp_runtime::config::FileAuthStorage;
 use mcp_runtime::transport::{AuthProvider as _, MAX_AUTH_RETRIES};
 
@@ -38,14 +38,7 @@ pub fn provider_with(
     storage: Arc<FileAuthStorage>,
     authorizer: Arc<dyn Authorizer>,
 ) -> OAuthProvider {
-    OAuthProvider::new(
-        &server.url(),
-        OAuthConfig::from_value(&config).unwrap(),
-        storage,
-        authorizer,
-        options(),
-    )
-    .unwrap()
+    OAuthProvider::new(&server.url(), &config, storage, authorizer, options()).unwrap()
 }
 
 /// One MCP request, as the HTTP transport sends it: `Authorization` from the provider, a `401`

@@ -171,9 +171,26 @@ impl Drop for BusyGuard<'_> {
 }
 
 impl OAuthProvider {
-    /// The provider of the server at `server_url` with its `oauth` config. Loads the private
-    /// key now (a bad one is a config error); does no network I/O.
+    /// The provider of the server at `server_url` with its `oauth` config (the object a
+    /// server's config has under `oauth`: `clientId`, `scopes`, `callbackPort`, ...; `{}` or
+    /// `null` for none). Loads the private key now (a bad config or key is a config error);
+    /// does no network I/O.
     pub fn new(
+        server_url: &str,
+        oauth: &serde_json::Value,
+        storage: Arc<dyn AuthStorage>,
+        authorizer: Arc<dyn Authorizer>,
+        options: OAuthOptions,
+    ) -> Result<OAuthProvider, Error> {
+        let config = match oauth {
+            serde_json::Value::Null => OAuthConfig::default(),
+            oauth => OAuthConfig::from_value(oauth)?,
+        };
+        OAuthProvider::with_config(server_url, config, storage, authorizer, options)
+    }
+
+    /// [`OAuthProvider::new`] with the config already read.
+    pub(crate) fn with_config(
         server_url: &str,
         config: OAuthConfig,
         storage: Arc<dyn AuthStorage>,
