@@ -149,11 +149,37 @@ pub mod loopback {
 }
 
 /// Fault injection for this crate's own tests (the `fault-injection` feature): not part of the
-/// API.
+/// API. Each boundary by its name, for a hook to compare with, and the hook.
 #[cfg(feature = "fault-injection")]
 #[doc(hidden)]
 pub mod faults {
-    pub use crate::panic::{inject, Boundary, Injected};
+    pub const CONNECT: &str = "connect";
+    pub const REFRESH: &str = "refresh";
+    pub const TEARDOWN: &str = "teardown";
+    pub const CLOSE: &str = "close";
+    pub const SEND: &str = "send";
+    pub const STDIO_READER: &str = "stdio_reader";
+    pub const STDIO_WRITER: &str = "stdio_writer";
+    pub const STDIO_STDERR: &str = "stdio_stderr";
+    pub const HTTP_JOB: &str = "http_job";
+    pub const GET_STREAM: &str = "get_stream";
+    pub const SSE_STREAM: &str = "sse_stream";
+    pub const EVENTS: &str = "events";
+    pub const SERVER_REQUEST: &str = "server_request";
+    pub const STATELESS_INPUT: &str = "stateless_input";
+    pub const SUBSCRIPTIONS: &str = "subscriptions";
+    pub const COMMAND: &str = "command";
+    #[cfg(feature = "oauth")]
+    pub const BROWSER: &str = "browser";
+    pub const CANCEL_SEND: &str = "cancel_send";
+
+    /// Calls `hook` with the name of every boundary (one of the constants here) this thread,
+    /// and every thread the library starts from it, passes; a hook that panics there is a
+    /// panic at that boundary. The faults are removed when the guard drops.
+    #[must_use = "the faults are removed when this is dropped"]
+    pub fn inject(hook: impl Fn(&str) + Send + Sync + 'static) -> impl Drop {
+        crate::panic::inject(move |at| hook(at.name()))
+    }
 }
 
 /// The README's examples, compiled as doc tests.

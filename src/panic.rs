@@ -18,7 +18,7 @@ use crate::error::Error;
 /// A place where a panic is caught: a thread the library starts, or a host callback it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Boundary {
+pub(crate) enum Boundary {
     /// A manager's connect attempt (`mcp-<name>-connect`), first or reconnect.
     Connect,
     /// A manager's tools or features refresh after `list_changed`.
@@ -59,6 +59,33 @@ pub enum Boundary {
 }
 
 impl Boundary {
+    /// Its name, in snake case (`connect`, `stdio_reader`, ...): what the fault-injection hook
+    /// is given.
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Boundary::Connect => "connect",
+            Boundary::Refresh => "refresh",
+            Boundary::Teardown => "teardown",
+            Boundary::Close => "close",
+            Boundary::Send => "send",
+            Boundary::StdioReader => "stdio_reader",
+            Boundary::StdioWriter => "stdio_writer",
+            Boundary::StdioStderr => "stdio_stderr",
+            Boundary::HttpJob => "http_job",
+            Boundary::GetStream => "get_stream",
+            Boundary::SseStream => "sse_stream",
+            Boundary::Events => "events",
+            Boundary::ServerRequest => "server_request",
+            Boundary::StatelessInput => "stateless_input",
+            Boundary::Subscriptions => "subscriptions",
+            Boundary::Command => "command",
+            #[cfg(feature = "oauth")]
+            Boundary::Browser => "browser",
+            Boundary::CancelSend => "cancel_send",
+        }
+    }
+
     /// Where this is, in words.
     pub(crate) fn place(self) -> &'static str {
         match self {
@@ -167,9 +194,9 @@ fn spawn_caught(
     })
 }
 
-pub(crate) use faults::Faults;
 #[cfg(feature = "fault-injection")]
-pub use faults::{inject, Injected};
+pub(crate) use faults::inject;
+pub(crate) use faults::Faults;
 
 #[cfg(feature = "fault-injection")]
 mod faults {
@@ -202,7 +229,7 @@ mod faults {
 
     /// Restores the faults a thread had before [`inject`] when dropped.
     #[must_use = "the faults are removed when this is dropped"]
-    pub struct Injected(Option<Hook>);
+    pub(crate) struct Injected(Option<Hook>);
 
     impl Drop for Injected {
         fn drop(&mut self) {
@@ -213,7 +240,7 @@ mod faults {
 
     /// Calls `hook` at every [`Boundary`] this thread, and every thread the library starts from
     /// it, passes; a hook that panics there is a panic at that boundary.
-    pub fn inject(hook: impl Fn(Boundary) + Send + Sync + 'static) -> Injected {
+    pub(crate) fn inject(hook: impl Fn(Boundary) + Send + Sync + 'static) -> Injected {
         Faults(Some(Arc::new(hook))).enter()
     }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::http_server::{Behaviour, TestHttp};
 use common::{capture_logs, endpoint, eventually, logs, options, processes_tagged};
-use mcp_runtime::faults::{inject, Boundary};
+use mcp_runtime::faults::{self, inject};
 use mcp_runtime::protocol::{ClientCapabilities, LoggingLevel, RpcError};
 use mcp_runtime::transport::{AuthProvider, HttpTarget};
 use mcp_runtime::{CallOptions, Client, ClientHandler, ConnectOptions, Endpoint, Error};
@@ -22,20 +22,20 @@ use serde_json::{json, Value};
 const GONE: Duration = Duration::from_secs(15);
 
 /// A hook that panics at `at`, every time.
-fn at(at: Boundary) -> impl Fn(Boundary) + Send + Sync + 'static {
+fn at(at: &'static str) -> impl Fn(&str) + Send + Sync + 'static {
     move |here| {
         if here == at {
-            panic!("injected at {here:?}");
+            panic!("injected at {here}");
         }
     }
 }
 
 /// A hook that panics at `at` the first time only.
-fn once(at: Boundary) -> impl Fn(Boundary) + Send + Sync + 'static {
+fn once(at: &'static str) -> impl Fn(&str) + Send + Sync + 'static {
     let fired = AtomicBool::new(false);
     move |here| {
         if here == at && !fired.swap(true, Ordering::SeqCst) {
-            panic!("injected once at {here:?}");
+            panic!("injected once at {here}");
         }
     }
 }
@@ -64,7 +64,7 @@ fn echo(client: &Client) -> Result<String, Error> {
 #[test]
 fn a_panic_in_the_stdout_reader_fails_the_connect_and_stops_the_server() {
     let tag = "fault-stdout-reader";
-    let _faults = inject(at(Boundary::StdioReader));
+    let _faults = inject(at(faults::STDIO_READER));
     // The handshake may be read by the caller itself before the reader thread runs: then the
     // connection ends with the panic as soon as it does.
     let e = match Client::connect("r", &stdio(tag), options()) {
@@ -86,7 +86,7 @@ fn a_panic_in_the_stdout_reader_fails_the_connect_and_stops_the_server() {
 fn a_panic_sending_a_request_ends_the_connection_with_it() {
     let tag = "fault-send";
     let client = Client::connect("s", &stdio(tag), options()).unwrap();
-    let _faults = inject(at(Boundary::Send));
+    let _faults = inject(at(faults::SEND));
     let e = echo(&client).unwrap_err();
     assert_internal(&e, "sending a request");
     assert_internal(&client.closed_reason().unwrap(), "sending a request");
@@ -101,7 +101,7 @@ fn a_panic_in_the_stdin_writer_fails_the_call_waiting_on_it() {
     let client = Client::connect("w", &stdio(tag), options()).unwrap();
     // A server that no longer reads: what the pipe cannot take is queued for the writer.
     client.call_tool("stop_reading", json!({})).unwrap();
-    let _faults = inject(at(Boundary::StdioWriter));
+    let _faults = inject(at(faults::STDIO_WRITER));
     let big = "x".repeat(1 << 20);
     let e = client
         .call_tool("echo", json!({"message": big}))
@@ -118,7 +118,7 @@ fn a_panic_in_the_stderr_reader_is_logged_and_the_server_still_stopped() {
     capture_logs();
     let tag = "fault-stderr-reader";
     // Set before the connection's threads start: they inherit it.
-    let _faults = inject(at(Boundary::StdioStderr));
+    let _faults = inject(at(faults::STDIO_STDERR));
     let client = Client::connect("e", &stdio(tag), options()).unwrap();
     // Stdout ends: stderr is handed to a thread of its own, which panics.
     let _ = client.call_tool("close_stdout", json!({}));
@@ -175,7 +175,7 @@ fn with_handler(tag: &str, handler: Arc<Counting>) -> Client {
 fn a_notification_whose_delivery_panics_is_logged_and_the_next_is_delivered() {
     capture_logs();
     let handler = Arc::new(Counting::default());
-    let _faults = inject(once(Boundary::Events));
+    let _faults = inject(once(faults::EVENTS));
     let client = with_handler("fault-events", Arc::clone(&handler));
     for n in 0..2 {
         client
@@ -224,7 +224,7 @@ fn a_host_handler_that_panics_answers_that_request_with_an_error() {
 #[test]
 fn a_panic_answering_a_server_request_answers_it_with_an_error() {
     let client = with_handler("fault-server-request", Arc::new(Counting::default()));
-    let _faults = inject(at(Boundary::ServerRequest));
+    let _faults = inject(at(faults::SERVER_REQUEST));
     let (response, is_error) = sampled(&client);
     assert!(is_error, "{response}");
     assert!(
@@ -242,7 +242,7 @@ fn http(url: String) -> Endpoint {
 fn a_panic_in_an_http_worker_fails_its_request_and_the_connection() {
     let server = TestHttp::start(Behaviour::default());
     let client = Client::connect("j", &http(server.url()), options()).unwrap();
-    let _faults = inject(at(Boundary::HttpJob));
+    let _faults = inject(at(faults::HTTP_JOB));
     // A call with a progress callback runs its exchange on a worker.
     let e = client
         .call_tool_with(
@@ -262,7 +262,7 @@ fn a_panic_in_the_get_stream_listener_ends_the_connection_with_it() {
         get_stream: true,
         ..Behaviour::default()
     });
-    let _faults = inject(at(Boundary::GetStream));
+    let _faults = inject(at(faults::GET_STREAM));
     let client = Client::connect("g", &http(server.url()), options()).unwrap();
     eventually("the connection ended", GONE, || {
         client.closed_reason().is_some()
@@ -274,7 +274,7 @@ fn a_panic_in_the_get_stream_listener_ends_the_connection_with_it() {
 #[test]
 fn a_panic_in_the_legacy_sse_reader_fails_the_connect() {
     let server = TestHttp::start(Behaviour::default());
-    let _faults = inject(at(Boundary::SseStream));
+    let _faults = inject(at(faults::SSE_STREAM));
     let endpoint = Endpoint::Sse(HttpTarget::new(server.sse_url()));
     let e = Client::connect("sse", &endpoint, options())
         .map(|_| ())
@@ -343,7 +343,7 @@ fn a_panic_answering_a_stateless_servers_input_requests_fails_that_call_only() {
         ..options()
     };
     let client = Client::connect("input", &modern(&["--mode", "modern"]), options).unwrap();
-    let _faults = inject(at(Boundary::StatelessInput));
+    let _faults = inject(at(faults::STATELESS_INPUT));
     let e = client.call_tool("ask", json!({})).unwrap_err();
     assert_internal(&e, "answering a server's input requests");
     assert!(client.closed_reason().is_none());
@@ -352,7 +352,7 @@ fn a_panic_answering_a_stateless_servers_input_requests_fails_that_call_only() {
 
 #[test]
 fn a_panic_in_the_subscription_listener_ends_the_connection_with_it() {
-    let _faults = inject(at(Boundary::Subscriptions));
+    let _faults = inject(at(faults::SUBSCRIPTIONS));
     let client = Client::connect("listen", &modern(&["--mode", "modern"]), options()).unwrap();
     eventually("the connection ended", GONE, || {
         client.closed_reason().is_some()

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::{capture_logs, eventually, logs, processes_tagged, server_path};
 use mcp_runtime::config::ServerConfig;
-use mcp_runtime::faults::{inject, Boundary};
+use mcp_runtime::faults::{self, inject};
 use mcp_runtime::manager::{ManagerOptions, McpManager, ReconnectPolicy, ToolCache};
 use mcp_runtime::protocol::Tool;
 use mcp_runtime::Error;
@@ -23,10 +23,10 @@ use serde_json::json;
 
 const BOUND: Duration = Duration::from_secs(20);
 
-fn at(at: Boundary) -> impl Fn(Boundary) + Send + Sync + 'static {
+fn at(at: &'static str) -> impl Fn(&str) + Send + Sync + 'static {
     move |here| {
         if here == at {
-            panic!("injected at {here:?}");
+            panic!("injected at {here}");
         }
     }
 }
@@ -62,7 +62,7 @@ fn assert_internal(e: &Error, place: &str) {
 
 #[test]
 fn a_panic_in_the_connect_thread_fails_the_server_at_once() {
-    let _faults = inject(at(Boundary::Connect));
+    let _faults = inject(at(faults::CONNECT));
     let manager = manager();
     let report = manager.connect_servers(&server("fault-connect"));
     // The startup gate heard the failure: the server is not left "connecting".
@@ -80,7 +80,7 @@ fn a_panic_in_the_connect_thread_fails_the_server_at_once() {
 #[test]
 fn a_panic_in_a_refresh_ends_that_server_with_it_and_stops_its_process() {
     let tag = "fault-refresh";
-    let _faults = inject(at(Boundary::Refresh));
+    let _faults = inject(at(faults::REFRESH));
     let manager = manager();
     manager.connect_servers(&server(tag));
     manager.wait_for_connection("s", BOUND, None).unwrap();
@@ -104,7 +104,7 @@ fn a_panic_in_a_refresh_ends_that_server_with_it_and_stops_its_process() {
 fn a_panic_tearing_down_a_dead_server_is_logged_and_the_next_attempt_still_starts() {
     capture_logs();
     let tag = "fault-teardown";
-    let _faults = inject(at(Boundary::Teardown));
+    let _faults = inject(at(faults::TEARDOWN));
     let mut o = ManagerOptions {
         project_dir: std::env::temp_dir(),
         reconnect: Some(ReconnectPolicy {
@@ -137,7 +137,7 @@ fn a_panic_tearing_down_a_dead_server_is_logged_and_the_next_attempt_still_start
 fn a_panic_while_closing_still_stops_the_server() {
     capture_logs();
     let tag = "fault-close";
-    let _faults = inject(at(Boundary::Close));
+    let _faults = inject(at(faults::CLOSE));
     let manager = manager();
     manager.connect_servers(&server(tag));
     manager.wait_for_connection("s", BOUND, None).unwrap();
@@ -153,7 +153,7 @@ fn a_panic_while_closing_still_stops_the_server() {
 fn a_panic_reading_a_command_value_leaves_it_out_and_stops_the_command() {
     capture_logs();
     let tag = "fault-command";
-    let _faults = inject(at(Boundary::Command));
+    let _faults = inject(at(faults::COMMAND));
     let mut config = ServerConfig::stdio(server_path(), ["--tag", "fault-command-server"]);
     config.env = BTreeMap::from([(
         "FROM_COMMAND".to_owned(),

@@ -41,21 +41,21 @@ const OPS: [&str; 13] = [
 
 /// The boundaries the faults put a panic at, one at a time.
 #[cfg(feature = "fault-injection")]
-const PANICS: [mcp_runtime::faults::Boundary; 12] = {
-    use mcp_runtime::faults::Boundary::*;
+const PANICS: [&str; 12] = {
+    use mcp_runtime::faults::*;
     [
-        Connect,
-        Refresh,
-        Teardown,
-        Close,
-        Send,
-        StdioReader,
-        StdioWriter,
-        StdioStderr,
-        HttpJob,
-        GetStream,
-        Events,
-        ServerRequest,
+        CONNECT,
+        REFRESH,
+        TEARDOWN,
+        CLOSE,
+        SEND,
+        STDIO_READER,
+        STDIO_WRITER,
+        STDIO_STDERR,
+        HTTP_JOB,
+        GET_STREAM,
+        EVENTS,
+        SERVER_REQUEST,
     ]
 };
 
@@ -86,7 +86,7 @@ pub fn quiet_injected_panics() {
 
 /// The soak's fault hook on this thread (and the threads the library starts from it).
 #[cfg(feature = "fault-injection")]
-pub fn injected() -> mcp_runtime::faults::Injected {
+pub fn injected() -> impl Drop {
     mcp_runtime::faults::inject(|at| {
         let Some(i) = PANICS.iter().position(|b| *b == at) else {
             return;
@@ -96,7 +96,7 @@ pub fn injected() -> mcp_runtime::faults::Injected {
             .is_ok()
         {
             RAISED.fetch_add(1, Ordering::SeqCst);
-            panic!("soak: injected at {at:?}");
+            panic!("soak: injected at {at}");
         }
     })
 }

@@ -111,10 +111,10 @@ fn panic_hook() {
     }));
 }
 
-/// `MCP_FAULT=<boundary>[,<boundary>...]` (`main`, or a `Boundary` in snake case: `connect`,
+/// `MCP_FAULT=<boundary>[,<boundary>...]` (`main`, or a boundary's name: `connect`,
 /// `stdio_reader`, ...): a panic there, for the tests of the command's faults.
 #[cfg(feature = "fault-injection")]
-fn inject_faults() -> Option<mcp_runtime::faults::Injected> {
+fn inject_faults() -> Option<impl Drop> {
     let wanted = std::env::var("MCP_FAULT").ok()?;
     let wanted: Vec<String> = wanted
         .split(',')
@@ -124,8 +124,7 @@ fn inject_faults() -> Option<mcp_runtime::faults::Injected> {
         panic!("injected in main");
     }
     Some(mcp_runtime::faults::inject(move |at| {
-        let name = format!("{at:?}").to_lowercase();
-        if wanted.contains(&name) {
+        if wanted.contains(&at.replace('_', "")) {
             panic!("injected");
         }
     }))
