@@ -13,7 +13,7 @@ pub(crate) mod session;
 pub(crate) mod subagent;
 
 pub use self::app::{
-    AppBridge, AppEvent, AppHostOptions, ViewRequestId, APPS_PROTOCOL_VERSION, APP_MAX_PENDING,
+    AppBridge, AppEvent, AppHostOptions, APPS_PROTOCOL_VERSION, APP_MAX_PENDING,
     APP_SANDBOX_PROXY_HTML, VIEW_SANDBOX,
 };
 pub use self::commands::{command_edits_config, HELP as COMMANDS_HELP};

@@ -248,7 +248,7 @@ fn relay(
             // A page that was replaced: nothing it asked is done.
             continue;
         }
-        let answer = |id, outcome| shared.answer(generation, &id, outcome);
+        let answer = |id, outcome| shared.answer(generation, id, outcome);
         match event {
             AppEvent::Ready => eprintln!("mcp: the App is showing"),
             AppEvent::CallTool {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, TrySendError};
-use mcp_runtime::host::{AppBridge, AppEvent, ViewRequestId, APP_SANDBOX_PROXY_HTML};
+use mcp_runtime::host::{AppBridge, AppEvent, APP_SANDBOX_PROXY_HTML};
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 
@@ -41,7 +41,7 @@ pub struct Shared {
 
 impl Shared {
     /// Answers request `id` of generation `generation`, unless that page is gone.
-    pub fn answer(&self, generation: u64, id: &ViewRequestId, outcome: Result<Value, String>) {
+    pub fn answer(&self, generation: u64, id: u64, outcome: Result<Value, String>) {
         let mut view = self.view.lock();
         if view.generation == generation {
             view.bridge.answer(id, outcome);
@@ -70,14 +70,14 @@ impl Shared {
 }
 
 /// The request of an event that carries one.
-fn request_of(event: &AppEvent) -> Option<&ViewRequestId> {
+fn request_of(event: &AppEvent) -> Option<u64> {
     match event {
         AppEvent::CallTool { id, .. }
         | AppEvent::ReadResource { id, .. }
         | AppEvent::OpenLink { id, .. }
         | AppEvent::Message { id, .. }
         | AppEvent::UpdateModelContext { id, .. }
-        | AppEvent::DownloadFile { id, .. } => Some(id),
+        | AppEvent::DownloadFile { id, .. } => Some(*id),
         _ => None,
     }
 }

@@ -44,7 +44,7 @@ mod sandbox;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Map, Value};
 
@@ -69,10 +69,6 @@ const MAX_HELD: usize = 32;
 /// answers until the host catches up.
 const MAX_OUTBOX: usize = 1024;
 
-/// A View's request, as the host answers it with [`AppBridge::answer`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ViewRequestId(Value);
-
 /// What a View asks of the host (already checked; see the module docs).
 #[derive(Debug, Clone, PartialEq)]
 pub enum AppEvent {
@@ -82,7 +78,7 @@ pub enum AppEvent {
     /// the `CallToolResult` (or an error).
     CallTool {
         /// The request to answer.
-        id: ViewRequestId,
+        id: u64,
         /// The tool's name on its server.
         name: String,
         /// Its arguments (an object).
@@ -91,7 +87,7 @@ pub enum AppEvent {
     /// Read `uri` from the App's server and answer with the `ReadResourceResult`.
     ReadResource {
         /// The request to answer.
-        id: ViewRequestId,
+        id: u64,
         /// The resource.
         uri: String,
     },
@@ -99,14 +95,14 @@ pub enum AppEvent {
     /// when the host would not).
     OpenLink {
         /// The request to answer.
-        id: ViewRequestId,
+        id: u64,
         /// The URL.
         url: String,
     },
     /// A message for the conversation, as the user's (`ui/message`).
     Message {
         /// The request to answer.
-        id: ViewRequestId,
+        id: u64,
         /// `"user"`.
         role: String,
         /// Content blocks.
@@ -116,7 +112,7 @@ pub enum AppEvent {
     /// (`ui/update-model-context`).
     UpdateModelContext {
         /// The request to answer.
-        id: ViewRequestId,
+        id: u64,
         /// Content blocks.
         content: Vec<Value>,
         /// Structured context.
@@ -125,7 +121,7 @@ pub enum AppEvent {
     /// Files to download (`ui/download-file`: embedded resources or resource links).
     DownloadFile {
         /// The request to answer.
-        id: ViewRequestId,
+        id: u64,
         /// What to download.
         contents: Vec<Value>,
     },
@@ -152,7 +148,7 @@ pub enum AppEvent {
     /// The View gave up a request (`notifications/cancelled`); its answer, if any, is dropped.
     Cancelled {
         /// The request given up.
-        id: ViewRequestId,
+        id: u64,
     },
     /// The View now shows in this display mode (it asked, and the host offers the mode).
     DisplayMode(String),
@@ -229,7 +225,11 @@ pub struct AppBridge {
     last_result: Option<Value>,
     held: Vec<Value>,
     outbox: Vec<Value>,
-    pending: HashSet<String>,
+    /// The View's requests waiting for the host: by the number the host is given, the id the
+    /// View sent.
+    pending: BTreeMap<u64, Value>,
+    /// The number of the next request handed to the host.
+    next_request: u64,
     next_id: u64,
     teardown_id: Option<u64>,
 }
@@ -264,7 +264,8 @@ impl AppBridge {
             last_result: None,
             held: Vec::new(),
             outbox: Vec::new(),
-            pending: HashSet::new(),
+            pending: BTreeMap::new(),
+            next_request: 1,
             next_id: 1,
             teardown_id: None,
         };
@@ -400,13 +401,13 @@ impl AppBridge {
     /// Answers a View's request: `Ok(result)`, or `Err(message)` (a JSON-RPC error; the
     /// message is shown to the App, so it must hold no secret). An answer to a request that
     /// is not waiting (answered, cancelled) is dropped.
-    pub fn answer(&mut self, id: &ViewRequestId, outcome: Result<Value, String>) {
-        if !self.pending.remove(&id.0.to_string()) {
+    pub fn answer(&mut self, id: u64, outcome: Result<Value, String>) {
+        let Some(id) = self.pending.remove(&id) else {
             return;
-        }
+        };
         self.outbox.push(match outcome {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id.0, "result": result}),
-            Err(message) => error(&id.0, -32603, &message),
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(message) => error(&id, -32603, &message),
         });
     }
 

@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    error, notification, sandbox, AppBridge, AppEvent, Phase, ViewRequestId, APPS_PROTOCOL_VERSION,
+    error, notification, sandbox, AppBridge, AppEvent, Phase, APPS_PROTOCOL_VERSION,
     APP_MAX_PENDING,
 };
 
@@ -54,7 +54,7 @@ impl AppBridge {
         if self.phase == Phase::TearingDown {
             return refuse(self, INVALID_REQUEST, "the View is being torn down");
         }
-        if self.pending.contains(&id.to_string()) {
+        if self.pending.values().any(|waiting| waiting == id) {
             return refuse(self, INVALID_REQUEST, "a request with this id is in flight");
         }
         match method {
@@ -95,7 +95,7 @@ impl AppBridge {
         if self.pending.len() >= APP_MAX_PENDING {
             return refuse(self, INVALID_REQUEST, "too many requests in flight");
         }
-        let request_id = ViewRequestId(id.clone());
+        let request_id = self.next_request;
         let text = |key: &str| params.get(key).and_then(Value::as_str).map(str::to_owned);
         let list = |key: &str| {
             params
@@ -166,7 +166,8 @@ impl AppBridge {
             },
             _ => return refuse(self, METHOD_NOT_FOUND, "method not found"),
         };
-        self.pending.insert(id.to_string());
+        self.next_request += 1;
+        self.pending.insert(request_id, id.clone());
         Some(request)
     }
 
@@ -292,11 +293,10 @@ impl AppBridge {
             "ui/notifications/request-teardown" => Some(AppEvent::RequestTeardown),
             "notifications/cancelled" => {
                 let id = params.get("requestId")?;
-                self.pending
-                    .remove(&id.to_string())
-                    .then(|| AppEvent::Cancelled {
-                        id: ViewRequestId(id.clone()),
-                    })
+                let number =
+                    (self.pending.iter()).find_map(|(n, waiting)| (waiting == id).then_some(*n))?;
+                self.pending.remove(&number);
+                Some(AppEvent::Cancelled { id: number })
             }
             _ => None,
         }

@@ -114,11 +114,8 @@ fn a_view_calls_only_its_servers_tools_that_are_for_apps() {
     };
     assert_eq!((name.as_str(), arguments), ("refresh", json!({})));
     assert!(b.take_messages().is_empty());
-    b.answer(
-        &id,
-        Ok(json!({"content": [{"type": "text", "text": "ok"}]})),
-    );
-    b.answer(&id, Ok(json!({})));
+    b.answer(id, Ok(json!({"content": [{"type": "text", "text": "ok"}]})));
+    b.answer(id, Ok(json!({})));
     let answers = b.take_messages();
     assert_eq!(answers.len(), 1, "one answer a request");
     assert_eq!(answers[0]["result"]["content"][0]["text"], "ok");
@@ -227,9 +224,9 @@ fn pings_notifications_cancels_and_bounds() {
             &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                           "params": {"requestId": 9}})
         ),
-        Some(AppEvent::Cancelled { id: id.clone() })
+        Some(AppEvent::Cancelled { id })
     );
-    b.answer(&id, Ok(json!({})));
+    b.answer(id, Ok(json!({})));
     assert!(b.take_messages().is_empty());
     // A duplicate id in flight is refused.
     b.receive(&request(10, "tools/call", json!({"name": "show"})));
@@ -342,7 +339,7 @@ fn a_view_that_initializes_again_is_shown_its_input_and_result_again() {
         1,
         "the answer only; the rest waits"
     );
-    b.answer(&id, Ok(json!({})));
+    b.answer(id, Ok(json!({})));
     assert!(
         b.take_messages().is_empty(),
         "the old page's answer is dropped"
