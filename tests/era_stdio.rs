@@ -444,11 +444,13 @@ fn change_notifications_come_over_subscriptions_listen_and_only_ours_count() {
 struct Traced;
 
 impl ClientHandler for Traced {
-    fn trace_context(&self, _server: &str) -> Option<mcp_runtime::client::TraceContext> {
-        Some(mcp_runtime::client::TraceContext {
-            traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
-            tracestate: Some("vendor=1".into()),
-        })
+    fn trace_context(&self, _server: &str) -> Option<serde_json::Map<String, Value>> {
+        let context = json!({
+            "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "tracestate": "vendor=1",
+            "baggage": "user=1",
+        });
+        context.as_object().cloned()
     }
 }
 
@@ -466,6 +468,7 @@ fn the_hosts_trace_context_travels_in_the_meta() {
         "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     );
     assert_eq!(meta["tracestate"], "vendor=1");
+    assert_eq!(meta["baggage"], "user=1");
     assert_eq!(
         meta["io.modelcontextprotocol/protocolVersion"],
         "2026-07-28"

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::handler::{ClientHandler, TraceContext};
+use super::handler::ClientHandler;
 use crate::error::Error;
 use crate::jsonrpc::{codes, RpcError};
 use crate::panic::catch_in;
@@ -85,7 +85,7 @@ impl ClientHandler for CaughtHandler {
         });
     }
 
-    fn trace_context(&self, server: &str) -> Option<TraceContext> {
+    fn trace_context(&self, server: &str) -> Option<serde_json::Map<String, Value>> {
         catch_in("the ClientHandler's trace_context", || {
             self.0.trace_context(server)
         })

@@ -84,10 +84,12 @@ pub trait ClientHandler: Send + Sync + 'static {
         let _ = (server, method, params);
     }
 
-    /// The W3C trace context of the request about to be sent to `server`, for its `_meta`
-    /// (`traceparent`, `tracestate`): typically the host's current span. Called on the calling
-    /// thread before each request; the default is none.
-    fn trace_context(&self, server: &str) -> Option<TraceContext> {
+    /// The W3C trace context (<https://www.w3.org/TR/trace-context/>) of the request about to
+    /// be sent to `server`, as the entries of its `_meta`: `traceparent` (e.g.
+    /// `00-<trace id>-<span id>-01`) and, when there are, `tracestate` and `baggage`;
+    /// typically the host's current span. Entries the request has already stay. Called on the
+    /// calling thread before each request; the default is none.
+    fn trace_context(&self, server: &str) -> Option<serde_json::Map<String, Value>> {
         let _ = server;
         None
     }
@@ -99,35 +101,25 @@ pub trait ClientHandler: Send + Sync + 'static {
     }
 }
 
-/// A W3C trace context (<https://www.w3.org/TR/trace-context/>), sent in a request's `_meta`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TraceContext {
-    /// `traceparent`, e.g. `00-<trace id>-<span id>-01`.
-    pub traceparent: String,
-    /// `tracestate`, when there is one.
-    pub tracestate: Option<String>,
-}
-
-impl TraceContext {
-    /// Adds the context to `params._meta` (keys already there stay).
-    pub(crate) fn apply(&self, params: Option<serde_json::Value>) -> serde_json::Value {
-        let mut params = match params {
-            Some(Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
-        let meta = params
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        if let Value::Object(meta) = meta {
-            meta.entry("traceparent")
-                .or_insert_with(|| Value::from(self.traceparent.clone()));
-            if let Some(state) = &self.tracestate {
-                meta.entry("tracestate")
-                    .or_insert_with(|| Value::from(state.clone()));
-            }
+/// Adds a trace context's entries (`traceparent`, `tracestate`, `baggage`) to `params._meta`;
+/// entries already there stay.
+pub(crate) fn with_trace_context(
+    params: Option<Value>,
+    context: serde_json::Map<String, Value>,
+) -> Value {
+    let mut params = match params {
+        Some(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Value::Object(meta) = meta {
+        for (key, value) in context {
+            meta.entry(key).or_insert(value);
         }
-        Value::Object(params)
     }
+    Value::Object(params)
 }
 
 /// A handler that supports nothing: every server request gets `-32601`.

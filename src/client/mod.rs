@@ -50,7 +50,7 @@ mod tasks;
 pub use budget::MAX_RESULT_VALUES;
 pub(crate) use caught::CaughtHandler;
 pub use era::MAX_INPUT_ROUNDS;
-pub use handler::{ClientHandler, TraceContext};
+pub use handler::ClientHandler;
 pub(crate) use options::ProgressFn;
 pub use options::{CallOptions, ConnectOptions, Endpoint, EraChoice};
 pub use renewal::MAX_INSTRUCTIONS_BYTES;
@@ -388,7 +388,7 @@ impl Client {
             notify_cancel,
         };
         let params = match inner.conn.handler.trace_context(&inner.conn.name) {
-            Some(trace) => Some(trace.apply(params)),
+            Some(trace) => Some(handler::with_trace_context(params, trace)),
             None => params,
         };
         match &inner.era {

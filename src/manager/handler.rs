@@ -55,7 +55,7 @@ impl ClientHandler for ManagedHandler {
         self.host.elicit(server, params)
     }
 
-    fn trace_context(&self, server: &str) -> Option<crate::client::TraceContext> {
+    fn trace_context(&self, server: &str) -> Option<serde_json::Map<String, Value>> {
         self.host.trace_context(server)
     }
 
