@@ -208,12 +208,13 @@ fn no_secret_reaches_any_log_record_at_trace() {
 #[test]
 fn the_rows_of_ureqs_trace_records_are_read() {
     // A row as `ureq` logs one: 8 groups of 4 hex digits, then the bytes as text.
-    let row = format!("{} POST /mcp?apiKey", {
-        let h = hex("POST /mcp?apiKey");
-        (0..8)
-            .map(|i| format!("{} ", &h[i * 4..i * 4 + 4]))
-            .collect::<String>()
-    });
+    let h = hex("POST /mcp?apiKey");
+    let mut row = String::new();
+    for i in 0..8 {
+        row.push_str(&h[i * 4..i * 4 + 4]);
+        row.push(' ');
+    }
+    row.push_str(" POST /mcp?apiKey");
     let (hex_rows, text) = joined_rows(&[row, "not a row".into()]);
     assert_eq!(hex_rows, hex("POST /mcp?apiKey"));
     assert_eq!(text, "POST /mcp?apiKey");

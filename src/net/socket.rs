@@ -153,12 +153,22 @@ impl Socket {
     }
 }
 
+/// Reads from a stream that is read through a shared reference (`&TcpStream`, `&UnixStream`).
+fn read_from(mut stream: impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    stream.read(buf)
+}
+
+/// Writes to a stream that is written through a shared reference.
+fn write_to(mut stream: impl Write, buf: &[u8]) -> io::Result<usize> {
+    stream.write(buf)
+}
+
 impl Read for &Socket {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Socket::Tcp(s) => (&*s).read(buf),
+            Socket::Tcp(s) => read_from(s, buf),
             #[cfg(unix)]
-            Socket::Unix(s) => (&*s).read(buf),
+            Socket::Unix(s) => read_from(s, buf),
             #[cfg(windows)]
             Socket::Pipe(p) => p.read(buf),
         }
@@ -168,9 +178,9 @@ impl Read for &Socket {
 impl Write for &Socket {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Socket::Tcp(s) => (&*s).write(buf),
+            Socket::Tcp(s) => write_to(s, buf),
             #[cfg(unix)]
-            Socket::Unix(s) => (&*s).write(buf),
+            Socket::Unix(s) => write_to(s, buf),
             #[cfg(windows)]
             Socket::Pipe(p) => p.write(buf),
         }
