@@ -35,7 +35,7 @@
 //!     "params": {"name": "get-time", "arguments": {}}}));
 //! let Some(AppEvent::CallTool { id, name, .. }) = call else { panic!() };
 //! assert_eq!(name, "get-time");
-//! bridge.answer(&id, Ok(json!({"content": []})));
+//! bridge.answer(id, Ok(json!({"content": []})));
 //! assert_eq!(bridge.take_messages()[0]["id"], 2);
 //! ```
 
