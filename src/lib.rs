@@ -104,6 +104,8 @@
 #![warn(missing_docs)]
 // A panic is a bug: no `unwrap`/`expect` outside tests, except where an `allow` says why it
 // cannot fail.
+// docs.rs marks what each feature adds (see `[package.metadata.docs.rs]`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 // The docs name the OAuth flow's types (`auth::OAuthProvider`, ...), which a build without the
 // `oauth` feature leaves out; the full build's docs are checked for broken links.
