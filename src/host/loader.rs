@@ -200,7 +200,7 @@ pub fn loaded_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
 /// [`loaded_tools`] from a numbered snapshot: a later snapshot has a larger number (see
 /// `McpManager::get_tools_numbered`).
 pub(crate) fn loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<Arc<dyn AgentTool>>) {
-    let (number, mut tools) = all_loaded_tools_numbered(manager);
+    let (number, mut tools) = build_tools_numbered(manager);
     tools.retain(|t| {
         t.mcp_definition()
             .is_none_or(crate::protocol::Tool::visible_to_model)
@@ -211,11 +211,7 @@ pub(crate) fn loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<Arc<dyn A
 /// Every tool of the manager, those only an MCP App may call included:
 /// what the host itself may call (a model is offered [`loaded_tools`]).
 pub fn all_loaded_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
-    all_loaded_tools_numbered(manager).1
-}
-
-fn all_loaded_tools_numbered(manager: &McpManager) -> (u64, Vec<Arc<dyn AgentTool>>) {
-    build_tools_numbered(manager)
+    build_tools_numbered(manager).1
 }
 
 /// Every server the default discovery finds (every source, [`DiscoveryOptions::default`]),

@@ -266,7 +266,7 @@ impl Kept {
         let mut head = Vec::with_capacity(256);
         http1::write_head(&request, body.len(), USER_AGENT, &mut head);
         if let Some(secrets) = self.secrets.as_ref().filter(|s| s.are_for(request.uri())) {
-            secrets.apply(&mut head, &mut Vec::new());
+            secrets.apply(&mut head);
         }
         let exchange = |connection: &mut dyn Transport| {
             send_request(&head, body, connection, &budget)?;

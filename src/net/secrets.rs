@@ -112,8 +112,8 @@ impl Secrets {
     }
 
     /// Rewrites the request head at the start of `held`: the real request-target, then the
-    /// secret headers after the request line. `scratch` is reused from request to request.
-    pub(crate) fn apply(&self, held: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    /// secret headers after the request line.
+    pub(crate) fn apply(&self, held: &mut Vec<u8>) {
         let Some(line_end) = held.iter().position(|&b| b == b'\n') else {
             return;
         };
@@ -127,7 +127,7 @@ impl Secrets {
         if first >= last {
             return;
         }
-        scratch.clear();
+        let mut scratch = Vec::with_capacity(line_end + 1 + self.headers.len());
         scratch.extend_from_slice(&held[..=first]);
         if let Some(forward) = &self.forward {
             scratch.extend_from_slice(&forward.origin);
@@ -152,7 +152,7 @@ impl Secrets {
                 let valid = HeaderName::from_bytes(name.as_bytes()).is_ok()
                     && HeaderValue::from_str(&value).is_ok();
                 if valid {
-                    push_header(scratch, &name, &value);
+                    push_header(&mut scratch, &name, &value);
                 } else {
                     log::warn!("the auth provider gave an invalid {name:?} header; not sent");
                 }
@@ -237,8 +237,7 @@ mod tests {
         let secrets = Secrets::new(&split, &target, None).unwrap();
         let mut held =
             b"POST /mcp?apiKey=REDACTED HTTP/1.1\r\nhost: 127.0.0.1:9\r\n\r\n{}".to_vec();
-        let mut scratch = Vec::new();
-        secrets.apply(&mut held, &mut scratch);
+        secrets.apply(&mut held);
         assert_eq!(
             String::from_utf8(held).unwrap(),
             "POST /mcp?apiKey=SECRET HTTP/1.1\r\nX-Api-Key: k3y\r\nAuthorization: Bearer t0k\r\n\
@@ -246,7 +245,7 @@ mod tests {
         );
         // Another target (the legacy endpoint) keeps its own, with the headers.
         let mut held = b"POST /messages?s=1 HTTP/1.1\r\n\r\n".to_vec();
-        secrets.apply(&mut held, &mut scratch);
+        secrets.apply(&mut held);
         assert!(held.starts_with(b"POST /messages?s=1 HTTP/1.1\r\nX-Api-Key: k3y\r\n"));
     }
 
@@ -266,7 +265,7 @@ mod tests {
         assert!(proxy.forwards("http") && !proxy.forwards("https"));
         let secrets = Secrets::new(&split, &target, Some(&proxy)).unwrap();
         let mut held = b"GET /mcp?k=REDACTED HTTP/1.1\r\nhost: 127.0.0.1:9\r\n\r\n".to_vec();
-        secrets.apply(&mut held, &mut Vec::new());
+        secrets.apply(&mut held);
         assert_eq!(
             String::from_utf8(held).unwrap(),
             "GET http://127.0.0.1:9/mcp?k=SECRET HTTP/1.1\r\n\
@@ -281,7 +280,7 @@ mod tests {
         let secrets = Secrets::new(&split, &target, None).unwrap();
         let mut held =
             b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:9\r\nx-a: 1\r\n\r\nhost: body".to_vec();
-        secrets.apply(&mut held, &mut Vec::new());
+        secrets.apply(&mut held);
         assert_eq!(
             String::from_utf8(held).unwrap(),
             "POST /mcp HTTP/1.1\r\nHost: mcp.internal\r\nx-a: 1\r\n\r\nhost: body"

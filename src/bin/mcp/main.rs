@@ -38,7 +38,7 @@ use args::{Args, Command};
 use mcp_runtime::config::{DiscoveryOptions, LoadedConfigs, ProjectTrust};
 use mcp_runtime::host::untrust_server;
 use mcp_runtime::manager::FileToolCache;
-use mcp_runtime::manager::ManagerOptions;
+use mcp_runtime::manager::{ManagerOptions, ServerStatus};
 use mcp_runtime::ConnectOptions;
 use serde_json::{json, Value};
 use servers::{from_config_file, start, wait_for_outcomes, Session};
@@ -246,7 +246,7 @@ fn failure_status(session: &Session) -> u8 {
         .iter()
         .map(|n| m.connection_status(n))
         .collect();
-    let alive = statuses.iter().any(|s| s.as_str() != "disconnected");
+    let alive = (statuses.iter()).any(|s| !matches!(s, ServerStatus::Disconnected { .. }));
     let failed = session.errors.len() > session.needs_approval.len();
     if !failed || alive {
         return 0;
