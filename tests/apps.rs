@@ -69,9 +69,14 @@ fn an_app_only_tool_is_never_offered_to_a_model_and_stays_the_hosts() {
         .iter()
         .all(|t| t.name() != "mcp_clock_tick"));
     // The host (and the App through it) still calls it.
-    let result = manager
-        .call_tool_with("clock", "clock_tick", json!({}), CallOptions::default())
-        .unwrap();
+    let result = common::call_tool_with(
+        &manager,
+        "clock",
+        "clock_tick",
+        json!({}),
+        CallOptions::default(),
+    )
+    .unwrap();
     assert_eq!(result.text(), "clock_tick called");
     manager.close();
 }

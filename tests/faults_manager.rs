@@ -85,7 +85,7 @@ fn a_panic_in_a_refresh_ends_that_server_with_it_and_stops_its_process() {
     manager.connect_servers(&server(tag));
     manager.wait_for_connection("s", BOUND, None).unwrap();
     // The server says its tools changed: the refresh thread panics.
-    let _ = manager.call_tool("s", "list_changed", json!({}));
+    let _ = common::call_tool(&manager, "s", "list_changed", json!({}));
     eventually("the server failed", BOUND, || {
         manager.connection_status("s").as_str() == "disconnected"
     });
@@ -117,7 +117,7 @@ fn a_panic_tearing_down_a_dead_server_is_logged_and_the_next_attempt_still_start
     let manager = McpManager::new(o);
     manager.connect_servers(&server(tag));
     let first = manager.wait_for_connection("s", BOUND, None).unwrap();
-    let _ = manager.call_tool("s", "crash", json!({}));
+    let _ = common::call_tool(&manager, "s", "crash", json!({}));
     eventually("the panic is logged", BOUND, || {
         !logs("Internal error in the teardown thread").is_empty()
     });
@@ -183,7 +183,7 @@ fn a_listener_that_panics_is_logged_and_the_others_still_hear() {
     manager.connect_servers(&server("fault-listener"));
     manager.wait_for_connection("s", BOUND, None).unwrap();
     let before = heard.load(Ordering::SeqCst);
-    let _ = manager.call_tool("s", "list_changed", json!({}));
+    let _ = common::call_tool(&manager, "s", "list_changed", json!({}));
     eventually("the second listener heard the change", BOUND, || {
         heard.load(Ordering::SeqCst) > before
     });

@@ -305,7 +305,7 @@ fn a_servers_timeout_bounds_its_tool_calls_and_tool_timeout_overrides_it() {
     ]);
     let report = manager.connect_servers(&configs);
     assert_eq!(report.connected.len(), 2, "{report:?}");
-    let err = manager.call_tool("bounded", "hang", json!({})).unwrap_err();
+    let err = common::call_tool(&manager, "bounded", "hang", json!({})).unwrap_err();
     assert_eq!(
         err,
         Error::Timeout {
@@ -313,19 +313,17 @@ fn a_servers_timeout_bounds_its_tool_calls_and_tool_timeout_overrides_it() {
             after: Duration::from_millis(700)
         }
     );
-    let err = manager
-        .call_tool("tool-bounded", "hang", json!({}))
-        .unwrap_err();
+    let err = common::call_tool(&manager, "tool-bounded", "hang", json!({})).unwrap_err();
     assert_eq!(err.to_string(), "Request timeout after 300ms");
     // The caller's own bound still wins.
-    let err = manager
-        .call_tool_with(
-            "bounded",
-            "hang",
-            json!({}),
-            CallOptions::timeout(Duration::from_millis(100)),
-        )
-        .unwrap_err();
+    let err = common::call_tool_with(
+        &manager,
+        "bounded",
+        "hang",
+        json!({}),
+        CallOptions::timeout(Duration::from_millis(100)),
+    )
+    .unwrap_err();
     assert_eq!(err.to_string(), "Request timeout after 100ms");
     manager.disconnect_all();
 }
@@ -427,9 +425,8 @@ fn a_flood_of_list_changed_is_coalesced() {
     let report = manager.connect_servers(&one("noisy", server(&[])));
     assert_eq!(report.connected, ["noisy"]);
     let before = cache.writes.load(Ordering::SeqCst);
-    let out = manager
-        .call_tool("noisy", "list_changed", json!({"count": 10_000}))
-        .unwrap();
+    let out =
+        common::call_tool(&manager, "noisy", "list_changed", json!({"count": 10_000})).unwrap();
     assert_eq!(out.text(), "sent");
     // Every notification has been handled once the marker that followed them arrives.
     let writes = marker

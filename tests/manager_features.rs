@@ -118,9 +118,7 @@ fn prompts_list_changed_refreshes_and_tells_the_host() {
     manager.on_features_changed(move |c| {
         let _ = tx.send(c.to_vec());
     });
-    manager
-        .call_tool("rich", "features_changed", json!({}))
-        .unwrap();
+    common::call_tool(&manager, "rich", "features_changed", json!({})).unwrap();
     assert_eq!(
         changed.recv_timeout(Duration::from_secs(20)).unwrap(),
         ["rich"]
@@ -195,7 +193,7 @@ fn a_server_still_connecting_offers_the_features_it_listed_last_time() {
 #[test]
 fn resource_links_and_embedded_resources_in_a_result_are_followed_in_one_call() {
     let (manager, _) = connect(&[("rich", &["--features"])]);
-    let out = manager.call_tool("rich", "rich", json!({})).unwrap();
+    let out = common::call_tool(&manager, "rich", "rich", json!({})).unwrap();
     let link = out
         .content
         .iter()

@@ -223,9 +223,8 @@ fn a_dead_server_comes_back_until_the_burst_breaker_stops_it() {
             fleet.connects("phoenix") == connects
                 && manager.connection_status("phoenix").is_connected()
         });
-        let out = manager
-            .call_tool("phoenix", "echo", json!({"message": "back"}))
-            .unwrap();
+        let out =
+            common::call_tool(&manager, "phoenix", "echo", json!({"message": "back"})).unwrap();
         assert_eq!(out.text(), "phoenix: back");
     }
     // A third death within the window is one too many: it stays down.

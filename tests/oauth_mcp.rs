@@ -61,7 +61,7 @@ fn a_protected_server_needs_a_login_then_works_and_refreshes_on_401() {
     manager.login("protected", headless(options())).unwrap();
     assert_eq!(manager.connection_status("protected").as_str(), "connected");
     assert!(manager.auth_status("protected").unwrap().logged_in);
-    let out = manager.call_tool("protected", "whoami", json!({})).unwrap();
+    let out = common::call_tool(&manager, "protected", "whoami", json!({})).unwrap();
     assert!(out.text().starts_with("scope"), "{}", out.text());
 
     // The access token is revoked server-side: the next call gets a 401, refreshes, re-sends.
@@ -73,7 +73,7 @@ fn a_protected_server_needs_a_login_then_works_and_refreshes_on_401() {
     };
     let before = refreshes(&server);
     server.expire_access_tokens();
-    let out = manager.call_tool("protected", "whoami", json!({})).unwrap();
+    let out = common::call_tool(&manager, "protected", "whoami", json!({})).unwrap();
     assert!(out.text().starts_with("scope"));
     assert_eq!(refreshes(&server), before + 1);
 

@@ -76,7 +76,7 @@ fn the_manager_forwards_log_messages_to_the_hosts_handler() {
     let report = manager.connect_servers(&[("logger".to_owned(), config)].into_iter().collect());
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let args = json!({"level": "error", "message": {"code": 7}});
-    let out = manager.call_tool("logger", "log", args).unwrap();
+    let out = common::call_tool(&manager, "logger", "log", args).unwrap();
     assert!(!out.is_error());
     let (server, message) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(server, "logger");

@@ -403,9 +403,7 @@ fn subagents_share_the_parents_server_process() {
             .find(|t| t.name() == "mcp_shared_echo")
             .unwrap(),
     );
-    manager
-        .call_tool_with("shared", "list_changed", json!({}), Default::default())
-        .unwrap();
+    common::call_tool(&manager, "shared", "list_changed", json!({})).unwrap();
     manager.refresh_server_tools("shared").unwrap();
     assert_eq!(proxies().len(), before.len() + 1);
     manager.disconnect_server("shared");

@@ -64,11 +64,13 @@ fn the_session_offers_resources_templates_and_prompts_and_follows_their_changes(
         *m.lock().unwrap() = f.prompts().iter().map(|p| p.name.clone()).collect();
     });
     // The server adds a prompt and says so (prompts/list_changed).
-    let out = session
-        .manager()
-        .unwrap()
-        .call_tool("docs", "features_changed", json!({}))
-        .unwrap();
+    let out = common::call_tool(
+        session.manager().unwrap(),
+        "docs",
+        "features_changed",
+        json!({}),
+    )
+    .unwrap();
     assert!(!out.is_error());
     common::holds_within(Duration::from_secs(10), || {
         mirrored.lock().unwrap().len() >= 2

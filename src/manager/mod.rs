@@ -316,22 +316,12 @@ impl McpManager {
         self.shared.listeners.lock().push(Arc::new(listener));
     }
 
-    /// Calls a tool of a connected server with its default bound (see
-    /// [`McpManager::call_tool_with`]).
-    pub fn call_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, Error> {
-        self.call_tool_with(server, tool, arguments, CallOptions::default())
-    }
-
     /// Calls a tool of a connected server (or of one whose handshake is done and whose tools
-    /// are still being listed). The server's `enabledTools` / `disabledTools` apply here too;
+    /// are still being listed): what every MCP tool object does when it is executed, the one
+    /// call path a host has. The server's `enabledTools` / `disabledTools` apply here too;
     /// its `toolTimeout`, else its `timeout`, else the connection's request timeout, is the
     /// default bound.
-    pub fn call_tool_with(
+    pub(crate) fn call_tool_with(
         &self,
         server: &str,
         tool: &str,

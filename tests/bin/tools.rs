@@ -60,6 +60,9 @@ impl Server {
             tools.push(json!({"name": "clock_tick", "description": "Advances the clock (for its App only)", "inputSchema": object(json!({})),
                               "_meta": {"ui": {"resourceUri": "ui://clock/app.html", "visibility": ["app"]}}}));
         }
+        if self.flags.features {
+            tools.push(json!({"name": "features_changed", "description": "Adds a prompt and sends prompts/list_changed", "inputSchema": object(json!({}))}));
+        }
         if self.flags.text_tool {
             tools.push(json!({"name": "text", "description": "Answers with `bytes` bytes of text: numbered lines of words, some of several bytes", "inputSchema": object(json!({"bytes": {"type": "integer"}}))}));
         }

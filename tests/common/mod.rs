@@ -310,3 +310,58 @@ pub fn log_lines(path: &str) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// The tool object `server`'s `tool` is offered as, found the way a host finds it: among the
+/// manager's tools (those only an App may call included).
+pub fn tool_of(
+    manager: &mcp_runtime::McpManager,
+    server: &str,
+    tool: &str,
+) -> Option<std::sync::Arc<dyn mcp_runtime::AgentTool>> {
+    mcp_runtime::host::all_loaded_tools(manager)
+        .into_iter()
+        .find(|t| t.mcp_identity() == Some((server, tool)))
+}
+
+/// Calls `server`'s `tool` as a host does (its tool object's `execute`), as a result or the
+/// failure of the call (`ToolOutput::failure`). A tool the manager does not offer within 20 s
+/// panics.
+pub fn call_tool_with(
+    manager: &mcp_runtime::McpManager,
+    server: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+    options: mcp_runtime::CallOptions<'_>,
+) -> Result<mcp_runtime::CallToolResult, mcp_runtime::Error> {
+    // A connected server's tools may still be being listed: wait for the tool, as a host
+    // waits for a late server.
+    let mut object = None;
+    let offered = holds_within(Duration::from_secs(20), || {
+        object = tool_of(manager, server, tool);
+        object.is_some()
+    });
+    let (true, Some(object)) = (offered, object) else {
+        panic!("the manager offers no tool {tool:?} of {server:?} within 20 s");
+    };
+    let out = object.execute(arguments, options)?;
+    match out.failure {
+        Some(e) => Err(e),
+        None => Ok(out.result),
+    }
+}
+
+/// [`call_tool_with`] with the default options.
+pub fn call_tool(
+    manager: &mcp_runtime::McpManager,
+    server: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Result<mcp_runtime::CallToolResult, mcp_runtime::Error> {
+    call_tool_with(
+        manager,
+        server,
+        tool,
+        arguments,
+        mcp_runtime::CallOptions::default(),
+    )
+}

@@ -102,6 +102,32 @@ pub fn injected() -> impl Drop {
 }
 
 impl Soak {
+    /// Calls `server`'s `tool` as a host does, by the tool object the manager offers; a server
+    /// that offers none (it is down, or reconnecting without a cache) fails as not connected.
+    pub fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Value,
+        options: CallOptions<'_>,
+    ) -> Result<mcp_runtime::CallToolResult, Error> {
+        let Some(object) = common::tool_of(&self.manager, server, tool) else {
+            return Err(Error::NotConnected {
+                server: server.to_owned(),
+                reason: self
+                    .manager
+                    .connection_status(server)
+                    .error()
+                    .map(ToString::to_string),
+            });
+        };
+        let out = object.execute(args, options)?;
+        match out.failure {
+            Some(e) => Err(e),
+            None => Ok(out.result),
+        }
+    }
+
     fn count(&self, op: &'static str) {
         self.ops[op].fetch_add(1, Ordering::Relaxed);
     }
@@ -129,9 +155,7 @@ impl Soak {
     ) -> Result<Value, Error> {
         let _busy = self.busy[server].read();
         let start = Instant::now();
-        let out = self
-            .manager
-            .call_tool_with(server, tool, args, CallOptions::timeout(timeout));
+        let out = self.call_tool(server, tool, args, CallOptions::timeout(timeout));
         if start.elapsed() > timeout + CALL_SLACK {
             self.fail(format!(
                 "{server}/{tool} ended {:?} after its start, past its {timeout:?} deadline ({out:?})",
@@ -246,7 +270,7 @@ impl Soak {
         let start = Instant::now();
         let mut seen = 0u32;
         let options = CallOptions::timeout(timeout).with_progress(|_| seen += 1);
-        let out = self.manager.call_tool_with(server, tool, args, options);
+        let out = self.call_tool(server, tool, args, options);
         if start.elapsed() > timeout + CALL_SLACK {
             self.fail(format!(
                 "{server}/{tool} with progress ended {:?} after its start",
@@ -270,7 +294,7 @@ impl Soak {
                 token.cancel();
             });
             let options = CallOptions::timeout(Duration::from_secs(30)).with_cancel(token.clone());
-            let out = self.manager.call_tool_with(server, tool, args, options);
+            let out = self.call_tool(server, tool, args, options);
             let ended = Instant::now();
             if let Some(at) = *cancelled_at.lock() {
                 if ended.saturating_duration_since(at) > CALL_SLACK {
@@ -352,7 +376,7 @@ impl Soak {
     fn idle_cut(&self, name: &str) {
         let _idle = self.busy[name].write();
         self.http[name].lock().process = None;
-        let out = self.manager.call_tool_with(
+        let out = self.call_tool(
             name,
             "echo",
             json!({"message": "x"}),
@@ -422,7 +446,7 @@ impl Soak {
                     .filter(|name| {
                         let args = json!({"message": "quiet"});
                         let timeout = CallOptions::timeout(Duration::from_secs(10));
-                        match self.manager.call_tool_with(name, "echo", args, timeout) {
+                        match self.call_tool(name, "echo", args, timeout) {
                             Ok(_) => false,
                             Err(e) => {
                                 last_error.insert((*name).clone(), e.to_string());
