@@ -101,6 +101,28 @@
 //! `mcp-<server>-close` and `mcp-<server>-died` threads that disconnecting waits for. On Linux,
 //! the first stdio spawn also forks a small guardian process that stops every server's process
 //! group if the host dies without closing them.
+//!
+//! ## The reference
+//!
+//! Each module's page is the reference for its part; the text is also in `docs/` in the
+//! repository, one file a module:
+//!
+//! | what | where |
+//! |---|---|
+//! | the session, `/mcp` commands, subagents, resources, prompts, tasks, tool search, output budgets | [`host`] |
+//! | the manager: parallel connect, the gate, deferred tools, the tool cache, reconnection | [`manager`] |
+//! | where servers are discovered, project servers and trust, the administrator's policy | [`config`] |
+//! | a connection: answering the server, protocol revisions and eras, extensions (Skills, Apps) | [`client`] |
+//! | stdio, Streamable HTTP, legacy SSE, local sockets, proxies, TLS, Windows | [`transport`] |
+//! | logging in to a remote server (OAuth 2.1, DPoP, workload identity) | [`auth`] |
+//! | the `mcp` command, every subcommand and exit status | [`_cli`] |
+//! | Cargo features, failures, timeouts and shutdown, what is guaranteed | below |
+//!
+#![doc = include_str!("../docs/features.md")]
+//!
+#![doc = include_str!("../docs/failures.md")]
+//!
+#![doc = include_str!("../docs/security.md")]
 #![warn(missing_docs)]
 // A panic is a bug: no `unwrap`/`expect` outside tests, except where an `allow` says why it
 // cannot fail.
@@ -121,6 +143,11 @@ pub mod host;
 pub mod manager;
 pub mod protocol;
 pub mod transport;
+
+/// The `mcp` command's reference: a documentation page, no items (the command is built with
+/// the `cli` feature; `cargo install --locked --path .` installs it).
+#[doc = include_str!("../docs/cli.md")]
+pub mod _cli {}
 
 mod cancel;
 mod error;

@@ -122,7 +122,7 @@ fn check(version: &str, scenario: &str, spec: Option<&str>, expected: Option<&st
         return;
     };
     let at = spec.map(|s| format!(" at {s}")).unwrap_or_default();
-    // For `tests/conformance/table.sh` (the README's table), shown with `--nocapture`.
+    // For `tests/conformance/table.sh` (CONTRIBUTING.md's table), shown with `--nocapture`.
     println!(
         "CONFORMANCE\t{version}\t{}\t{scenario}\t{}",
         spec.unwrap_or("default"),

@@ -52,6 +52,9 @@ fn the_package_builds_and_installs_only_the_mcp_command() {
         "LICENSE-MIT",
         "LICENSE-APACHE",
         "README.md",
+        // The module docs are these files (`include_str!`): the crate does not build without.
+        "docs/host.md",
+        "docs/cli.md",
         "src/bin/mcp/main.rs",
         // `cargo install --locked` installs the versions CI tested.
         "Cargo.lock",

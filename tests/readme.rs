@@ -1,6 +1,7 @@
 //! The README's `mcp` examples as written: every line of the tour block runs (with `cargo run
 //! --` standing for the built `mcp`, as it does after `cargo build`), from the checkout and from
-//! another directory, and the help it quotes is the command's own.
+//! another directory; and the help the command's reference (`docs/cli.md`) quotes is the
+//! command's own.
 
 mod common;
 
@@ -8,14 +9,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+    read("README.md")
+}
+
+fn read(file: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
 }
 
 /// The lines of the fenced block after `marker`.
 fn block_after(text: &str, marker: &str) -> Vec<String> {
     let at = text
         .find(marker)
-        .unwrap_or_else(|| panic!("no {marker:?} in README.md"));
+        .unwrap_or_else(|| panic!("no {marker:?} in the file"));
     let rest = &text[at..];
     let open = rest.find("```").unwrap();
     let body = &rest[open..];
@@ -99,13 +104,13 @@ fn the_sample_config_works_from_any_directory() {
 
 #[test]
 fn the_quoted_help_is_the_commands_own() {
-    let quoted = block_after(&readme(), "## The `mcp` command in full").join("\n");
+    let quoted = block_after(&read("docs/cli.md"), "## The `mcp` command in full").join("\n");
     let home = common::temp_dir("readme-help");
     let out = common::cli(&home).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         quoted.trim_end(),
         help.trim_end(),
-        "README.md's help differs from `mcp --help`: paste the new help in"
+        "docs/cli.md's help differs from `mcp --help`: paste the new help in"
     );
 }

@@ -17,7 +17,7 @@
 //!
 //! `MCP_SOAK_SECS` (default 10, plus a last quiet point that waits out the HTTP workers' 30 s of idleness) sets its length, `MCP_SOAK_SERVERS` (default 50, a fifth of them
 //! HTTP) its fleet, `MCP_SOAK_REPORT` a file for its figures (also printed). `.ci/run` runs it
-//! for two minutes; the README has an hour's figures.
+//! for two minutes; CONTRIBUTING.md has an hour's figures.
 
 mod common;
 

@@ -3,7 +3,7 @@
 //! the way a model asks (`queries.json`, each with every tool that answers it). Recall@5 (of
 //! the tools that answer a query, the share found in the first five; a query with more than
 //! five counts five) must be at least 0.9; a naive baseline (tools ranked by how many of the
-//! query's words occur in their name or description) is measured beside it for the README.
+//! query's words occur in their name or description) is measured beside it for the `host` module's docs (docs/host.md).
 //! A second set (`queries-holdout.json`), written apart from the first and from the ranking,
 //! measures it on queries it was not tuned on (at least 0.75 there).
 

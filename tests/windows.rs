@@ -1,7 +1,7 @@
 //! Windows: servers started the way Windows users start them, and nothing left behind.
 //!
-//! Built for `x86_64-pc-windows-gnu` and run under Wine by `.ci/run` (see the README's
-//! "Windows"); Wine is not Windows, so a real Windows machine remains the judge. On other
+//! Built for `x86_64-pc-windows-gnu` and run under Wine by `.ci/run` (see *Windows* in
+//! docs/transport.md); Wine is not Windows, so a real Windows machine remains the judge. On other
 //! systems this file is empty.
 //!
 //! - A config says `srv`, as users write `npx`: the server is a `.cmd` shim on `PATH`, found

@@ -48,6 +48,8 @@
 //! and a changed authorization server means registering (or, for a pre-registered client, an
 //! error) again. Secrets from the config (client secrets, private keys, ID tokens) are never
 //! stored. No token, code, verifier, secret or key reaches a log, an error text or `Debug`.
+//!
+#![doc = include_str!("../../docs/auth.md")]
 
 //!
 //! # Without the `oauth` feature

@@ -82,6 +82,20 @@ impl Connection {
 impl Client {
     /// Connects to a server: starts it (stdio) and runs the handshake, bounded by
     /// `options.timeout`. On any failure the transport is closed again.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use mcp_runtime::{Client, ConnectOptions, Endpoint};
+    ///
+    /// let endpoint = Endpoint::http("https://example.com/mcp");
+    /// let options = ConnectOptions {
+    ///     timeout: Duration::from_secs(10),
+    ///     ..ConnectOptions::default()
+    /// };
+    /// let client = Client::connect("example", &endpoint, options)?;
+    /// println!("{} speaks {}", client.server_info().name, client.protocol_version());
+    /// # Ok::<(), mcp_runtime::Error>(())
+    /// ```
     pub fn connect(
         name: &str,
         endpoint: &Endpoint,

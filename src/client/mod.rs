@@ -10,6 +10,8 @@
 //! instructions, tells its handler ([`ClientHandler::on_session_reinitialized`]), and re-sends
 //! the request only if it just reads or lists; a tool call fails with
 //! [`Error::SessionExpired`] (see `renewal`).
+//!
+#![doc = include_str!("../../docs/client.md")]
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -511,8 +513,8 @@ impl Client {
         self.inner.conn.transport.kind()
     }
 
-    /// The proxy the connection goes through, without its credentials (see the README's
-    /// "Networks").
+    /// The proxy the connection goes through, without its credentials (see *Networks* in the
+    /// `transport` module's docs).
     pub fn proxy(&self) -> Option<String> {
         self.inner.conn.transport.proxy()
     }

@@ -45,7 +45,7 @@ pub struct DiscoveryOptions {
     /// server's name. Default: none (host-neutral words).
     pub approval_hint: Option<String>,
     /// The administrator's policy file, which allows or denies servers whatever user and
-    /// project configs say (see the README's "Networks"). Default: the system-wide one
+    /// project configs say (see *An administrator's policy* in the `config` module's docs). Default: the system-wide one
     /// (`/etc/mcp-runtime/policy.json` on Linux).
     pub policy_file: Option<PathBuf>,
 }

@@ -8,6 +8,8 @@
 //! - [`resolve_server_config`] runs at connect time: `!command` values, environment-variable
 //!   names, OAuth tokens from an [`AuthStorage`](crate::auth::AuthStorage). Resolved values are never logged or cached.
 //! - [`ConfigWriter`] edits the host's own files atomically.
+//!
+#![doc = include_str!("../../docs/config.md")]
 
 mod auth;
 mod discovery;

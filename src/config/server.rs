@@ -111,7 +111,7 @@ pub struct ServerConfig {
     pub auth: Option<Value>,
     /// http/sse: the OAuth client of this server (`clientId`, `clientSecret`,
     /// `clientMetadataUrl`, `scopes`, `callbackPort`, `grant`, `privateKeyFile`,
-    /// `signingAlgorithm`, `enterprise`; see the README's "Logging in to a remote server"); `{}` lets
+    /// `signingAlgorithm`, `enterprise`; see the `auth` module's docs); `{}` lets
     /// the library register itself where the server allows it. Secret values (`clientSecret`,
     /// the enterprise `idToken` and `idpClientSecret`) are resolved at connect time like header
     /// values (`!command`, an environment variable's name).

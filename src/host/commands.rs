@@ -63,6 +63,12 @@ impl AgentSession {
     /// Runs one `/mcp` command line (with or without the leading `/mcp`; see
     /// [`COMMANDS_HELP`](crate::host::COMMANDS_HELP)) on this session; returns the text to
     /// show.
+    ///
+    /// ```no_run
+    /// let session = mcp_runtime::create_agent_session(Default::default());
+    /// println!("{}", session.run_command("/mcp status"));
+    /// println!("{}", session.run_command("/mcp add memory -- npx -y @modelcontextprotocol/server-memory"));
+    /// ```
     pub fn run_command(&self, line: &str) -> String {
         Commands { session: self }.run(line)
     }

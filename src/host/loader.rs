@@ -217,6 +217,15 @@ pub fn all_loaded_tools(manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
 /// Every server the default discovery finds (every source, [`DiscoveryOptions::default`]),
 /// with where each came from, what was skipped and why: nothing is started. To connect them
 /// too, [`create_agent_session`](crate::host::create_agent_session).
+///
+/// ```no_run
+/// let found = mcp_runtime::discover_mcp_servers(std::path::Path::new("."));
+/// for server in &found.discovered {
+///     // e.g. "files: Claude Code (/home/me/.claude.json), skipped: None"
+///     println!("{}: {} ({}), skipped: {:?}", server.name, server.source.provider_name,
+///         server.source.path.display(), server.skipped);
+/// }
+/// ```
 pub fn discover_mcp_servers(cwd: &Path) -> LoadedConfigs {
     load_all_mcp_configs(cwd, &DiscoveryOptions::default())
 }

@@ -5,6 +5,8 @@
 //!
 //! Defined in this module's `loader`, `session`, `commands`, `subagent` and `app` modules and
 //! in the tools layer's `tool` (one concern per file); this module is where a host finds them.
+//!
+#![doc = include_str!("../../docs/host.md")]
 
 pub(crate) mod app;
 pub(crate) mod commands;

@@ -76,6 +76,15 @@ impl McpManager {
     /// A server still connecting is waited for first (bounded by its connect timeout): one
     /// that connected without any stored login never asked for authorization, and logging in
     /// to it is an [`Error::Config`] saying so (nothing is registered or stored).
+    ///
+    /// ```no_run
+    /// # let manager = mcp_runtime::McpManager::new(Default::default());
+    /// if manager.connection_status("linear").needs_login() {
+    ///     // Opens the system browser; the answer comes back on 127.0.0.1.
+    ///     manager.login("linear", mcp_runtime::auth::browser())?;
+    /// }
+    /// # Ok::<(), mcp_runtime::Error>(())
+    /// ```
     pub fn login(&self, name: &str, authorizer: Arc<dyn Authorizer>) -> Result<(), Error> {
         let config = self
             .shared

@@ -18,6 +18,8 @@
 //!
 //! The state lock (`state.rs`) is never held across I/O, a callback, or the drop of a client:
 //! values are moved out, the lock released, then acted on.
+//!
+#![doc = include_str!("../../docs/manager.md")]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -103,7 +105,28 @@ pub(crate) struct Shared {
 }
 
 impl McpManager {
-    /// A manager with no servers.
+    /// A manager with no servers: a host that keeps its own list of servers (rather than
+    /// discovering them with a session) connects them with
+    /// [`connect_servers`](McpManager::connect_servers) and calls their tools through the
+    /// tool objects the host layer builds.
+    ///
+    /// ```no_run
+    /// use std::collections::BTreeMap;
+    /// use mcp_runtime::{CallOptions, ManagerOptions, McpManager, ServerConfig};
+    ///
+    /// let manager = McpManager::new(ManagerOptions::default());
+    /// let mut servers = BTreeMap::new();
+    /// servers.insert(
+    ///     "memory".to_owned(),
+    ///     ServerConfig::stdio("npx", ["-y", "@modelcontextprotocol/server-memory"]),
+    /// );
+    /// let report = manager.connect_servers(&servers); // after the 250 ms gate at most
+    /// println!("connected {:?}, failed {:?}", report.connected, report.errors);
+    /// for tool in mcp_runtime::host::loaded_tools(&manager) {
+    ///     println!("{}", tool.name()); // mcp_memory_create_entities, ...
+    /// }
+    /// manager.close();
+    /// ```
     pub fn new(mut options: ManagerOptions) -> McpManager {
         // The host's cache runs behind a catch: a panic in it is a miss, or a failed write.
         options.cache = options.cache.map(caught::CaughtCache::wrap);

@@ -75,10 +75,10 @@ pub struct HttpTarget {
     /// This server's proxy: a proxy URL (`http://[user:password@]host:port`, or `https://`),
     /// used whatever the host (loopback included); `direct` to reach it without one whatever
     /// the environment says. `None`: [`HttpOptions::proxy`], else the environment's
-    /// (`https_proxy`, `no_proxy`, ...: see the README's "Networks").
+    /// (`https_proxy`, `no_proxy`, ...: see *Networks* in the `transport` module's docs).
     pub proxy: Option<String>,
     /// A PEM file of CAs this server's certificate may chain to, trusted beside the system's
-    /// (see the README's "Networks").
+    /// (see *Networks* in the `transport` module's docs).
     pub ca_file: Option<PathBuf>,
     /// The client certificate (PEM: the certificate, then its chain) this server, and its
     /// OAuth endpoints, are shown; with [`HttpTarget::client_key`].

@@ -116,7 +116,7 @@ pub trait AgentTool: Send + Sync {
     /// What offering this tool costs in a model's context, in tokens: an estimate, a token per
     /// [`BYTES_PER_TOKEN`](crate::host::BYTES_PER_TOKEN) bytes of its name, description and
     /// parameters as compact JSON (measured against a real tokenizer it over-estimates by about
-    /// a tenth; see the README's "Hundreds of tools").
+    /// a tenth; see *Hundreds of tools* in the `host` module's docs).
     fn definition_tokens(&self) -> usize {
         tokens::definition_tokens(self.name(), self.description(), self.parameters())
     }

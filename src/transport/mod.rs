@@ -12,6 +12,8 @@
 //! thread, or for stdio a caller reading its own answer) hands on every message the server
 //! sends, in order, and reports the end of the connection exactly once. Sending never blocks
 //! on the server: a server that stops reading cannot hang the caller.
+//!
+#![doc = include_str!("../../docs/transport.md")]
 
 use crate::error::Error;
 use crate::jsonrpc::{Message, RequestId};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's conformance table: runs tests/conformance.rs (every scenario of both pinned suite
+# CONTRIBUTING.md's conformance table: runs tests/conformance.rs (every scenario of both pinned suite
 # versions) and counts, per suite version and wire, the scenarios run and passed.
 #   tests/conformance/table.sh
 set -euo pipefail

@@ -1,5 +1,5 @@
 //! `mcp`: use MCP servers from the command line, and the black box that checks the crate.
-//! See `mcp --help` and the README.
+//! See `mcp --help` and its reference, docs/cli.md.
 
 // A panic is a bug: no `unwrap`/`expect` outside tests, except where an `allow` says why it
 // cannot fail.

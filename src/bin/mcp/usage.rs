@@ -65,7 +65,7 @@ const OPTION_WIDTH: usize = 68;
 const COMMAND_WIDTH: usize = 80;
 
 /// `text` in lines of `width` characters at most (clap's own wrapping would follow the
-/// terminal's width: the help is the same text everywhere, as the README quotes it).
+/// terminal's width: the help is the same text everywhere, as its reference, docs/cli.md, quotes it).
 fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = 0;

@@ -186,7 +186,27 @@ impl Inner {
 }
 
 /// Creates a session: registers the host's tools, then (with MCP on) discovers, connects and
-/// registers the MCP tools, logging each server's error.
+/// registers the MCP tools, logging each server's error. It never fails as a whole: a server
+/// that failed is one of [`AgentSession::startup_errors`], one that waits for the user's
+/// approval one of [`AgentSession::needs_approval`].
+///
+/// ```no_run
+/// use mcp_runtime::{create_agent_session, CallOptions, SessionOptions};
+///
+/// let session = create_agent_session(SessionOptions {
+///     cwd: "/path/to/project".into(),
+///     ..SessionOptions::default()
+/// });
+/// for e in session.startup_errors() {
+///     eprintln!("{}: {}", e.path, e.error);
+/// }
+/// if let Some(tool) = session.tool("mcp_files_read") {
+///     let out = tool.execute(serde_json::json!({"path": "a.txt"}), CallOptions::default())?;
+///     println!("{}", out.model_text());
+/// }
+/// session.close();
+/// # Ok::<(), mcp_runtime::Error>(())
+/// ```
 pub fn create_agent_session(options: SessionOptions) -> AgentSession {
     let mut registry = ToolRegistry::default();
     for tool in &options.host_tools {
