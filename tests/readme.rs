@@ -29,13 +29,24 @@ fn block_after(text: &str, marker: &str) -> Vec<String> {
     body[..end].lines().map(str::to_owned).collect()
 }
 
-/// A directory holding a `cargo` that runs `cargo run [--quiet] -- ARGS` as the built `mcp`
-/// (the test binaries are built already; a nested cargo would wait on this build's lock).
+/// A directory holding a `cargo` that runs `cargo run [--quiet] -- ARGS` as the built `mcp`,
+/// `cargo run --example NAME -- ARGS` as the built example, and `cargo build` as nothing (the
+/// test binaries and examples are built already; a nested cargo would wait on this build's
+/// lock).
 fn cargo_shim(home: &Path) -> PathBuf {
     let dir = home.join("shim");
     std::fs::create_dir_all(&dir).unwrap();
+    let examples = common::example_path("agent");
     let script = format!(
-        "#!/bin/sh\n[ \"$1\" = run ] || {{ echo \"the shim runs only cargo run\" >&2; exit 97; }}\nshift\n[ \"$1\" = --quiet ] && shift\n[ \"$1\" = -- ] && shift\nexec '{}' \"$@\"\n",
+        "#!/bin/sh\n\
+         [ \"$1\" = build ] && exit 0\n\
+         [ \"$1\" = run ] || {{ echo \"the shim runs only cargo run and cargo build\" >&2; exit 97; }}\n\
+         shift\n\
+         [ \"$1\" = --quiet ] && shift\n\
+         if [ \"$1\" = --example ]; then name=$2; shift 2; [ \"$1\" = -- ] && shift; exec '{}'/\"$name\" \"$@\"; fi\n\
+         [ \"$1\" = -- ] && shift\n\
+         exec '{}' \"$@\"\n",
+        examples.parent().unwrap().display(),
         common::cli_path().display()
     );
     let path = dir.join("cargo");
@@ -79,6 +90,36 @@ fn every_line_of_the_tour_runs_as_written() {
         );
         if line.contains("call mcp_fast_add a=2 b=3.5") {
             assert_eq!(stdout.trim(), "5.5", "{line}");
+        }
+    }
+}
+
+#[test]
+fn every_line_of_the_example_programs_block_runs_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let home = common::temp_dir("readme-examples");
+    let lines = block_after(&readme(), "<!-- examples:");
+    assert_eq!(lines.len(), 3, "the examples block: {lines:?}");
+    // The block names the command as `target/debug/mcp`: the built one when the tests are
+    // built into the checkout's own target directory, as `cargo test` there does.
+    let own_target = root
+        .join("target/debug/mcp")
+        .canonicalize()
+        .is_ok_and(|p| p == common::cli_path().canonicalize().unwrap());
+    for line in &lines {
+        let out = run_line(line, root, &home);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{line}\nstatus {:?}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if line.contains("--example agent") && own_target {
+            assert!(stdout.contains("mcp_fast_add -> 5.5"), "{line}\n{stdout}");
+        }
+        if line.contains("--example editor") {
+            assert!(stdout.contains("[tools] "), "{line}\n{stdout}");
         }
     }
 }
