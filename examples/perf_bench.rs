@@ -38,7 +38,7 @@
 //! call would fail (nothing listens at port 9).
 //!
 //! It prints one line, `RESULT {json}` (the fields of `support/perf.rs`). See `perf_compare`
-//! for the side-by-side run against the raw floor (`perf_floor`), and the README for the
+//! for the side-by-side run against the raw floor (`perf_floor`), and SPEED.md for the
 //! numbers.
 
 #[path = "../tests/common/catalogue.rs"]

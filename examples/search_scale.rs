@@ -9,7 +9,7 @@
 //! cargo run --release --example search_scale
 //! ```
 //!
-//! Prints a table; the README's "Hundreds of tools" has the figures. The catalogues, the
+//! Prints a table; *Hundreds of tools* in docs/host.md (the `host` module's docs) has the figures. The catalogues, the
 //! listing, the build and the search are `support/index.rs`'s, which `perf_bench --mode index`
 //! shares (the scaling rows `scaling index` of `perf_compare --scaling`).
 

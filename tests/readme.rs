@@ -1,7 +1,7 @@
 //! The README's `mcp` examples as written: every line of the tour block runs (with `cargo run
 //! --` standing for the built `mcp`, as it does after `cargo build`), from the checkout and from
-//! another directory; and the help the command's reference (`docs/cli.md`) quotes is the
-//! command's own.
+//! another directory; every line of its example-programs block runs too; and the help the
+//! command's reference (`docs/cli.md`) quotes is the command's own.
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! OAuth 2.1 for HTTP servers: the MCP authorization flow (2025-03-26 … 2025-11-25, with the
 //! 2026-07-28 hardening), as a client.
 //!
-//! # The flow
+//! ## The flow
 //!
 //! 1. **Challenge.** A server answers `401` with `WWW-Authenticate: Bearer
 //!    resource_metadata="…", scope="…"` (`Challenge::parse`).
@@ -36,7 +36,7 @@
 //! `http://127.0.0.1:<port>/callback`; [`headless`] follows the URL itself; [`no_login`]
 //! refuses).
 //!
-//! # What is stored where
+//! ## What is stored where
 //!
 //! Tokens go to the host's [`AuthStorage`] (the file default, [`FileAuthStorage`](crate::config::FileAuthStorage), is
 //! written atomically with mode 0600), one [`Credential`] per
@@ -52,7 +52,7 @@
 #![doc = include_str!("../../docs/auth.md")]
 
 //!
-//! # Without the `oauth` feature
+//! ## Without the `oauth` feature
 //!
 //! Only the token storage ([`AuthStorage`], [`Credential`]) is built: a config's static
 //! headers, bearer tokens and stored credentials still work, and a server that asks for an

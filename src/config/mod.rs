@@ -1,8 +1,7 @@
 //! The config layer: where users keep MCP servers, and how a config becomes a connection.
 //!
-//! - [`load_all_mcp_configs`] runs every [`ConfigSource`] (the host's own files, Claude Code,
-//!   Codex, Gemini CLI, Cursor, Windsurf, VS Code, the project's `mcp.json` / `.mcp.json`),
-//!   merges by name (highest priority wins whole), and filters.
+//! - [`load_all_mcp_configs`] runs every [`ConfigSource`] (the host's own files and every
+//!   tool's in the table below), merges by name (highest priority wins whole), and filters.
 //! - [`ServerConfig`] is one server in the `.mcp.json` shape; [`validate_server_config`] checks
 //!   it; `${VAR}` / `${VAR:-default}` are expanded at discovery.
 //! - [`resolve_server_config`] runs at connect time: `!command` values, environment-variable

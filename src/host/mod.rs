@@ -2,11 +2,12 @@
 //! session (a tool registry that follows the servers), the `/mcp` commands, the tools a
 //! subagent is given, the tool object itself ([`AgentTool`]), and the host's
 //! side of an MCP App ([`AppBridge`]).
-//!
-//! Defined in this module's `loader`, `session`, `commands`, `subagent` and `app` modules and
-//! in the tools layer's `tool` (one concern per file); this module is where a host finds them.
+
 //!
 #![doc = include_str!("../../docs/host.md")]
+
+// Defined in this module's `loader`, `session`, `commands`, `subagent` and `app` modules and
+// in the tools layer's `tool` (one concern per file); this module is where a host finds them.
 
 pub(crate) mod app;
 pub(crate) mod commands;

@@ -1,25 +1,25 @@
 //! The manager: many servers, from discovery to shutdown.
 //!
-//! Read it top-down, one phase per file:
-//! 1. `startup`: [`McpManager::connect_servers`] = start (one task per server) → the gate
-//!    (wait until every task is done or `startup_timeout` passed) → after the gate (cached
-//!    tools become deferred tools for servers still connecting; without a cache entry, wait for
-//!    them: a host never starts without a server's tools).
-//! 2. `task`: one attempt of one server on its own thread: resolve → connect → list tools →
-//!    apply the outcome (tools, cache, late errors, listeners) → tell the gate → tear down what
-//!    is nobody's. A failed handshake frees the gate before its process is stopped.
-//! 3. `runtime`: `tools/list_changed` refreshes a server's tools (coalesced); a dead transport
-//!    is noticed at once (status `disconnected` with the reason, tools withdrawn, listeners
-//!    told); an opt-in [`ReconnectPolicy`] reconnects.
-//! 4. `close`: [`McpManager::disconnect_server`] / [`McpManager::disconnect_all`]: registries
-//!    first, then every connection stopped in parallel (attempts still connecting or resolving
-//!    their `!command` values too); they return once every thread the manager started for those
-//!    servers has ended (so their processes are gone), bounded by `disconnect_wait`.
-//!
-//! The state lock (`state.rs`) is never held across I/O, a callback, or the drop of a client:
-//! values are moved out, the lock released, then acted on.
-//!
 #![doc = include_str!("../../docs/manager.md")]
+
+// Read it top-down, one phase per file:
+// 1. `startup`: [`McpManager::connect_servers`] = start (one task per server) → the gate
+//    (wait until every task is done or `startup_timeout` passed) → after the gate (cached
+//    tools become deferred tools for servers still connecting; without a cache entry, wait for
+//    them: a host never starts without a server's tools).
+// 2. `task`: one attempt of one server on its own thread: resolve → connect → list tools →
+//    apply the outcome (tools, cache, late errors, listeners) → tell the gate → tear down what
+//    is nobody's. A failed handshake frees the gate before its process is stopped.
+// 3. `runtime`: `tools/list_changed` refreshes a server's tools (coalesced); a dead transport
+//    is noticed at once (status `disconnected` with the reason, tools withdrawn, listeners
+//    told); an opt-in [`ReconnectPolicy`] reconnects.
+// 4. `close`: [`McpManager::disconnect_server`] / [`McpManager::disconnect_all`]: registries
+//    first, then every connection stopped in parallel (attempts still connecting or resolving
+//    their `!command` values too); they return once every thread the manager started for those
+//    servers has ended (so their processes are gone), bounded by `disconnect_wait`.
+//
+// The state lock (`state.rs`) is never held across I/O, a callback, or the drop of a client:
+// values are moved out, the lock released, then acted on.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
