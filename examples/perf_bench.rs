@@ -4,7 +4,7 @@
 //! perf_bench --mode cold|seq|conc|fleet|result|cache|index|render
 //!            (--cmd "SERVER ARGS..." | --url URL)
 //!            [--reps R] [--n N] [--threads T] [--fleet F] [--warmup W] [--label NAME]
-//!            [--stateless] [--bytes B] [--cache-dir DIR] [--budget TOKENS|none]
+//!            [--stateless] [--era-known] [--bytes B] [--cache-dir DIR] [--budget TOKENS|none]
 //!            [--extensions none|default|all] [--proxy URL] [--no-proxy LIST]
 //! ```
 //!
@@ -113,6 +113,13 @@ fn connect_options(args: &Args) -> ConnectOptions {
         _ => {}
     }
     options.http.proxy = args.proxy.clone();
+    if args.era_known {
+        options.era = if args.stateless {
+            mcp_runtime::EraChoice::Stateless
+        } else {
+            mcp_runtime::EraChoice::Handshake
+        };
+    }
     options
 }
 

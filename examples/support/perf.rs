@@ -65,6 +65,10 @@ pub struct Args {
     /// Speak 2026-07-28 (the floor: `server/discover`, `_meta` on every request, the HTTP
     /// headers; our client finds the era by itself).
     pub stateless: bool,
+    /// Ours only: the era is known (`EraChoice::Handshake`, or `Stateless` with
+    /// `--stateless`), as after the tool cache remembered it; without it our client probes.
+    /// The floor always knows it.
+    pub era_known: bool,
     /// The length of each `blob` result (`result` mode).
     pub bytes: usize,
     /// The cache directory of `cache` and `fill` modes (default: a new one in the temp dir).
@@ -83,7 +87,7 @@ pub struct Args {
 
 pub const USAGE: &str =
     "usage: --mode cold|seq|conc|fleet|result|cache|fill|index|render (--cmd \"SERVER ARGS...\" | \
---url URL) [--reps R] [--n N] [--threads T] [--fleet F] [--warmup W] [--label NAME] [--stateless] \
+--url URL) [--reps R] [--n N] [--threads T] [--fleet F] [--warmup W] [--label NAME] [--stateless] [--era-known] \
 [--bytes B] [--cache-dir DIR] [--budget TOKENS|none] [--extensions none|default|all] [--proxy URL] \
 [--no-proxy LIST]";
 
@@ -104,6 +108,7 @@ pub fn parse_args(default_label: &str) -> Args {
         warmup: 200,
         label: default_label.to_owned(),
         stateless: false,
+        era_known: false,
         bytes: 1024,
         cache_dir: None,
         budget: Some(25_000),
@@ -149,6 +154,7 @@ pub fn parse_args(default_label: &str) -> Args {
             "--warmup" => args.warmup = number(value()),
             "--label" => args.label = value(),
             "--stateless" => args.stateless = true,
+            "--era-known" => args.era_known = true,
             "--bytes" => args.bytes = number(value()),
             "--cache-dir" => args.cache_dir = Some(value()),
             "--budget" => {
