@@ -5,28 +5,14 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_runtime::config::{
-    ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
-};
+use mcp_runtime::config::{ConfigSource, DiscoveryContext, SourceOutput};
 use mcp_runtime::{create_agent_session, CallOptions, ManagerOptions, SessionOptions};
 use serde_json::json;
 
 fn options(home: &std::path::Path, cwd: &std::path::Path) -> SessionOptions {
     let mut manager = ManagerOptions::default();
     manager.connect.timeout = Duration::from_secs(20);
-    SessionOptions {
-        cwd: cwd.to_path_buf(),
-        config: DiscoveryOptions {
-            home: Some(home.to_path_buf()),
-            // The test wrote its project files itself (the trust gate: tests/trust.rs).
-            project_trust: ProjectTrust::TrustAll,
-            ..DiscoveryOptions::default()
-        },
-        manager,
-        // The user's real cache directory stays untouched.
-        default_cache: false,
-        ..SessionOptions::default()
-    }
+    common::project_session(home, cwd, manager)
 }
 
 #[test]

@@ -15,10 +15,10 @@ use common::fleet::Fleet;
 use common::{eventually, holds_within};
 use crossbeam_channel::Receiver;
 use mcp_runtime::config::{
-    config_hash, default_sources, ConfigSource, DiscoveryContext, DiscoveryOptions, HostConfig,
-    ProjectTrust, ServerConfig, SourceOutput,
+    config_hash, default_sources, ConfigSource, DiscoveryContext, HostConfig, ServerConfig,
+    SourceOutput,
 };
-use mcp_runtime::host::{build_tools, create_agent_session, AgentTool, SessionOptions};
+use mcp_runtime::host::{build_tools, create_agent_session, AgentTool};
 use mcp_runtime::manager::{FileToolCache, ManagerOptions, McpManager, ReconnectPolicy, ToolCache};
 use mcp_runtime::protocol::Tool;
 use mcp_runtime::{CallOptions, ClientHandler};
@@ -276,18 +276,10 @@ fn a_reload_connects_the_new_set_and_a_failed_discovery_changes_nothing() {
     let broken = Arc::new(AtomicBool::new(false));
     let mut sources = default_sources(HostConfig::default());
     sources.push(Arc::new(Breakable(broken.clone())));
-    let session = create_agent_session(SessionOptions {
-        cwd: project.clone(),
-        config: DiscoveryOptions {
-            home: Some(root.join("home")),
-            project_trust: ProjectTrust::TrustAll,
-            sources: Some(sources),
-            ..DiscoveryOptions::default()
-        },
-        manager: options(&fleet),
-        default_cache: false,
-        ..SessionOptions::default()
-    });
+    let mut session_options =
+        common::project_session(&root.join("home"), &project, options(&fleet));
+    session_options.config.sources = Some(sources);
+    let session = create_agent_session(session_options);
     let tools = |s: &mcp_runtime::host::AgentSession| -> Vec<String> {
         s.active_tools()
             .iter()

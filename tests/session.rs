@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use common::{server_path, wait_gone, Hold};
 use mcp_runtime::config::default_sources;
-use mcp_runtime::config::{
-    ConfigSource, DiscoveryContext, DiscoveryOptions, ProjectTrust, SourceOutput,
-};
+use mcp_runtime::config::{ConfigSource, DiscoveryContext, SourceOutput};
 use mcp_runtime::host::subagent_tools;
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions};
 use mcp_runtime::{AgentTool, CallOptions, Error, ManagerOptions, ToolOutput};
@@ -65,19 +63,7 @@ impl Project {
         let mut manager = ManagerOptions::default();
         manager.connect.timeout = Duration::from_secs(20);
         manager.connect.stdio.close_grace = Duration::from_millis(500);
-        SessionOptions {
-            cwd: self.cwd(),
-            config: DiscoveryOptions {
-                home: Some(self.root.join("home")),
-                // The test wrote its project files itself (the trust gate: tests/trust.rs).
-                project_trust: ProjectTrust::TrustAll,
-                ..DiscoveryOptions::default()
-            },
-            manager,
-            // The user's real cache directory stays untouched.
-            default_cache: false,
-            ..SessionOptions::default()
-        }
+        common::project_session(&self.root.join("home"), &self.cwd(), manager)
     }
     fn own_file(&self, user: bool) -> PathBuf {
         if user {

@@ -6,8 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
-use mcp_runtime::host::{create_agent_session, SessionOptions};
+use mcp_runtime::host::create_agent_session;
 use mcp_runtime::protocol::CompletionRef;
 use mcp_runtime::ManagerOptions;
 use serde_json::json;
@@ -24,17 +23,11 @@ fn session_with_features(name: &str) -> (mcp_runtime::host::AgentSession, std::p
         connect: common::options(),
         ..ManagerOptions::default()
     };
-    let session = create_agent_session(SessionOptions {
-        cwd: project,
-        config: DiscoveryOptions {
-            home: Some(root.join("home")),
-            project_trust: ProjectTrust::TrustAll,
-            ..DiscoveryOptions::default()
-        },
+    let session = create_agent_session(common::project_session(
+        &root.join("home"),
+        &project,
         manager,
-        default_cache: false,
-        ..SessionOptions::default()
-    });
+    ));
     (session, root)
 }
 

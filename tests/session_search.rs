@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{eventually, server_path, Hold};
-use mcp_runtime::config::{DiscoveryOptions, ProjectTrust};
 use mcp_runtime::host::{create_agent_session, AgentSession, SessionOptions, ToolSearchOptions};
 use mcp_runtime::manager::FileToolCache;
 use mcp_runtime::{CallOptions, ManagerOptions};
@@ -29,16 +28,8 @@ fn options(root: &std::path::Path, servers: Value, search: ToolSearchOptions) ->
     let mut manager = ManagerOptions::default();
     manager.connect.timeout = Duration::from_secs(30);
     SessionOptions {
-        cwd,
-        config: DiscoveryOptions {
-            home: Some(root.join("home")),
-            project_trust: ProjectTrust::TrustAll,
-            ..DiscoveryOptions::default()
-        },
-        manager,
-        default_cache: false,
         tool_search: Some(search),
-        ..SessionOptions::default()
+        ..common::project_session(&root.join("home"), &cwd, manager)
     }
 }
 

@@ -343,11 +343,7 @@ pub fn call_tool_with(
     let (true, Some(object)) = (offered, object) else {
         panic!("the manager offers no tool {tool:?} of {server:?} within 20 s");
     };
-    let out = object.execute(arguments, options)?;
-    match out.failure {
-        Some(e) => Err(e),
-        None => Ok(out.result),
-    }
+    outcome(object.as_ref(), arguments, options)
 }
 
 /// [`call_tool_with`] with the default options.
@@ -364,4 +360,40 @@ pub fn call_tool(
         arguments,
         mcp_runtime::CallOptions::default(),
     )
+}
+
+/// A session's options for a test project: discovery from `cwd` with `home` as the home
+/// directory, the project's servers started without asking (the test wrote its project files
+/// itself; the trust gate is `tests/trust.rs`'s), `manager` as given, and no tool cache (the
+/// user's real cache directory stays untouched).
+pub fn project_session(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    manager: mcp_runtime::ManagerOptions,
+) -> mcp_runtime::SessionOptions {
+    mcp_runtime::SessionOptions {
+        cwd: cwd.to_path_buf(),
+        config: mcp_runtime::DiscoveryOptions {
+            home: Some(home.to_path_buf()),
+            project_trust: mcp_runtime::ProjectTrust::TrustAll,
+            ..mcp_runtime::DiscoveryOptions::default()
+        },
+        manager,
+        default_cache: false,
+        ..mcp_runtime::SessionOptions::default()
+    }
+}
+
+/// Calls `tool` and turns its output into the call's outcome: the result, or the failure of
+/// the call (`ToolOutput::failure`); a cancellation stays an error.
+pub fn outcome(
+    tool: &dyn mcp_runtime::AgentTool,
+    arguments: serde_json::Value,
+    options: mcp_runtime::CallOptions<'_>,
+) -> Result<mcp_runtime::CallToolResult, mcp_runtime::Error> {
+    let out = tool.execute(arguments, options)?;
+    match out.failure {
+        Some(e) => Err(e),
+        None => Ok(out.result),
+    }
 }

@@ -121,11 +121,7 @@ impl Soak {
                     .map(ToString::to_string),
             });
         };
-        let out = object.execute(args, options)?;
-        match out.failure {
-            Some(e) => Err(e),
-            None => Ok(out.result),
-        }
+        common::outcome(object.as_ref(), args, options)
     }
 
     fn count(&self, op: &'static str) {
