@@ -86,6 +86,15 @@ pub enum Error {
         /// What the operating system said.
         message: String,
     },
+    /// The server asks for a sandbox that cannot be applied here (a kernel without Landlock,
+    /// user namespaces turned off, another operating system, a rule that cannot be enforced):
+    /// it was not started. Never a silent fallback to running unconfined.
+    Sandbox {
+        /// The server's configured name.
+        server: String,
+        /// What is missing or wrong.
+        message: String,
+    },
     /// The server sent something that breaks the protocol (a result of the wrong shape, ...).
     Protocol {
         /// What was wrong.
@@ -307,6 +316,10 @@ impl fmt::Display for Error {
             Error::Spawn { server, message } => {
                 write!(f, "Failed to start MCP server \"{server}\": {message}")
             }
+            Error::Sandbox { server, message } => write!(
+                f,
+                "MCP server \"{server}\" was not started: its sandbox cannot be applied ({message})"
+            ),
             Error::Protocol { message } => write!(f, "Protocol error: {message}"),
             Error::Internal { place, message } => {
                 write!(f, "Internal error in {place}: {message}")

@@ -233,16 +233,25 @@ pub fn http_response(data: &[u8]) {
     }
 }
 
-/// The request head the loopback servers read: the same head (or the same refusal) whole, in
-/// cuts through a buffered reader (byte 0: the reader's buffer size), and one byte short of
-/// its end still incomplete; what it takes is within the input and the limit, and what
-/// follows it is left for the body.
+/// The request head the loopback servers read (byte 0's top bit: as the sandbox's proxy reads
+/// it): the same head (or the same refusal) whole, in cuts through a buffered reader (byte 0:
+/// the reader's buffer size), and one byte short of its end still incomplete; what it takes is
+/// within the input and the limit, and what follows it is left for the body.
 pub fn request_head(data: &[u8]) {
-    use crate::net::request_head::{parse, read_head, MAX_HEAD};
+    use crate::net::request_head::{
+        parse, parse_proxy, read_head, read_proxy_head, RequestHead, MAX_HEAD,
+    };
     let [a, input @ ..] = data else { return };
+    let proxy = a & 0x80 != 0;
+    type Parse = fn(&[u8]) -> Result<Option<(RequestHead, usize)>, &'static str>;
+    let (parse, read): (Parse, fn(&mut std::io::BufReader<&[u8]>) -> _) = if proxy {
+        (parse_proxy, |r| read_proxy_head(r))
+    } else {
+        (parse, |r| read_head(r))
+    };
     let whole = parse(input);
     let mut reader = std::io::BufReader::with_capacity(1 + usize::from(a % 64), input);
-    let read = read_head(&mut reader);
+    let read: Result<RequestHead, &'static str> = read(&mut reader);
     match (&whole, &read) {
         (Ok(Some((head, used))), Ok(h)) => {
             assert_eq!(head, h, "read in cuts as whole");
@@ -251,7 +260,12 @@ pub fn request_head(data: &[u8]) {
             let _ = std::io::Read::read_to_end(&mut reader, &mut rest);
             assert_eq!(&input[*used..], &rest[..], "what follows the head is left");
             assert_eq!(parse(&input[..used - 1]), Ok(None), "one byte short");
-            assert!(!head.method.is_empty() && head.path.starts_with('/'));
+            assert!(!head.method.is_empty());
+            if proxy {
+                assert!(head.path.contains(':') && head.query.is_empty());
+            } else {
+                assert!(head.path.starts_with('/'));
+            }
         }
         (Ok(None), Err(e)) => assert_eq!(*e, "incomplete request"),
         (Err(w), Err(r)) => assert_eq!(w, r, "the same refusal"),

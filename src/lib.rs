@@ -174,7 +174,9 @@ pub mod fuzzing;
 /// command's app pages): shared with the command, not part of the API.
 #[doc(hidden)]
 pub mod loopback {
-    pub use crate::net::request_head::{parse, read_head, RequestHead, MAX_HEAD};
+    pub use crate::net::request_head::{
+        parse, parse_proxy, read_head, read_proxy_head, RequestHead, MAX_HEAD,
+    };
 }
 
 /// Fault injection for this crate's own tests (the `fault-injection` feature): not part of the

@@ -56,6 +56,8 @@ pub(crate) enum Boundary {
     Browser,
     /// A cancellation sent on its own thread.
     CancelSend,
+    /// A sandboxed server's network proxy (its acceptor, or one proxied connection).
+    SandboxProxy,
 }
 
 impl Boundary {
@@ -83,6 +85,7 @@ impl Boundary {
             #[cfg(feature = "oauth")]
             Boundary::Browser => "browser",
             Boundary::CancelSend => "cancel_send",
+            Boundary::SandboxProxy => "sandbox_proxy",
         }
     }
 
@@ -108,6 +111,7 @@ impl Boundary {
             #[cfg(feature = "oauth")]
             Boundary::Browser => "the browser's waiter",
             Boundary::CancelSend => "sending a cancellation",
+            Boundary::SandboxProxy => "the sandbox's network proxy",
         }
     }
 }

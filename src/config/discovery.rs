@@ -311,6 +311,11 @@ pub fn load_all_mcp_configs(cwd: &Path, options: &DiscoveryOptions) -> LoadedCon
                 server.skipped = Some(server.trust.describe());
             }
         }
+        // The administrator's sandbox, after the trust gate (which hashed the config as
+        // written): it makes the server stricter, never looser.
+        if (policy.as_ref()).is_some_and(|p| p.requires_sandbox(&server.name, &server.config)) {
+            server.config.sandbox_enabled = Some(true);
+        }
         // After the gate: a project's Exa key is handed to the host only once approved (a
         // project file could name any of the user's variables as its "key").
         if server.skipped.is_none()

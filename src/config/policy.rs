@@ -16,6 +16,11 @@
 //!   matches runs.
 //! - `serverName` is the configured name; `serverCommand` the exact program and arguments;
 //!   `serverUrl` the URL as written, `*` matching any run of characters.
+//! - `"requireSandbox": true` runs every stdio server in the sandbox (see the transport
+//!   module's page), whatever its config says; with `"unsandboxedMcpServers"` (a list of rules,
+//!   as above), every stdio server but those. A server whose config has no `sandbox` rules
+//!   gets the strictest (write only its temporary directory, no network); one that has rules
+//!   keeps them. Where the sandbox cannot be applied, such a server does not start.
 //! - The file is the system-wide one (`/etc/mcp-runtime/policy.json`; on macOS
 //!   `/Library/Application Support/mcp-runtime/policy.json`; on Windows
 //!   `%ProgramData%\mcp-runtime\policy.json`), or the one a host names
@@ -108,6 +113,10 @@ pub(crate) struct Policy {
     file: PathBuf,
     allowed: Option<Vec<Rule>>,
     denied: Vec<Rule>,
+    /// `requireSandbox`: stdio servers run sandboxed...
+    require_sandbox: bool,
+    /// ...but for those these rules match (`unsandboxedMcpServers`).
+    unsandboxed: Vec<Rule>,
     /// Why the file could not be used: every server is refused.
     broken: Option<String>,
 }
@@ -125,6 +134,18 @@ pub fn policy_refusal(
 ) -> Option<String> {
     let file = (options.policy_file.clone()).unwrap_or_else(system_policy_file);
     Policy::load(&file)?.refusal(name, config)
+}
+
+/// Whether the administrator's policy makes the stdio server `name` run in the sandbox
+/// (`requireSandbox`); discovery applies it, this is for servers a host starts without
+/// discovery, which then set [`ServerConfig::sandbox_enabled`].
+pub fn policy_requires_sandbox(
+    options: &super::DiscoveryOptions,
+    name: &str,
+    config: &ServerConfig,
+) -> bool {
+    let file = (options.policy_file.clone()).unwrap_or_else(system_policy_file);
+    Policy::load(&file).is_some_and(|p| p.requires_sandbox(name, config))
 }
 
 /// The system-wide policy file of this OS.
@@ -177,8 +198,21 @@ impl Policy {
             file: path.to_path_buf(),
             allowed: rules("allowedMcpServers")?,
             denied: rules("deniedMcpServers")?.unwrap_or_default(),
+            require_sandbox: match root.get("requireSandbox") {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err("requireSandbox is true or false".to_owned()),
+            },
+            unsandboxed: rules("unsandboxedMcpServers")?.unwrap_or_default(),
             broken: None,
         })
+    }
+
+    /// Whether the policy makes the stdio server `name` run in the sandbox.
+    pub(crate) fn requires_sandbox(&self, name: &str, config: &ServerConfig) -> bool {
+        self.require_sandbox
+            && config.url.is_none()
+            && !self.unsandboxed.iter().any(|r| r.matches(name, config))
     }
 
     /// Why the server `name` may not run, or `None` when the policy lets it.
@@ -215,6 +249,18 @@ mod tests {
 
     fn server(v: Value) -> ServerConfig {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn the_sandbox_is_required_of_stdio_servers_not_exempted() {
+        let p = policy(json!({"requireSandbox": true,
+                              "unsandboxedMcpServers": [{"serverName": "trusted"}]}));
+        let stdio = server(json!({"command": "x"}));
+        assert!(p.requires_sandbox("any", &stdio));
+        assert!(!p.requires_sandbox("trusted", &stdio));
+        assert!(!p.requires_sandbox("remote", &server(json!({"url": "https://x/"}))));
+        assert!(!policy(json!({})).requires_sandbox("any", &stdio));
+        assert!(Policy::parse(Path::new("/p"), r#"{"requireSandbox": "yes"}"#).is_err());
     }
 
     #[test]

@@ -134,6 +134,21 @@ pub struct ServerConfig {
     /// http/sse: the unencrypted PEM private key of `clientCert`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_key: Option<String>,
+    /// stdio: `true` runs the server in an operating-system sandbox (VS Code's
+    /// `sandboxEnabled`; read as leniently as `enabled`). See [`ServerConfig::sandbox`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::bool"
+    )]
+    pub sandbox_enabled: Option<bool>,
+    /// stdio: the sandbox's rules as written, VS Code's shape: `filesystem` (`allowWrite`,
+    /// `denyRead`, `denyWrite`: paths, `~/`, `${userHome}` and `${workspaceFolder}` resolved,
+    /// a relative path the project's) and `network` (`allowedDomains`, `deniedDomains`:
+    /// names, `*.example.com` for the names under one). They apply when `sandboxEnabled` is
+    /// `true`; see the transport module's page for what the sandbox allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Value>,
     /// Only these tools are exposed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled_tools: Option<Vec<String>>,
@@ -165,6 +180,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("ca_file", &self.ca_file)
             .field("client_cert", &self.client_cert)
             .field("client_key", &self.client_key)
+            .field("sandbox_enabled", &self.sandbox_enabled)
+            .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
 }
@@ -211,6 +228,7 @@ pub fn validate_server_config(name: &str, config: &ServerConfig) -> Vec<String> 
         )),
         _ => {}
     }
+    errors.extend(super::sandbox::problems(name, config));
     errors
 }
 
@@ -381,6 +399,7 @@ impl ServerConfig {
                         .iter()
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
+                    sandbox: super::sandbox::rules(self, project_dir)?,
                     cwd: Some(cwd),
                 }))
             }

@@ -40,6 +40,13 @@ pub(crate) fn facts(config: &ServerConfig) -> BTreeMap<String, String> {
     for (name, value) in std::mem::take(&mut rest.headers) {
         out.insert(format!("header {name}"), digest(&value));
     }
+    // The sandbox in words (its rules are no secret): a project file that loosens its own
+    // sandbox says so when it asks again.
+    if let Some(shown) = sandbox_shown(&rest) {
+        out.insert("sandbox".into(), shown);
+    }
+    rest.sandbox_enabled = None;
+    rest.sandbox = None;
     if rest != ServerConfig::default() {
         out.insert(
             "other settings".into(),
@@ -76,7 +83,22 @@ pub fn approval_lines(config: &ServerConfig) -> Vec<String> {
     if let Some(var) = &config.bearer_token_env_var {
         lines.push(format!("bearer token from: ${var}"));
     }
+    if let Some(shown) = sandbox_shown(config) {
+        lines.push(format!("sandbox: {shown}"));
+    }
     lines
+}
+
+/// The sandbox settings as a person reads them: `on` and its rules as written, `off` when
+/// rules are written but not enabled, `None` when there are neither.
+fn sandbox_shown(config: &ServerConfig) -> Option<String> {
+    let rules = config.sandbox.as_ref().map(|s| s.to_string());
+    match (super::sandbox::enabled(config), rules) {
+        (true, Some(rules)) => Some(format!("on {rules}")),
+        (true, None) => Some("on (no writes but its temporary directory, no network)".into()),
+        (false, Some(rules)) => Some(format!("off (rules written but not enabled: {rules})")),
+        (false, None) => config.sandbox_enabled.map(|_| "off".to_owned()),
+    }
 }
 
 /// What changed from the approved facts `old` to `new`, one line each (empty: nothing that
@@ -175,6 +197,26 @@ mod tests {
             !facts.contains("s3cret") && !facts.contains("t0ken"),
             "{facts}"
         );
+    }
+
+    #[test]
+    fn a_loosened_sandbox_is_shown_as_a_change_and_in_the_approval() {
+        let strict = config(serde_json::json!({
+            "command": "node", "sandboxEnabled": true,
+            "sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}
+        }));
+        let loose = config(serde_json::json!({"command": "node", "sandboxEnabled": false,
+            "sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}));
+        assert_ne!(crate::config::config_hash(&strict), crate::config::config_hash(&loose));
+        let changed = changes(&facts(&strict), &facts(&loose));
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        assert!(
+            changed[0].starts_with("sandbox: on {") && changed[0].contains("→ off (rules"),
+            "{changed:?}"
+        );
+        let lines = approval_lines(&strict);
+        assert!(lines.iter().any(|l| l.starts_with("sandbox: on") && l.contains("~/.ssh")));
+        assert!(!facts(&strict).contains_key("other settings"));
     }
 
     #[test]

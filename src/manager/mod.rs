@@ -177,6 +177,17 @@ impl McpManager {
         }
     }
 
+    /// The sandbox a stdio server runs in, with its rules as the kernel gets them (paths
+    /// resolved against the project), or `None` when it runs unconfined (or is not known).
+    /// A host decides from it how much to confirm, as VS Code auto-approves the tool calls
+    /// of a sandboxed server.
+    pub fn sandbox(&self, name: &str) -> Option<crate::transport::Sandbox> {
+        let config = self.shared.config_of(name)?;
+        crate::config::sandbox::rules(&config, &self.shared.options.project_dir)
+            .ok()
+            .flatten()
+    }
+
     /// Every known server's name, in order.
     pub fn server_names(&self) -> Vec<String> {
         self.shared.state.lock().servers.keys().cloned().collect()

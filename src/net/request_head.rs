@@ -5,7 +5,9 @@
 //!
 //! Strict where a server of ours has no need to be lenient: a head of at most [`MAX_HEAD`]
 //! bytes and [`MAX_HEADERS`] headers, UTF-8 header values, a body only by `Content-Length`
-//! (one value; `Transfer-Encoding` is refused), and a request-target in origin form.
+//! (one value; `Transfer-Encoding` is refused), and a request-target in origin form, except for
+//! the sandbox's proxy ([`parse_proxy`]), which takes `CONNECT host:port` and an absolute
+//! `http://` target instead.
 
 use std::io::BufRead;
 
@@ -42,6 +44,17 @@ impl RequestHead {
 /// The head at the start of `input` and the bytes it took, or `None` while it is incomplete
 /// (and within [`MAX_HEAD`]). The error is a fixed text, never a piece of the input.
 pub fn parse(input: &[u8]) -> Result<Option<(RequestHead, usize)>, &'static str> {
+    parse_as(input, false)
+}
+
+/// [`parse`] for a forward proxy: the request-target is `host:port` for `CONNECT` (authority
+/// form) and an absolute `http://` URL otherwise, kept whole in [`RequestHead::path`] (with
+/// an empty query).
+pub fn parse_proxy(input: &[u8]) -> Result<Option<(RequestHead, usize)>, &'static str> {
+    parse_as(input, true)
+}
+
+fn parse_as(input: &[u8], proxy: bool) -> Result<Option<(RequestHead, usize)>, &'static str> {
     // What lies past the limit is never looked at: a head that long is refused whatever follows.
     let input = &input[..input.len().min(MAX_HEAD + 1)];
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -61,10 +74,25 @@ pub fn parse(input: &[u8]) -> Result<Option<(RequestHead, usize)>, &'static str>
     let (Some(method), Some(target)) = (request.method, request.path) else {
         return Err("malformed request head");
     };
-    if !target.starts_with('/') {
+    let (path, query) = if proxy {
+        let fits = if method == "CONNECT" {
+            target.rsplit_once(':').is_some_and(|(host, port)| {
+                !host.is_empty() && !host.contains(['/', '@']) && port.parse::<u16>().is_ok()
+            })
+        } else {
+            target
+                .get(..7)
+                .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+        };
+        if !fits {
+            return Err("the request-target is not a proxy's (host:port, or an http:// URL)");
+        }
+        (target, "")
+    } else if target.starts_with('/') {
+        target.split_once('?').unwrap_or((target, ""))
+    } else {
         return Err("the request-target is not a path");
-    }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    };
     let mut headers = Vec::with_capacity(request.headers.len());
     let mut content_length: Option<usize> = None;
     for field in request.headers.iter() {
@@ -101,6 +129,17 @@ pub fn parse(input: &[u8]) -> Result<Option<(RequestHead, usize)>, &'static str>
 /// Reads a request's head from `reader`, leaving what follows it (the body) unread there. The
 /// reader bounds the time (its stream's deadline).
 pub fn read_head(reader: &mut impl BufRead) -> Result<RequestHead, &'static str> {
+    read_with(reader, parse)
+}
+
+/// [`read_head`] for a forward proxy (see [`parse_proxy`]).
+pub fn read_proxy_head(reader: &mut impl BufRead) -> Result<RequestHead, &'static str> {
+    read_with(reader, parse_proxy)
+}
+
+type Parser = fn(&[u8]) -> Result<Option<(RequestHead, usize)>, &'static str>;
+
+fn read_with(reader: &mut impl BufRead, parse: Parser) -> Result<RequestHead, &'static str> {
     let mut head = Vec::new();
     loop {
         let available = reader.fill_buf().map_err(|_| "unreadable request")?;
@@ -187,5 +226,27 @@ mod tests {
         let mut endless = std::io::Cursor::new(long.into_bytes());
         assert_eq!(read_head(&mut endless), Err("request head too large"));
         assert_eq!(read_head(&mut &b"GET / HT"[..]), Err("incomplete request"));
+    }
+
+    #[test]
+    fn a_proxy_takes_authority_and_absolute_targets_only() {
+        let (head, _) = parse_proxy(b"CONNECT api.example.com:443 HTTP/1.1\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!((head.method.as_str(), head.path.as_str()), ("CONNECT", "api.example.com:443"));
+        let (head, _) = parse_proxy(b"GET http://x.org/a?b=1 HTTP/1.1\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!((head.path.as_str(), head.query.as_str()), ("http://x.org/a?b=1", ""));
+        for input in [
+            &b"CONNECT x.org HTTP/1.1\r\n\r\n"[..],
+            b"CONNECT x.org:99999 HTTP/1.1\r\n\r\n",
+            b"CONNECT a@x.org:1 HTTP/1.1\r\n\r\n",
+            b"GET /local HTTP/1.1\r\n\r\n",
+            b"GET https://x.org/ HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(parse_proxy(input).is_err(), "{}", String::from_utf8_lossy(input));
+        }
+        assert!(parse(b"CONNECT x.org:1 HTTP/1.1\r\n\r\n").is_err());
     }
 }

@@ -36,6 +36,7 @@ mod stdin;
 mod stdin_thread;
 #[cfg(not(unix))]
 use stdin_thread as stdin;
+pub(crate) mod sandbox;
 pub(crate) mod stdio;
 pub(crate) mod web;
 
@@ -47,6 +48,7 @@ pub use http::MAX_DEAD_LISTENS;
 pub use memory::{pair as memory_pair, MemoryConnector, MemoryServer};
 pub(crate) use sse::SseTransport;
 pub(crate) use stdio::StdioTransport;
+pub use sandbox::Sandbox;
 pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
 
 /// Builds a transport around a client's [`Inbound`] sink, for

@@ -46,6 +46,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use super::process::{own_process_group, ServerProcess};
+use super::sandbox::{self, Sandbox};
 use super::stdin::{Lost, StdinWriter};
 use super::{Envelope, Inbound, Transport};
 use crate::error::Error;
@@ -91,6 +92,10 @@ pub struct StdioCommand {
     pub env: Vec<(String, String)>,
     /// The working directory (default: this process's).
     pub cwd: Option<PathBuf>,
+    /// Run the server in an operating-system sandbox with these rules (see [`Sandbox`]); it
+    /// does not start where the sandbox cannot be applied. Its environment is then `env` on
+    /// top of a small default set, not all of this process's.
+    pub sandbox: Option<Sandbox>,
 }
 
 impl std::fmt::Debug for StdioCommand {
@@ -101,6 +106,7 @@ impl std::fmt::Debug for StdioCommand {
             .field("args", &self.args)
             .field("env", &env)
             .field("cwd", &self.cwd)
+            .field("sandbox", &self.sandbox)
             .finish()
     }
 }
@@ -117,6 +123,7 @@ impl StdioCommand {
             args: args.into_iter().map(Into::into).collect(),
             env: Vec::new(),
             cwd: None,
+            sandbox: None,
         }
     }
 }
@@ -163,6 +170,8 @@ struct Shared {
     inbound: Arc<dyn Inbound>,
     phase: Mutex<Phase>,
     phase_changed: Condvar,
+    /// A sandboxed server's proxy and temporary directory, ended after the process.
+    sandbox: Mutex<Option<sandbox::Guard>>,
     #[cfg(unix)]
     reader: reader::Reader,
 }
@@ -179,19 +188,38 @@ impl StdioTransport {
             server: name.to_owned(),
             message,
         };
-        let mut cmd = Command::new(program(command));
-        cmd.args(&command.args)
-            .envs(command.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
+        let confined = match &command.sandbox {
+            Some(rules) => Some(sandbox::prepare(name, rules, &command.env).map_err(|message| {
+                Error::Sandbox {
+                    server: name.to_owned(),
+                    message,
+                }
+            })?),
+            None => None,
+        };
+        let mut cmd = match &confined {
+            Some(confined) => confined.command(program(command), &command.args),
+            None => {
+                let mut cmd = Command::new(program(command));
+                cmd.args(&command.args)
+                    .envs(command.env.iter().map(|(k, v)| (k, v)));
+                cmd
+            }
+        };
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(cwd) = &command.cwd {
             cmd.current_dir(cwd);
         }
         own_process_group(&mut cmd);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| spawn_error(format!("{}: {e}", command.program)))?;
+        let mut child = cmd.spawn().map_err(|e| match confined {
+            Some(_) => spawn_error(format!(
+                "{}: {e} (while starting it in the sandbox)",
+                command.program
+            )),
+            None => spawn_error(format!("{}: {e}", command.program)),
+        })?;
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -223,12 +251,21 @@ impl StdioTransport {
             inbound: Arc::clone(&inbound),
             phase: Mutex::new(Phase::Running),
             phase_changed: Condvar::new(),
+            sandbox: Mutex::new(None),
             #[cfg(unix)]
             reader: reader::Reader::new(stdout, stderr, options.max_message_bytes, inbound),
         });
         let transport = StdioTransport {
             shared: Arc::clone(&shared),
         };
+        if let Some(confined) = confined {
+            // On failure, dropping `transport` stops the process.
+            let guard = confined.started().map_err(|message| Error::Sandbox {
+                server: name.to_owned(),
+                message,
+            })?;
+            *shared.sandbox.lock() = Some(guard);
+        }
         // If a thread cannot be started, dropping `transport` tears the process down.
         let s = Arc::clone(&shared);
         #[cfg(unix)]

@@ -27,6 +27,7 @@ pub struct Flags {
     pub catalogue: Option<String>,
     pub text_tool: bool,
     pub app: bool,
+    pub hostile_start: bool,
 }
 
 impl Flags {
@@ -64,6 +65,7 @@ impl Flags {
                 "--catalogue" => flags.catalogue = args.next(),
                 "--text-tool" => flags.text_tool = true,
                 "--app" => flags.app = true,
+                "--hostile-start" => flags.hostile_start = true,
                 other => {
                     eprintln!("unknown flag {other}");
                     std::process::exit(2);

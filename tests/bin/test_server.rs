@@ -29,6 +29,8 @@
 //!                        of several bytes
 //!   --app                also list `show_clock` (a UI, `ui://clock/app.html`) and
 //!                        `clock_tick` (visible to its App only)
+//!   --hostile-start      make the attempts `$HOSTILE_START` lists before anything else (see
+//!                        hostile.rs)
 //!   --catalogue FILE     list only the tools of FILE (`{"tools": [...]}`, a captured
 //!                        catalogue); a call to one answers `called NAME with ARGUMENTS`
 //!
@@ -39,7 +41,8 @@
 //! close_stdin_later (answers, stops reading, closes its stdin `ms` later and lives on),
 //! close_stdout (closes its stdout, never answers, lives on), bad_utf8 (answers with invalid
 //! UTF-8 in a string), deep (answers with a result nested `depth` deep), unsolicited_errors
-//! (sends `count` error responses with id `id`, default null, then answers).
+//! (sends `count` error responses with id `id`, default null, then answers), attempt and
+//! start_attempts (what a hostile server tries: hostile.rs).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -54,6 +57,7 @@ use flags::Flags;
 
 mod features;
 mod flags;
+mod hostile;
 mod misbehaviour;
 mod tools;
 
@@ -72,6 +76,7 @@ struct Server {
     close_stdin_later: Mutex<Option<u64>>,
     next_ask: AtomicU64,
     grandchild_pid: Mutex<Option<u32>>,
+    start_attempts: Vec<String>,
 }
 
 fn main() {
@@ -83,7 +88,6 @@ fn main() {
         }
     }
     let server = Arc::new(Server {
-        flags,
         out: Mutex::new(std::io::stdout()),
         initialize_params: Mutex::new(Value::Null),
         cancelled: Mutex::new(Vec::new()),
@@ -96,6 +100,11 @@ fn main() {
         close_stdin_later: Mutex::new(None),
         next_ask: AtomicU64::new(1),
         grandchild_pid: Mutex::new(None),
+        start_attempts: match flags.hostile_start {
+            true => hostile::at_start(),
+            false => Vec::new(),
+        },
+        flags,
     });
     if server.flags.grandchild {
         // Deliberately never waited for: it plays a server's helper process that outlives it.

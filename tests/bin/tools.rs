@@ -53,6 +53,10 @@ impl Server {
             json!({"name": "grandchild_pid", "description": "The grandchild's pid", "inputSchema": object(json!({}))}),
             json!({"name": "stderr", "description": "Writes lines to stderr", "inputSchema": object(json!({"lines": {"type": "integer"}}))}),
         ];
+        if self.flags.hostile_start {
+            tools.push(json!({"name": "attempt", "description": "Attempts what a hostile server would (see hostile.rs)", "inputSchema": object(json!({}))}));
+            tools.push(json!({"name": "start_attempts", "description": "What the attempts at start gave", "inputSchema": object(json!({}))}));
+        }
         if self.flags.app {
             // An MCP App: a tool with a UI, and a tool only its App may call.
             tools.push(json!({"name": "show_clock", "description": "Shows a clock", "inputSchema": object(json!({})),
@@ -200,6 +204,8 @@ impl Server {
                 }),
             ),
             "pid" => self.text(id, std::process::id().to_string()),
+            "attempt" => self.text(id, super::hostile::attempt(&args)),
+            "start_attempts" => self.text(id, self.start_attempts.join("\n")),
             // Not listed: the arguments it was started with, as a JSON array (the Windows test
             // of a `.cmd` shim's quoting).
             "argv" => {

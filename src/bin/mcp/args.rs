@@ -168,6 +168,12 @@ pub fn parse(argv: &[String]) -> Result<Args, Stop> {
             .ok_or_else(|| format!("--env takes K=V, not {pair:?}"))?;
         env.push((k.to_owned(), v.to_owned()));
     }
+    let mut sandbox = crate::target::SandboxFlags::read(
+        flag(&matches, "sandbox"),
+        texts(&matches, "allow-write"),
+        texts(&matches, "deny-read"),
+        texts(&matches, "allow-domain"),
+    );
     let mut headers = Vec::new();
     for pair in texts(&matches, "header") {
         let (k, v) = pair
@@ -316,6 +322,7 @@ pub fn parse(argv: &[String]) -> Result<Args, Stop> {
             std::mem::take(&mut headers),
             std::mem::take(&mut env),
             std::mem::take(&mut tls),
+            sandbox.take(),
         )?;
         if let Command::Info(name) = &mut args.command {
             if name.is_empty() {
@@ -334,6 +341,13 @@ pub fn parse(argv: &[String]) -> Result<Args, Stop> {
     }
     if !env.is_empty() {
         return Err("--env goes with a server command (`-- SERVER_COMMAND ARGS...`)".into());
+    }
+    if sandbox.is_some() {
+        return Err(
+            "--sandbox, --allow-write, --deny-read and --allow-domain go with a server command \
+             (`-- SERVER_COMMAND ARGS...`); a config's server takes \"sandboxEnabled\""
+                .into(),
+        );
     }
     if args.command == Command::Info(String::new()) {
         return Err("info needs a server NAME".into());

@@ -329,6 +329,7 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
                        "client": ours, "server": theirs})
             }).collect::<Vec<_>>(),
             "instructions": client.instructions(),
+            "sandbox": session.manager.sandbox(name).as_ref().map(crate::output::sandbox_json),
         }));
         return Ok(0);
     }
@@ -347,6 +348,12 @@ fn info(session: &Session, name: &str, as_json: bool) -> Result<u8, String> {
     outln!("transport:    {}", client.transport_kind());
     if let Some(proxy) = client.proxy() {
         outln!("proxy:        {proxy}");
+    }
+    if let Some(sandbox) = session.manager.sandbox(name) {
+        for (i, line) in sandbox.describe().iter().enumerate() {
+            let label = if i == 0 { "sandbox:" } else { "" };
+            outln!("{label:14}{line}");
+        }
     }
     outln!("capabilities: {}", json!(client.server_capabilities()));
     let extensions = client.extension_names();

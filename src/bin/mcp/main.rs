@@ -458,6 +458,8 @@ fn print_status(session: &Session, as_json: bool) {
                 // What its tools' definitions cost in a model's context (estimated).
                 "tools": tokens.get(name.as_str()).map(|(n, _)| *n),
                 "definitionTokens": tokens.get(name.as_str()).map(|(_, t)| *t),
+                // The sandbox it runs in, its rules as the kernel gets them.
+                "sandbox": m.sandbox(name).as_ref().map(output::sandbox_json),
             })
         })
         .chain(session.needs_approval.iter().map(|d| {
@@ -494,6 +496,9 @@ fn print_status(session: &Session, as_json: bool) {
         }
         if let (Some(n), Some(t)) = (r["tools"].as_u64(), r["definitionTokens"].as_u64()) {
             out!("\n    {n} tools, ~{t} tokens of definitions");
+        }
+        if let Some(sandbox) = m.sandbox(r["name"].as_str().unwrap_or("")) {
+            out!("\n    sandboxed: {}", sandbox.describe().join("; "));
         }
         if let Some(e) = r["error"].as_str() {
             out!("\n    error: {}", e.replace('\n', "\n    "));

@@ -61,3 +61,17 @@ fn failed(e: std::io::Error) -> ! {
     eprintln!("mcp: cannot write the output: {e}");
     crate::signals::exit_now(WRITE_FAILED);
 }
+
+/// A sandbox's rules for `--json` (VS Code's names).
+pub fn sandbox_json(sandbox: &mcp_runtime::transport::Sandbox) -> serde_json::Value {
+    let paths = |p: &[std::path::PathBuf]| -> Vec<String> {
+        p.iter().map(|p| p.display().to_string()).collect()
+    };
+    serde_json::json!({
+        "allowWrite": paths(&sandbox.allow_write),
+        "denyRead": paths(&sandbox.deny_read),
+        "denyWrite": paths(&sandbox.deny_write),
+        "allowedDomains": sandbox.allowed_domains,
+        "deniedDomains": sandbox.denied_domains,
+    })
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mcp_runtime::config::config_hash;
 use mcp_runtime::config::{
-    parse_mcp_json, policy_refusal, DiscoveredServer, DiscoveryOptions, Level, ServerConfig,
+    parse_mcp_json, policy_refusal, policy_requires_sandbox, DiscoveredServer, DiscoveryOptions, Level, ServerConfig,
     SourceMeta, TrustState,
 };
 use mcp_runtime::host::{
@@ -100,8 +100,11 @@ pub fn from_config_file(
     };
     Ok(servers
         .into_iter()
-        .map(|(name, config)| {
+        .map(|(name, mut config)| {
             // The administrator's policy holds for a file named on the command line too.
+            if policy_requires_sandbox(options, &name, &config) {
+                config.sandbox_enabled = Some(true);
+            }
             let skipped = policy_refusal(options, &name, &config)
                 .or_else(|| (!config.is_enabled()).then(|| "enabled: false".to_owned()));
             DiscoveredServer {
@@ -183,9 +186,12 @@ pub fn start_with_handler(
     match &args.config {
         _ if args.target.is_some() => {
             #[allow(clippy::expect_used, reason = "the arm's guard checked it")]
-            let (name, config) = args.target.clone().expect("a target");
+            let (name, mut config) = args.target.clone().expect("a target");
             if let Some(why) = policy_refusal(&loader.config, &name, &config) {
                 return Err(format!("{name}: {why}"));
+            }
+            if policy_requires_sandbox(&loader.config, &name, &config) {
+                config.sandbox_enabled = Some(true);
             }
             let source = SourceMeta {
                 provider: "command-line".into(),

@@ -45,12 +45,46 @@ impl UrlTls {
     }
 }
 
+/// `--sandbox`, `--allow-write`, `--deny-read`, `--allow-domain`: the sandbox of a command
+/// given on the command line, as a config's `sandbox` (paths absolute against the current
+/// directory, as a shell user means them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxFlags(serde_json::Value);
+
+impl SandboxFlags {
+    /// The flags, or `None` when none was given.
+    pub fn read(
+        on: bool,
+        allow_write: Vec<String>,
+        deny_read: Vec<String>,
+        allow_domain: Vec<String>,
+    ) -> Option<SandboxFlags> {
+        if !on && allow_write.is_empty() && deny_read.is_empty() && allow_domain.is_empty() {
+            return None;
+        }
+        let here = std::env::current_dir().unwrap_or_default();
+        let absolute = |paths: Vec<String>| -> Vec<String> {
+            (paths.into_iter())
+                .map(|p| match p.starts_with('~') {
+                    true => p,
+                    false => here.join(p).display().to_string(),
+                })
+                .collect()
+        };
+        Some(SandboxFlags(serde_json::json!({
+            "filesystem": {"allowWrite": absolute(allow_write), "denyRead": absolute(deny_read)},
+            "network": {"allowedDomains": allow_domain},
+        })))
+    }
+}
+
 pub fn config(
     argv: Option<Vec<String>>,
     url: Option<String>,
     headers: Vec<(String, String)>,
     env: Vec<(String, String)>,
     tls: UrlTls,
+    sandbox: Option<SandboxFlags>,
 ) -> Result<(String, ServerConfig), String> {
     match (argv, url) {
         (Some(_), Some(_)) => {
@@ -73,6 +107,8 @@ pub fn config(
                 command: Some(program.clone()),
                 args: rest.to_vec(),
                 env: env.into_iter().collect(),
+                sandbox_enabled: sandbox.is_some().then_some(true),
+                sandbox: sandbox.map(|s| s.0),
                 ..ServerConfig::default()
             };
             Ok((name_of_command(program, rest), config))
@@ -80,6 +116,9 @@ pub fn config(
         (None, Some(url)) => {
             if !env.is_empty() {
                 return Err("--env goes with a command, not with --url".into());
+            }
+            if sandbox.is_some() {
+                return Err("--sandbox and its rules go with a command, not with --url: a remote server runs elsewhere".into());
             }
             let config = ServerConfig {
                 url: Some(url.clone()),
@@ -184,6 +223,6 @@ mod tests {
             name_of_url("https://user:pw@mcp.example.com:8443/mcp?k=v"),
             "mcp-example-com"
         );
-        assert!(config(None, None, Vec::new(), Vec::new(), UrlTls::default()).is_err());
+        assert!(config(None, None, Vec::new(), Vec::new(), UrlTls::default(), None).is_err());
     }
 }

@@ -194,6 +194,30 @@ fn global_options() -> Vec<Arg> {
             "K=V",
             "an environment value for the `-- SERVER_COMMAND` server",
         ),
+        global(flag(
+            "sandbox",
+            "run the `-- SERVER_COMMAND` server in the operating system's sandbox: it reads \
+             all but --deny-read, writes only --allow-write and its temporary directory, \
+             reaches only --allow-domain (Linux and macOS)",
+        )),
+        repeated(
+            "allow-write",
+            "DIR",
+            "a directory the sandboxed server may write in (implies --sandbox)",
+        )
+        .value_hint(clap::ValueHint::DirPath),
+        repeated(
+            "deny-read",
+            "PATH",
+            "a file or directory the sandboxed server may not read (implies --sandbox)",
+        )
+        .value_hint(clap::ValueHint::AnyPath),
+        repeated(
+            "allow-domain",
+            "D",
+            "a host the sandboxed server may reach through its proxy, *.example.com for \
+             the names under one (implies --sandbox)",
+        ),
         global(
             Arg::new("verbose")
                 .short('v')

@@ -9,7 +9,8 @@
 //! variable's name, the connect-time rule for a value that names no set variable, where Codex
 //! leaves it out); `startup_timeout_sec` (or `startup_timeout_ms`) is the connect timeout and
 //! `tool_timeout_sec` the tool-call timeout. `env_vars` needs nothing: servers inherit the
-//! environment.
+//! environment. `sandbox_enabled` and a `sandbox` table (`filesystem.allow_write`, ...: VS
+//! Code's keys in snake case, or as VS Code spells them) are the sandbox.
 //!
 //! Without the `toml` feature no TOML is parsed: a `config.toml` that is there is skipped with
 //! a warning naming it and the feature.
@@ -146,8 +147,37 @@ fn convert(entry: &Value) -> Result<ServerConfig, String> {
         client_key: None,
         enabled_tools: strings(obj.get("enabled_tools")),
         disabled_tools: strings(obj.get("disabled_tools")),
+        sandbox_enabled: (obj.get("sandbox_enabled").or_else(|| obj.get("sandboxEnabled")))
+            .and_then(Value::as_bool),
+        sandbox: obj.get("sandbox").map(camel_case),
         extra: Map::new(),
     })
+}
+
+/// The sandbox table with its keys in VS Code's spelling (`allow_write` is `allowWrite`).
+fn camel_case(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let mut key = String::with_capacity(k.len());
+                    let mut upper = false;
+                    for c in k.chars() {
+                        match c {
+                            '_' => upper = true,
+                            c if upper => {
+                                key.extend(c.to_uppercase());
+                                upper = false;
+                            }
+                            c => key.push(c),
+                        }
+                    }
+                    (key, camel_case(v))
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 #[cfg(all(test, not(feature = "toml")))]

@@ -65,6 +65,9 @@ impl Shared {
         }
         #[cfg(not(target_os = "linux"))]
         let _ = gone;
+        // The sandbox's proxy and temporary directory end with the process.
+        let guard = self.sandbox.lock().take();
+        drop(guard);
         *self.phase.lock() = Phase::Done;
         self.phase_changed.notify_all();
     }
