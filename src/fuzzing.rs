@@ -244,14 +244,15 @@ pub fn request_head(data: &[u8]) {
     let [a, input @ ..] = data else { return };
     let proxy = a & 0x80 != 0;
     type Parse = fn(&[u8]) -> Result<Option<(RequestHead, usize)>, &'static str>;
-    let (parse, read): (Parse, fn(&mut std::io::BufReader<&[u8]>) -> _) = if proxy {
+    type Read = fn(&mut std::io::BufReader<&[u8]>) -> Result<RequestHead, &'static str>;
+    let (parse, read): (Parse, Read) = if proxy {
         (parse_proxy, |r| read_proxy_head(r))
     } else {
         (parse, |r| read_head(r))
     };
     let whole = parse(input);
     let mut reader = std::io::BufReader::with_capacity(1 + usize::from(a % 64), input);
-    let read: Result<RequestHead, &'static str> = read(&mut reader);
+    let read = read(&mut reader);
     match (&whole, &read) {
         (Ok(Some((head, used))), Ok(h)) => {
             assert_eq!(head, h, "read in cuts as whole");

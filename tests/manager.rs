@@ -19,7 +19,7 @@ use mcp_runtime::{CancelToken, Error};
 use serde_json::json;
 
 fn server(args: &[&str]) -> ServerConfig {
-    ServerConfig::stdio(server_path(), args.iter().copied())
+    common::as_run(ServerConfig::stdio(server_path(), args.iter().copied()))
 }
 
 fn configs(entries: &[(&str, ServerConfig)]) -> BTreeMap<String, ServerConfig> {

@@ -22,7 +22,7 @@ use mcp_runtime::{CallOptions, ClientHandler, Error};
 use serde_json::{json, Value};
 
 fn server(args: &[&str]) -> ServerConfig {
-    ServerConfig::stdio(server_path(), args.iter().copied())
+    common::as_run(ServerConfig::stdio(server_path(), args.iter().copied()))
 }
 
 fn one(name: &str, config: ServerConfig) -> BTreeMap<String, ServerConfig> {

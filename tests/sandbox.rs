@@ -110,7 +110,10 @@ fn hostile_attempts(place: &Place, port: u16) -> Vec<(Value, bool)> {
         (json!({"write": place.path("work/out.txt")}), true),
         (json!({"read": place.path("home/.ssh/id_rsa")}), false),
         (json!({"write": place.path("home/planted.txt")}), false),
-        (json!({"write": place.path("home/.ssh/authorized_keys")}), false),
+        (
+            json!({"write": place.path("home/.ssh/authorized_keys")}),
+            false,
+        ),
         (json!({"tcp": format!("127.0.0.1:{port}")}), false),
         (json!({"unix": place.path("agent.sock")}), false),
         (
@@ -121,7 +124,10 @@ fn hostile_attempts(place: &Place, port: u16) -> Vec<(Value, bool)> {
             json!({"sh": format!("echo x > {}", place.path("home/sh.txt"))}),
             false,
         ),
-        (json!({"sh": format!("echo x > {}", place.path("work/sh.txt"))}), true),
+        (
+            json!({"sh": format!("echo x > {}", place.path("work/sh.txt"))}),
+            true,
+        ),
         (json!({"proxy": format!("localhost:{port}")}), true),
         (json!({"proxy": format!("127.0.0.1:{port}")}), false),
         (json!({"proxy": format!("elsewhere.test:{port}")}), false),
@@ -217,8 +223,15 @@ fn a_closed_sandboxed_server_leaves_no_process_proxy_or_temporary_directory() {
     let place = Place::new("teardown");
     let port = greeter();
     let tag = format!("sandbox-teardown-{}", std::process::id());
-    let client = sandboxed(&place, place.rules(&["localhost"]), &["--grandchild", "--tag", &tag]);
-    let tmp = attempt(&client, json!({"sh": "test -w \"$TMPDIR\" && echo $TMPDIR >&2"}));
+    let client = sandboxed(
+        &place,
+        place.rules(&["localhost"]),
+        &["--grandchild", "--tag", &tag],
+    );
+    let tmp = attempt(
+        &client,
+        json!({"sh": "test -w \"$TMPDIR\" && echo $TMPDIR >&2"}),
+    );
     assert!(tmp.starts_with("ok"), "{tmp}");
     // A tunnel held open through the proxy when the server closes.
     assert!(attempt(&client, json!({"proxy": format!("localhost:{port}")})).starts_with("ok"));
@@ -235,9 +248,15 @@ fn a_closed_sandboxed_server_leaves_no_process_proxy_or_temporary_directory() {
             })
             .collect()
     };
-    assert!(!temp_dirs().is_empty(), "the server has its temporary directory");
+    assert!(
+        !temp_dirs().is_empty(),
+        "the server has its temporary directory"
+    );
     client.close();
-    assert!(watched.wait_gone(Duration::from_secs(5)), "the server is gone");
+    assert!(
+        watched.wait_gone(Duration::from_secs(5)),
+        "the server is gone"
+    );
     assert!(
         common::processes_tagged(&tag).is_empty(),
         "its grandchild is gone"
@@ -321,7 +340,12 @@ fn server_filesystem_works_on_what_it_may_and_the_kernel_refuses_the_rest() {
         let r = client.call_tool(tool, args).unwrap();
         (r.is_error == Some(true), r.text())
     };
-    let read_tool = if client.list_tools().unwrap().iter().any(|t| t.name == "read_text_file") {
+    let read_tool = if client
+        .list_tools()
+        .unwrap()
+        .iter()
+        .any(|t| t.name == "read_text_file")
+    {
         "read_text_file"
     } else {
         "read_file"
@@ -336,7 +360,10 @@ fn server_filesystem_works_on_what_it_may_and_the_kernel_refuses_the_rest() {
         json!({"path": path("writable/new.txt"), "content": "made"}),
     );
     assert!(!failed, "{text}");
-    assert_eq!(std::fs::read_to_string(dir.join("writable/new.txt")).unwrap(), "made");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("writable/new.txt")).unwrap(),
+        "made"
+    );
     let (failed, text) = call(read_tool, json!({"path": path("secret.txt")}));
     assert!(
         failed && (text.contains("EACCES") || text.contains("ermission denied")),
@@ -383,15 +410,22 @@ fn a_vscode_mcp_json_with_sandbox_enabled_runs_its_server_confined() {
         &project,
         manager,
     ));
-    let manager = session.manager().expect("a session with servers has a manager");
+    let manager = session
+        .manager()
+        .expect("a session with servers has a manager");
     let call = |what: Value| {
         common::call_tool(manager, "confined", "attempt", what)
             .unwrap()
             .text()
     };
     assert!(call(json!({"read": place.path("home/.ssh/id_rsa")})).starts_with("refused"));
-    assert!(call(json!({"write": project.join("planted").display().to_string()})).starts_with("refused"));
-    assert!(call(json!({"write": project.join("out/made").display().to_string()})).starts_with("ok"));
+    assert!(
+        call(json!({"write": project.join("planted").display().to_string()}))
+            .starts_with("refused")
+    );
+    assert!(
+        call(json!({"write": project.join("out/made").display().to_string()})).starts_with("ok")
+    );
     let rules = manager
         .sandbox("confined")
         .expect("the manager gives the effective rules");
@@ -408,11 +442,8 @@ fn what_sandbox_runtime_blocks_ours_blocks() {
     if !sandbox_here() {
         return;
     }
-    let (Some(node), true, true) = (
-        npm::node22(),
-        which("bwrap"),
-        which("socat") && which("rg"),
-    ) else {
+    let (Some(node), true, true) = (npm::node22(), which("bwrap"), which("socat") && which("rg"))
+    else {
         npm::missing::<()>("sandbox-runtime needs Node 22, bubblewrap, socat and ripgrep");
         return;
     };
@@ -471,7 +502,10 @@ fn what_sandbox_runtime_blocks_ours_blocks() {
             );
         }
     }
-    assert!(compared >= 5, "sandbox-runtime refused only {compared} attempts");
+    assert!(
+        compared >= 5,
+        "sandbox-runtime refused only {compared} attempts"
+    );
     anchor.close();
     ours.close();
 }
@@ -481,4 +515,46 @@ fn which(program: &str) -> bool {
         .args(["-c", &format!("command -v {program}")])
         .output()
         .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn the_command_line_runs_a_server_sandboxed_and_status_shows_its_rules() {
+    if !sandbox_here() {
+        return;
+    }
+    let place = Place::new("cli");
+    let secret = place.path("home/.ssh/id_rsa");
+    let run = |args: &[&str]| {
+        let mut cmd = common::cli(&place.root.join("home"));
+        cmd.current_dir(&place.root)
+            .args(args)
+            .args(["--deny-read", "home/.ssh", "--allow-write", "work", "--"])
+            .args([common::server_path(), "--hostile-start"]);
+        cmd.output().unwrap()
+    };
+    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    let read = run(&["call", "attempt", &format!("read={secret}")]);
+    assert!(text(&read).contains("refused"), "{}", text(&read));
+    let write = run(&[
+        "call",
+        "attempt",
+        &format!("write={}", place.path("work/cli.txt")),
+    ]);
+    assert!(text(&write).contains("ok: wrote"), "{}", text(&write));
+    let status = run(&["--json", "status"]);
+    let rows: Value = serde_json::from_str(&text(&status)).unwrap();
+    assert_eq!(
+        rows[0]["sandbox"]["denyRead"],
+        json!([place.path("home/.ssh")]),
+        "{rows}"
+    );
+    assert_eq!(
+        rows[0]["sandbox"]["allowWrite"],
+        json!([place.path("work")])
+    );
+    let url = common::cli(&place.root.join("home"))
+        .args(["tools", "--sandbox", "--url", "http://127.0.0.1:1/mcp"])
+        .output()
+        .unwrap();
+    assert_eq!(url.status.code(), Some(2), "a URL cannot be sandboxed");
 }

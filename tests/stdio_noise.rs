@@ -18,6 +18,7 @@ fn shell(script: &str, env: &[(&str, &str)]) -> Endpoint {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         cwd: None,
+        sandbox: None,
     })
 }
 

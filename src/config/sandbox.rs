@@ -151,7 +151,10 @@ mod tests {
         }));
         let home = crate::files::home_dir();
         let rules = rules(&c, Path::new("/p")).unwrap().unwrap();
-        assert_eq!(rules.allow_write, [PathBuf::from("/p/out"), PathBuf::from("/p/cache")]);
+        assert_eq!(
+            rules.allow_write,
+            [PathBuf::from("/p/out"), PathBuf::from("/p/cache")]
+        );
         assert_eq!(rules.deny_read, [home.join(".ssh"), home.join(".aws")]);
         assert_eq!(rules.allowed_domains, ["*.example.com"]);
         assert!(rules.deny_write.is_empty() && rules.denied_domains.is_empty());
@@ -163,15 +166,24 @@ mod tests {
         let off = config(json!({"command": "x", "sandbox": {"network": {}}}));
         assert_eq!(rules(&off, Path::new("/p")).unwrap(), None);
         let bare = config(json!({"command": "x", "sandboxEnabled": "true"}));
-        assert_eq!(rules(&bare, Path::new("/p")).unwrap(), Some(Sandbox::default()));
+        assert_eq!(
+            rules(&bare, Path::new("/p")).unwrap(),
+            Some(Sandbox::default())
+        );
     }
 
     #[test]
     fn unknown_keys_and_wrong_types_are_errors() {
         for (sandbox, says) in [
-            (json!({"filesystem": {"allowRead": []}}), "filesystem.allowRead"),
+            (
+                json!({"filesystem": {"allowRead": []}}),
+                "filesystem.allowRead",
+            ),
             (json!({"proxy": {}}), "\"proxy\""),
-            (json!({"network": {"allowedDomains": "a.com"}}), "not a list"),
+            (
+                json!({"network": {"allowedDomains": "a.com"}}),
+                "not a list",
+            ),
             (json!([]), "not an object"),
         ] {
             let c = config(json!({"command": "x", "sandboxEnabled": true, "sandbox": sandbox}));

@@ -205,9 +205,14 @@ mod tests {
             "command": "node", "sandboxEnabled": true,
             "sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}
         }));
-        let loose = config(serde_json::json!({"command": "node", "sandboxEnabled": false,
-            "sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}));
-        assert_ne!(crate::config::config_hash(&strict), crate::config::config_hash(&loose));
+        let loose = config(
+            serde_json::json!({"command": "node", "sandboxEnabled": false,
+            "sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}),
+        );
+        assert_ne!(
+            crate::config::config_hash(&strict),
+            crate::config::config_hash(&loose)
+        );
         let changed = changes(&facts(&strict), &facts(&loose));
         assert_eq!(changed.len(), 1, "{changed:?}");
         assert!(
@@ -215,7 +220,9 @@ mod tests {
             "{changed:?}"
         );
         let lines = approval_lines(&strict);
-        assert!(lines.iter().any(|l| l.starts_with("sandbox: on") && l.contains("~/.ssh")));
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("sandbox: on") && l.contains("~/.ssh")));
         assert!(!facts(&strict).contains_key("other settings"));
     }
 

@@ -233,11 +233,17 @@ mod tests {
         let (head, _) = parse_proxy(b"CONNECT api.example.com:443 HTTP/1.1\r\n\r\n")
             .unwrap()
             .unwrap();
-        assert_eq!((head.method.as_str(), head.path.as_str()), ("CONNECT", "api.example.com:443"));
+        assert_eq!(
+            (head.method.as_str(), head.path.as_str()),
+            ("CONNECT", "api.example.com:443")
+        );
         let (head, _) = parse_proxy(b"GET http://x.org/a?b=1 HTTP/1.1\r\n\r\n")
             .unwrap()
             .unwrap();
-        assert_eq!((head.path.as_str(), head.query.as_str()), ("http://x.org/a?b=1", ""));
+        assert_eq!(
+            (head.path.as_str(), head.query.as_str()),
+            ("http://x.org/a?b=1", "")
+        );
         for input in [
             &b"CONNECT x.org HTTP/1.1\r\n\r\n"[..],
             b"CONNECT x.org:99999 HTTP/1.1\r\n\r\n",
@@ -245,7 +251,11 @@ mod tests {
             b"GET /local HTTP/1.1\r\n\r\n",
             b"GET https://x.org/ HTTP/1.1\r\n\r\n",
         ] {
-            assert!(parse_proxy(input).is_err(), "{}", String::from_utf8_lossy(input));
+            assert!(
+                parse_proxy(input).is_err(),
+                "{}",
+                String::from_utf8_lossy(input)
+            );
         }
         assert!(parse(b"CONNECT x.org:1 HTTP/1.1\r\n\r\n").is_err());
     }

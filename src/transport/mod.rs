@@ -46,9 +46,9 @@ pub use crate::net::target::{AuthProvider, HttpOptions, HttpTarget, MAX_AUTH_RET
 pub(crate) use http::HttpTransport;
 pub use http::MAX_DEAD_LISTENS;
 pub use memory::{pair as memory_pair, MemoryConnector, MemoryServer};
+pub use sandbox::Sandbox;
 pub(crate) use sse::SseTransport;
 pub(crate) use stdio::StdioTransport;
-pub use sandbox::Sandbox;
 pub use stdio::{StdioCommand, StdioOptions, CLOSE_GRACE, KILL_WAIT};
 
 /// Builds a transport around a client's [`Inbound`] sink, for

@@ -189,12 +189,12 @@ impl StdioTransport {
             message,
         };
         let confined = match &command.sandbox {
-            Some(rules) => Some(sandbox::prepare(name, rules, &command.env).map_err(|message| {
-                Error::Sandbox {
+            Some(rules) => Some(sandbox::prepare(name, rules, &command.env).map_err(
+                |message| Error::Sandbox {
                     server: name.to_owned(),
                     message,
-                }
-            })?),
+                },
+            )?),
             None => None,
         };
         let mut cmd = match &confined {

@@ -63,7 +63,8 @@ fn resolve(addr: &str) -> std::io::Result<std::net::SocketAddr> {
 
 /// `CONNECT target` through the proxy `$HTTPS_PROXY` names.
 fn through_proxy(target: &str) -> std::io::Result<String> {
-    let proxy = std::env::var("HTTPS_PROXY").map_err(|_| std::io::Error::other("no HTTPS_PROXY"))?;
+    let proxy =
+        std::env::var("HTTPS_PROXY").map_err(|_| std::io::Error::other("no HTTPS_PROXY"))?;
     let authority = proxy.trim_start_matches("http://").trim_end_matches('/');
     // sandbox-runtime's proxy URL carries credentials: they go as Proxy-Authorization.
     let (credentials, authority) = match authority.rsplit_once('@') {
@@ -75,7 +76,10 @@ fn through_proxy(target: &str) -> std::io::Result<String> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut head = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
     if let Some(user) = credentials {
-        head.push_str(&format!("Proxy-Authorization: Basic {}\r\n", base64(user.as_bytes())));
+        head.push_str(&format!(
+            "Proxy-Authorization: Basic {}\r\n",
+            base64(user.as_bytes())
+        ));
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes())?;

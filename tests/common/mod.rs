@@ -46,9 +46,40 @@ pub fn example_path(name: &str) -> std::path::PathBuf {
     path
 }
 
-/// The endpoint of the test server started with `args`.
+/// The endpoint of the test server started with `args` (in the sandbox when the run asks:
+/// see [`sandboxed_run`]).
 pub fn endpoint(args: &[&str]) -> Endpoint {
-    Endpoint::stdio(server_path(), args.iter().copied())
+    let mut command =
+        mcp_runtime::transport::StdioCommand::new(server_path(), args.iter().copied());
+    if sandboxed_run() {
+        command.sandbox = Some(mcp_runtime::transport::Sandbox {
+            allow_write: vec![std::env::temp_dir()],
+            // The test server's hold point reaches the test through the proxy.
+            allowed_domains: vec!["127.0.0.1".into()],
+            ..Default::default()
+        });
+    }
+    Endpoint::Stdio(command)
+}
+
+/// Whether this run puts every test server in the sandbox (`MCP_TEST_SANDBOX=1`): `.ci/run`
+/// runs the stdio lifecycle tests a second time so, to show that every guarantee (teardown,
+/// process groups, reconnects, faults) holds for a sandboxed server too.
+pub fn sandboxed_run() -> bool {
+    std::env::var("MCP_TEST_SANDBOX").is_ok_and(|v| v == "1")
+}
+
+/// `config` as the run asks: in the sandbox (writing only the temporary directory) when
+/// [`sandboxed_run`].
+pub fn as_run(mut config: mcp_runtime::ServerConfig) -> mcp_runtime::ServerConfig {
+    if sandboxed_run() {
+        config.sandbox_enabled = Some(true);
+        config.sandbox = Some(serde_json::json!({
+            "filesystem": {"allowWrite": [std::env::temp_dir().display().to_string()]},
+            "network": {"allowedDomains": ["127.0.0.1"]}
+        }));
+    }
+    config
 }
 
 /// Options with a short close grace, so escalation tests stay quick.

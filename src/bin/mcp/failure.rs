@@ -6,6 +6,7 @@
 //! | 1 | (none) | the tool ran and reported an error of its own (`isError`) |
 //! | 2 | `usage` | the command line or the config |
 //! | 69 | `unavailable` | the server could not be started or reached, or went away |
+//! | 69 | `sandbox` | the server asks for a sandbox this system cannot apply: it was not started |
 //! | 70 | `internal` | a panic, caught (a bug: the message says where) |
 //! | 76 | `protocol` | the server answered with an error, or broke the protocol |
 //! | 77 | `authorization` | the server needs a login (or refused the one it had) |
@@ -30,6 +31,7 @@ pub fn classify(e: &Error) -> (&'static str, u8) {
         | Error::UnsupportedProtocolVersion { .. } => ("protocol", 76),
         Error::Integrity { .. } => ("integrity", 65),
         Error::Internal { .. } => ("internal", 70),
+        Error::Sandbox { .. } => ("sandbox", 69),
         _ => ("unavailable", 69),
     }
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use mcp_runtime::config::config_hash;
 use mcp_runtime::config::{
-    parse_mcp_json, policy_refusal, policy_requires_sandbox, DiscoveredServer, DiscoveryOptions, Level, ServerConfig,
-    SourceMeta, TrustState,
+    parse_mcp_json, policy_refusal, policy_requires_sandbox, DiscoveredServer, DiscoveryOptions,
+    Level, ServerConfig, SourceMeta, TrustState,
 };
 use mcp_runtime::host::{
     all_loaded_tools, approval_errors, display_path, try_load_all_mcp_configs, AgentTool, LoadError,

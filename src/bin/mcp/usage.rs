@@ -25,16 +25,16 @@ field, and declines otherwise); sampling is not offered (the CLI has no model).
 
 Exit status: 0 done; 1 the tool reported an error of its own (isError), or one of probe's
 calls failed; 2 bad usage (a missing tool included, with the nearest names) or a config with
-nothing to do; 69 the server could not be started or reached, or went away; 76 the server
-answered with an error or broke the protocol; 77 the server needs a login; 124 no answer
-within the timeout; 70 an internal error (a panic, caught: a bug); 74 the output could not
-be written (one line on stderr); 141 the output was closed by its reader (a pipe: quietly);
-130, 143, 129 on SIGINT, SIGTERM, SIGHUP. When every server failed, `tools` and `status`
-exit with the first failure's status, and `call` with that of a server that could not be
-used. Every server is closed first, in each case. With --json, a call that failed prints
-{\"error\": {\"kind\": ..., \"message\": ...}} (kind: unavailable, protocol, authorization,
-timeout, usage, internal), never a tool result; a call is by the tool's exposed name, or by
-its own name where one server has it.
+nothing to do; 69 the server could not be started (or its sandbox applied) or reached, or
+went away; 76 the server answered with an error or broke the protocol; 77 the server needs
+a login; 124 no answer within the timeout; 70 an internal error (a panic, caught: a bug); 74
+the output could not be written (one line on stderr); 141 the output was closed by its
+reader (a pipe: quietly); 130, 143, 129 on SIGINT, SIGTERM, SIGHUP. When every server
+failed, `tools` and `status` exit with the first failure's status, and `call` with that of
+a server that could not be used. Every server is closed first, in each case. With --json, a
+call that failed prints {\"error\": {\"kind\": ..., \"message\": ...}} (kind: unavailable,
+sandbox, protocol, authorization, timeout, usage, internal), never a tool result; a call is
+by the tool's exposed name, or by its own name where one server has it.
 
 Without a command: the demo. It starts two embedded demo servers (one fast, one slow) and
 shows discovery, the 250 ms gate, deferred tools from the cache, a call, a reload and a

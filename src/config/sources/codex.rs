@@ -147,8 +147,10 @@ fn convert(entry: &Value) -> Result<ServerConfig, String> {
         client_key: None,
         enabled_tools: strings(obj.get("enabled_tools")),
         disabled_tools: strings(obj.get("disabled_tools")),
-        sandbox_enabled: (obj.get("sandbox_enabled").or_else(|| obj.get("sandboxEnabled")))
-            .and_then(Value::as_bool),
+        sandbox_enabled: (obj
+            .get("sandbox_enabled")
+            .or_else(|| obj.get("sandboxEnabled")))
+        .and_then(Value::as_bool),
         sandbox: obj.get("sandbox").map(camel_case),
         extra: Map::new(),
     })

@@ -38,8 +38,7 @@ pub(crate) fn invalid(pattern: &str) -> Option<&'static str> {
         Some("an empty domain")
     } else if name.contains('*') {
         Some("a wildcard other than a leading \"*.\"")
-    } else if name.contains(['/', ':', ' ', '@']) && name.parse::<std::net::Ipv6Addr>().is_err()
-    {
+    } else if name.contains(['/', ':', ' ', '@']) && name.parse::<std::net::Ipv6Addr>().is_err() {
         Some("not a host name (no scheme, port or path)")
     } else {
         None

@@ -96,7 +96,11 @@ mod tests {
         assert_eq!(get("GITHUB_TOKEN"), None);
         assert_eq!(get("SSH_AUTH_SOCK"), None);
         assert_eq!(get("TMPDIR"), Some("/tmp/t"));
-        assert_eq!(get("HTTPS_PROXY"), Some("http://p"), "ours, not the config's");
+        assert_eq!(
+            get("HTTPS_PROXY"),
+            Some("http://p"),
+            "ours, not the config's"
+        );
         let none = environment(ours, &configured, Path::new("/tmp/t"), None);
         assert!(!none.iter().any(|(k, _)| k == "HTTPS_PROXY"));
     }

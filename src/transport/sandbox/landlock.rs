@@ -82,8 +82,14 @@ pub(crate) fn abi() -> Result<u32, String> {
     }
     let e = std::io::Error::last_os_error();
     Err(match e.raw_os_error() {
-        Some(libc::ENOSYS) => "Landlock (the kernel has none: Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK)".to_owned(),
-        Some(libc::EOPNOTSUPP) => "Landlock (built into the kernel but not enabled: add it to the lsm= boot parameter)".to_owned(),
+        Some(libc::ENOSYS) => {
+            "Landlock (the kernel has none: Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK)"
+                .to_owned()
+        }
+        Some(libc::EOPNOTSUPP) => {
+            "Landlock (built into the kernel but not enabled: add it to the lsm= boot parameter)"
+                .to_owned()
+        }
         _ => format!("Landlock ({e})"),
     })
 }
@@ -330,16 +336,32 @@ mod tests {
     fn everything_but_a_denied_tree_is_granted_through_its_siblings() {
         let mut out = Vec::new();
         let deny = [PathBuf::from("/home/u/.ssh")];
-        grants(&[PathBuf::from("/")], &deny, READ, READ_DIR, &list, &mut out).unwrap();
+        grants(
+            &[PathBuf::from("/")],
+            &deny,
+            READ,
+            READ_DIR,
+            &list,
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(paths(&out, READ_DIR), ["/", "/home", "/home/u"]);
         assert_eq!(paths(&out, READ), ["/etc", "/home/u/code"]);
         assert!(
-            !out.iter().any(|g| g.path.starts_with("/home/u/.ssh")
-                || g.path.starts_with("/home/u/link")),
+            !out.iter()
+                .any(|g| g.path.starts_with("/home/u/.ssh") || g.path.starts_with("/home/u/link")),
             "neither the denied tree nor a link is granted"
         );
         let mut whole = Vec::new();
-        grants(&[PathBuf::from("/")], &[], READ, READ_DIR, &list, &mut whole).unwrap();
+        grants(
+            &[PathBuf::from("/")],
+            &[],
+            READ,
+            READ_DIR,
+            &list,
+            &mut whole,
+        )
+        .unwrap();
         assert_eq!(paths(&whole, READ), ["/"], "nothing denied: one rule");
     }
 
@@ -348,11 +370,31 @@ mod tests {
         let mut out = Vec::new();
         let write = write_rights(7);
         let trees = [PathBuf::from("/home/u/code")];
-        grants(&trees, &[PathBuf::from("/home/u/code/.git")], write, 0, &list, &mut out).unwrap();
+        grants(
+            &trees,
+            &[PathBuf::from("/home/u/code/.git")],
+            write,
+            0,
+            &list,
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(paths(&out, write), ["/home/u/code/src"]);
-        assert_eq!(out.len(), 1, "nothing on the way when the way grants nothing");
+        assert_eq!(
+            out.len(),
+            1,
+            "nothing on the way when the way grants nothing"
+        );
         let mut none = Vec::new();
-        grants(&trees, &[PathBuf::from("/home/u")], write, 0, &list, &mut none).unwrap();
+        grants(
+            &trees,
+            &[PathBuf::from("/home/u")],
+            write,
+            0,
+            &list,
+            &mut none,
+        )
+        .unwrap();
         assert!(none.is_empty(), "a tree inside a denied one gets nothing");
     }
 

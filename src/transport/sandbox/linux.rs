@@ -125,7 +125,8 @@ impl Plan {
                 ));
             }
             // SAFETY: the kernel just returned both descriptors to us.
-            let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let (ours, theirs) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
             (Some(theirs), Some(ListenerFrom(ours)))
         } else {
             (None, None)

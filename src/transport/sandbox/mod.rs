@@ -89,7 +89,10 @@ impl Sandbox {
             )
         });
         if !self.denied_domains.is_empty() {
-            lines.push(format!("denied domains: {}", self.denied_domains.join(", ")));
+            lines.push(format!(
+                "denied domains: {}",
+                self.denied_domains.join(", ")
+            ));
         }
         lines
     }

@@ -395,12 +395,27 @@ mod tests {
     #[test]
     fn targets_split_into_host_port_and_path() {
         let t = |s: &str, c: bool| split_target(s, c);
-        assert_eq!(t("a.org:443", true), Some(("a.org".into(), 443, String::new())));
-        assert_eq!(t("[::1]:8080", true), Some(("[::1]".into(), 8080, String::new())));
+        assert_eq!(
+            t("a.org:443", true),
+            Some(("a.org".into(), 443, String::new()))
+        );
+        assert_eq!(
+            t("[::1]:8080", true),
+            Some(("[::1]".into(), 8080, String::new()))
+        );
         assert_eq!(t("a.org", true), None);
-        assert_eq!(t("http://a.org/x?y", false), Some(("a.org".into(), 80, "/x?y".into())));
-        assert_eq!(t("http://a.org:81", false), Some(("a.org".into(), 81, "/".into())));
-        assert_eq!(t("http://a.org?q", false), Some(("a.org".into(), 80, "/?q".into())));
+        assert_eq!(
+            t("http://a.org/x?y", false),
+            Some(("a.org".into(), 80, "/x?y".into()))
+        );
+        assert_eq!(
+            t("http://a.org:81", false),
+            Some(("a.org".into(), 81, "/".into()))
+        );
+        assert_eq!(
+            t("http://a.org?q", false),
+            Some(("a.org".into(), 80, "/?q".into()))
+        );
         assert_eq!(t("http://u@a.org/", false), None);
     }
 

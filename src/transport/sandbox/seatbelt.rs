@@ -34,7 +34,10 @@ pub(crate) fn profile(rules: &super::Sandbox, temp: &Path, proxy_port: Option<u1
          (allow file-read*)\n",
     );
     if !rules.deny_read.is_empty() {
-        p.push_str(&format!("(deny file-read* {})\n", subpaths(&rules.deny_read)));
+        p.push_str(&format!(
+            "(deny file-read* {})\n",
+            subpaths(&rules.deny_read)
+        ));
     }
     let mut writable = rules.allow_write.clone();
     writable.push(temp.to_path_buf());
@@ -75,9 +78,9 @@ mod tests {
         assert!(p.contains(
             "(allow file-write* (subpath \"/work/p\") (subpath \"/tmp/t \\\"x\\\"\") (literal \"/dev/null\"))"
         ));
-        assert!(p.contains(
-            "(deny file-write* (subpath \"/work/p/.git\") (subpath \"/Users/u/.ssh\"))"
-        ));
+        assert!(
+            p.contains("(deny file-write* (subpath \"/work/p/.git\") (subpath \"/Users/u/.ssh\"))")
+        );
         assert!(p.contains("(allow network-outbound (remote ip \"localhost:40123\"))"));
         assert!(!p.contains("network*"), "no other network rule: {p}");
         let offline = profile(&Sandbox::default(), Path::new("/tmp/t"), None);

@@ -25,7 +25,8 @@ pub(crate) struct Program {
     filter: *const Instruction,
 }
 
-const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
+/// `BPF_LD | BPF_W | BPF_ABS` (the first two are zero).
+const LD_W_ABS: u16 = 0x20;
 const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
 const JGE_K: u16 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
 const RET_K: u16 = 0x06; // BPF_RET | BPF_K
@@ -44,13 +45,21 @@ const ARG0: u32 = 16;
 #[cfg(target_arch = "x86_64")]
 const TABLE: Option<(u32, &[u32], u32)> = Some((
     0xC000_003E,
-    &[112 /* setsid */, 109 /* setpgid */, 425, 426, 427 /* io_uring */],
+    &[
+        112, /* setsid */
+        109, /* setpgid */
+        425, 426, 427, /* io_uring */
+    ],
     41,
 ));
 #[cfg(target_arch = "aarch64")]
 const TABLE: Option<(u32, &[u32], u32)> = Some((
     0xC000_00B7,
-    &[157 /* setsid */, 154 /* setpgid */, 425, 426, 427 /* io_uring */],
+    &[
+        157, /* setsid */
+        154, /* setpgid */
+        425, 426, 427, /* io_uring */
+    ],
     198,
 ));
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -93,7 +102,12 @@ pub(crate) fn filter() -> Result<Vec<Instruction>, String> {
     program.push(op(JEQ_K, socket, 0, to(at, allow)));
     program.push(op(LD_W_ABS, ARG0, 0, 0));
     let at = program.len();
-    program.push(op(JEQ_K, libc::AF_UNIX as u32, to(at, errno), to(at, allow)));
+    program.push(op(
+        JEQ_K,
+        libc::AF_UNIX as u32,
+        to(at, errno),
+        to(at, allow),
+    ));
     debug_assert_eq!(program.len(), body);
     program.push(op(RET_K, RET_ALLOW, 0, 0));
     program.push(op(RET_K, RET_ERRNO | libc::EPERM as u32, 0, 0));
