@@ -58,7 +58,7 @@ use mcp_runtime::config::ServerConfig;
 use mcp_runtime::manager::{FileToolCache, ToolCache};
 use mcp_runtime::manager::{ManagerOptions, McpManager};
 use mcp_runtime::protocol;
-use mcp_runtime::transport::{HttpTarget, StdioCommand};
+use mcp_runtime::transport::{HttpTarget, Sandbox, StdioCommand};
 use mcp_runtime::{Client, ConnectOptions, Endpoint};
 use perf::{Args, Mode, BLOB, MESSAGE};
 use serde_json::json;
@@ -89,7 +89,9 @@ fn main() {
 fn endpoint(args: &Args) -> Endpoint {
     match (&args.cmd, &args.url) {
         (Some(cmd), _) => {
-            Endpoint::Stdio(StdioCommand::new(cmd[0].clone(), cmd[1..].iter().cloned()))
+            let mut command = StdioCommand::new(cmd[0].clone(), cmd[1..].iter().cloned());
+            command.sandbox = args.sandbox.then(Sandbox::default);
+            Endpoint::Stdio(command)
         }
         (None, Some(url)) => Endpoint::Http(HttpTarget::new(url.clone())),
         (None, None) => unreachable!("checked by parse_args"),
@@ -191,7 +193,10 @@ fn conc(args: &Args) -> serde_json::Value {
 /// The manager's config of the bench server (stdio or HTTP).
 fn server_config(args: &Args) -> ServerConfig {
     match (&args.cmd, &args.url) {
-        (Some(cmd), _) => ServerConfig::stdio(cmd[0].clone(), cmd[1..].iter().cloned()),
+        (Some(cmd), _) => ServerConfig {
+            sandbox_enabled: args.sandbox.then_some(true),
+            ..ServerConfig::stdio(cmd[0].clone(), cmd[1..].iter().cloned())
+        },
         (None, Some(url)) => ServerConfig {
             transport: Some("http".into()),
             url: Some(url.clone()),

@@ -57,6 +57,7 @@ pub(crate) enum Boundary {
     /// A cancellation sent on its own thread.
     CancelSend,
     /// A sandboxed server's network proxy (its acceptor, or one proxied connection).
+    #[cfg(unix)]
     SandboxProxy,
 }
 
@@ -85,6 +86,7 @@ impl Boundary {
             #[cfg(feature = "oauth")]
             Boundary::Browser => "browser",
             Boundary::CancelSend => "cancel_send",
+            #[cfg(unix)]
             Boundary::SandboxProxy => "sandbox_proxy",
         }
     }
@@ -111,6 +113,7 @@ impl Boundary {
             #[cfg(feature = "oauth")]
             Boundary::Browser => "the browser's waiter",
             Boundary::CancelSend => "sending a cancellation",
+            #[cfg(unix)]
             Boundary::SandboxProxy => "the sandbox's network proxy",
         }
     }

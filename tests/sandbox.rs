@@ -135,6 +135,10 @@ fn hostile_attempts(place: &Place, port: u16) -> Vec<(Value, bool)> {
 }
 
 fn sandboxed(place: &Place, rules: Sandbox, extra: &[&str]) -> Client {
+    sandboxed_as("hostile", place, rules, extra)
+}
+
+fn sandboxed_as(name: &str, place: &Place, rules: Sandbox, extra: &[&str]) -> Client {
     let mut args = vec!["--hostile-start".to_owned()];
     args.extend(extra.iter().map(|s| s.to_string()));
     let mut command = StdioCommand::new(common::server_path(), args);
@@ -149,7 +153,7 @@ fn sandboxed(place: &Place, rules: Sandbox, extra: &[&str]) -> Client {
         ),
     ];
     command.sandbox = Some(rules);
-    Client::connect("hostile", &Endpoint::Stdio(command), common::options())
+    Client::connect(name, &Endpoint::Stdio(command), common::options())
         .expect("a sandboxed server starts")
 }
 
@@ -223,35 +227,42 @@ fn a_closed_sandboxed_server_leaves_no_process_proxy_or_temporary_directory() {
     let place = Place::new("teardown");
     let port = greeter();
     let tag = format!("sandbox-teardown-{}", std::process::id());
-    let client = sandboxed(
+    let client = sandboxed_as(
+        "teardown",
         &place,
         place.rules(&["localhost"]),
         &["--grandchild", "--tag", &tag],
     );
-    let tmp = attempt(
-        &client,
-        json!({"sh": "test -w \"$TMPDIR\" && echo $TMPDIR >&2"}),
-    );
-    assert!(tmp.starts_with("ok"), "{tmp}");
-    // A tunnel held open through the proxy when the server closes.
-    assert!(attempt(&client, json!({"proxy": format!("localhost:{port}")})).starts_with("ok"));
-    let pid = client.pid().expect("a stdio server has a pid");
-    let watched = common::Watched::new(pid);
+    // Its private temporary directory: `TMPDIR`, writable, named after the server.
+    let prefix = format!("mcp-sandbox-teardown-{}-", std::process::id());
     let temp_dirs = || -> Vec<PathBuf> {
         std::fs::read_dir(std::env::temp_dir())
             .unwrap()
             .flatten()
             .map(|e| e.path())
             .filter(|p| {
-                let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                name.starts_with(&format!("mcp-sandbox-hostile-{}-", std::process::id()))
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&prefix)
             })
             .collect()
     };
-    assert!(
-        !temp_dirs().is_empty(),
-        "the server has its temporary directory"
+    let dirs = temp_dirs();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let tmp = attempt(
+        &client,
+        json!({"sh": format!("test \"$TMPDIR\" = '{}' && touch \"$TMPDIR/x\"", dirs[0].display())}),
     );
+    assert!(tmp.starts_with("ok"), "{tmp}");
+    // A tunnel through the proxy, left open when the server closes.
+    let held = attempt(
+        &client,
+        json!({"proxy": format!("localhost:{port}"), "keep": true}),
+    );
+    assert!(held.starts_with("ok"), "{held}");
+    let pid = client.pid().expect("a stdio server has a pid");
+    let watched = common::Watched::new(pid);
     client.close();
     assert!(
         watched.wait_gone(Duration::from_secs(5)),
@@ -261,22 +272,16 @@ fn a_closed_sandboxed_server_leaves_no_process_proxy_or_temporary_directory() {
         common::processes_tagged(&tag).is_empty(),
         "its grandchild is gone"
     );
-    let proxy_threads = || {
-        std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .flatten()
-            .filter(|t| {
-                std::fs::read_to_string(t.path().join("comm"))
-                    .is_ok_and(|c| c.trim().starts_with("mcp-hostile-pro"))
-            })
-            .count()
-    };
-    assert_eq!(proxy_threads(), 0, "the proxy's threads ended with it");
-    // Other tests of this binary run sandboxed servers named "hostile" too: only this
-    // server's directory must be gone, which its name does not say; none may be left once
-    // every client closed, which `common::eventually` cannot see across tests. So: the
-    // directory this server reported is gone.
-    let _ = temp_dirs;
+    let proxy_threads = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.trim().starts_with("mcp-teardown-pr"))
+        })
+        .count();
+    assert_eq!(proxy_threads, 0, "the proxy's threads ended with it");
+    assert!(temp_dirs().is_empty(), "its temporary directory is removed");
 }
 
 #[test]

@@ -69,6 +69,8 @@ pub struct Args {
     /// `--stateless`), as after the tool cache remembered it; without it our client probes.
     /// The floor always knows it.
     pub era_known: bool,
+    /// The stdio servers run in the sandbox (`--sandbox`: the strictest rules; ours only).
+    pub sandbox: bool,
     /// The length of each `blob` result (`result` mode).
     pub bytes: usize,
     /// The cache directory of `cache` and `fill` modes (default: a new one in the temp dir).
@@ -109,6 +111,7 @@ pub fn parse_args(default_label: &str) -> Args {
         label: default_label.to_owned(),
         stateless: false,
         era_known: false,
+        sandbox: false,
         bytes: 1024,
         cache_dir: None,
         budget: Some(25_000),
@@ -155,6 +158,7 @@ pub fn parse_args(default_label: &str) -> Args {
             "--label" => args.label = value(),
             "--stateless" => args.stateless = true,
             "--era-known" => args.era_known = true,
+            "--sandbox" => args.sandbox = true,
             "--bytes" => args.bytes = number(value()),
             "--cache-dir" => args.cache_dir = Some(value()),
             "--budget" => {

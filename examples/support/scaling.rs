@@ -16,7 +16,7 @@
 //! size when the program started) over the units, so it includes the client's one-time cost
 //! (code paged in, first buffers), which a small size divides by fewer units.
 //!
-//! The cost of four features of ours, each a family of its own (see [`feature_families`]):
+//! The cost of five features of ours, each a family of its own (see [`feature_families`]):
 //!
 //! - **The tool search index** over 1,000 and 10,000 real catalogue tools (ours only:
 //!   `perf_bench --mode index`): its build time, its memory and a search's time per tool,
@@ -27,6 +27,9 @@
 //! - **Extensions**: a stdio cold connect declaring none (`--extensions none`) against the
 //!   floor, and one declaring Apps, Skills and tasks to a server that declares them too
 //!   (`--extensions all`) against ours declaring none (the floor's column).
+//! - **The sandbox**: a stdio cold connect and a fleet of 20 with every server in the sandbox
+//!   (`--sandbox`: Landlock, namespaces, seccomp; no network) against ours unsandboxed (the
+//!   floor's column).
 //! - **A proxy configured and bypassed**: HTTP sequential calls with `--proxy
 //!   http://127.0.0.1:9 --no-proxy 127.0.0.1` (were the proxy used, every call would fail)
 //!   against ours with no proxy (the floor's column).
@@ -308,6 +311,45 @@ fn feature_families() -> Vec<Family> {
                 |v, _| field(v, "cold_ms_median"),
                 false,
             )],
+        },
+        Family {
+            title: "a stdio cold connect (20 tools) in the sandbox \
+                    (floor column: ours unsandboxed)",
+            sizes: &[20],
+            size_label: plain,
+            run: |n, quick| {
+                let reps = if quick { "4" } else { "20" };
+                let cold = ["--mode", "cold", "--reps", reps];
+                Run::stdio(&[&cold[..], &["--sandbox"]].concat())
+                    .server(&["--tools", &n.to_string()])
+                    .against(&cold)
+            },
+            figures: vec![figure(
+                "scaling sandbox: cold ms",
+                |v, _| field(v, "cold_ms_median"),
+                false,
+            )],
+        },
+        Family {
+            title: "a fleet of N stdio servers (50 tools each) in the sandbox \
+                    (floor column: ours unsandboxed)",
+            sizes: &[20],
+            size_label: plain,
+            run: |n, quick| {
+                let reps = if quick { "2" } else { "5" };
+                let fleet = ["--mode", "fleet", "--fleet", &n.to_string(), "--reps", reps];
+                Run::stdio(&[&fleet[..], &["--sandbox"]].concat())
+                    .server(&["--tools", "50"])
+                    .against(&fleet)
+            },
+            figures: vec![
+                figure(
+                    "scaling sandbox: fleet ms",
+                    |v, _| field(v, "fleet_ms_median"),
+                    false,
+                ),
+                figure("scaling sandbox: fleet KB", |v, _| work_kb(v), false),
+            ],
         },
         Family {
             title: "N HTTP sequential calls, a proxy configured and bypassed \

@@ -4,10 +4,10 @@
 //! Arguments: `{"read": PATH}`, `{"write": PATH}`, `{"tcp": "HOST:PORT"}` (a direct connection),
 //! `{"unix": PATH}` (a Unix socket), `{"sh": COMMAND}` (through `sh -c`: its exit status), and
 //! `{"proxy": "HOST:PORT"}` (a `CONNECT` through `$HTTPS_PROXY`: the status line, and on `200`
-//! the first line the far end sends). With `--hostile-start`, the same attempts (a JSON list in
+//! the first line the far end sends; with `"keep": true` the tunnel stays open). With `--hostile-start`, the same attempts (a JSON list in
 //! `$HOSTILE_START`) are made before the first message, and `start_attempts` gives their lines.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -35,7 +35,7 @@ pub fn attempt(args: &Value) -> String {
                 false => Err(std::io::Error::other(format!("sh failed ({s})"))),
             })
     } else if let Some(target) = text("proxy") {
-        through_proxy(target)
+        through_proxy(target, args.get("keep") == Some(&Value::Bool(true)))
     } else {
         Err(std::io::Error::other("nothing to attempt"))
     };
@@ -61,8 +61,9 @@ fn resolve(addr: &str) -> std::io::Result<std::net::SocketAddr> {
         .ok_or_else(|| std::io::Error::other("no address"))
 }
 
-/// `CONNECT target` through the proxy `$HTTPS_PROXY` names.
-fn through_proxy(target: &str) -> std::io::Result<String> {
+/// `CONNECT target` through the proxy `$HTTPS_PROXY` names (with `keep`, the tunnel is left
+/// open for the rest of the process's life).
+fn through_proxy(target: &str, keep: bool) -> std::io::Result<String> {
     let proxy =
         std::env::var("HTTPS_PROXY").map_err(|_| std::io::Error::other("no HTTPS_PROXY"))?;
     let authority = proxy.trim_start_matches("http://").trim_end_matches('/');
@@ -99,7 +100,9 @@ fn through_proxy(target: &str) -> std::io::Result<String> {
     }
     let mut first = String::new();
     reader.read_line(&mut first)?;
-    let _ = reader.read(&mut [0u8; 1]);
+    if keep {
+        std::mem::forget(reader);
+    }
     Ok(format!("{status}; the far end said {}", first.trim()))
 }
 

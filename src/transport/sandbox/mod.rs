@@ -20,7 +20,10 @@
 
 use std::path::PathBuf;
 
+// The proxy's and the spawn's parts: unused where no sandbox runs (Windows).
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) mod domains;
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) mod env;
 #[cfg(target_os = "linux")]
 mod landlock;
@@ -37,6 +40,7 @@ mod spawn;
 
 pub(crate) use spawn::{prepare, Guard};
 
+#[cfg(target_os = "linux")]
 /// The port the filtering proxy listens on inside a Linux server's network namespace (a fresh
 /// namespace: nothing else can hold it).
 pub(crate) const PROXY_PORT: u16 = 3128;

@@ -10,6 +10,7 @@ use std::process::Command;
 use super::Sandbox;
 
 /// A sandboxed server about to start.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) struct Confined {
     server: String,
     rules: Sandbox,
@@ -152,6 +153,7 @@ fn temp_dir(server: &str) -> Result<PathBuf, String> {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
+        #[cfg_attr(not(unix), allow(unused_mut))]
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
