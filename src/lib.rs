@@ -113,7 +113,7 @@
 //! | the manager: parallel connect, the gate, deferred tools, the tool cache, reconnection | [`manager`] |
 //! | where servers are discovered, project servers and trust, the administrator's policy | [`config`] |
 //! | a connection: answering the server, protocol revisions and eras, extensions (Skills, Apps) | [`client`] |
-//! | stdio, Streamable HTTP, legacy SSE, local sockets, proxies, TLS, Windows | [`transport`] |
+//! | stdio, a stdio server in the operating system's sandbox, Streamable HTTP, legacy SSE, local sockets, proxies, TLS, Windows | [`transport`] |
 //! | logging in to a remote server (OAuth 2.1, DPoP, workload identity) | [`auth`] |
 //! | the `mcp` command, every subcommand and exit status | [`_cli`] |
 //! | Cargo features, failures, timeouts and shutdown, what is guaranteed | below |
