@@ -128,10 +128,34 @@ fn hostile_attempts(place: &Place, port: u16) -> Vec<(Value, bool)> {
             json!({"sh": format!("echo x > {}", place.path("work/sh.txt"))}),
             true,
         ),
+        // A process the server starts, through a shell, is held to the same rules.
+        (
+            json!({"sh": by_child(json!({"unix": place.path("agent.sock")}))}),
+            false,
+        ),
+        (
+            json!({"sh": by_child(json!({"tcp": format!("127.0.0.1:{port}")}))}),
+            false,
+        ),
+        (
+            json!({"sh": by_child(json!({"proxy": format!("127.0.0.1:{port}")}))}),
+            false,
+        ),
+        (
+            json!({"sh": by_child(json!({"proxy": format!("localhost:{port}")}))}),
+            true,
+        ),
         (json!({"proxy": format!("localhost:{port}")}), true),
         (json!({"proxy": format!("127.0.0.1:{port}")}), false),
         (json!({"proxy": format!("elsewhere.test:{port}")}), false),
     ]
+}
+
+/// A shell command that has a child of the server (the test server in `--attempt` mode) make
+/// the attempt `what`.
+fn by_child(what: Value) -> String {
+    let quoted = what.to_string().replace('\'', "'\\''");
+    format!("{} --attempt '{quoted}' >/dev/null", common::server_path())
 }
 
 fn sandboxed(place: &Place, rules: Sandbox, extra: &[&str]) -> Client {
@@ -396,7 +420,9 @@ fn a_vscode_mcp_json_with_sandbox_enabled_runs_its_server_confined() {
     let project = place.root.join("project");
     std::fs::create_dir_all(project.join(".vscode")).unwrap();
     std::fs::create_dir_all(project.join("out")).unwrap();
-    let config = json!({"servers": {"confined": {
+    let config = json!({"sandbox": {"filesystem": {"denyRead": ["${userHome}/.ssh"]}},
+    "servers": {"shared": {"type": "stdio", "command": common::server_path(), "sandboxEnabled": true},
+    "confined": {
         "type": "stdio",
         "command": common::server_path(),
         "args": ["--hostile-start"],
@@ -436,6 +462,10 @@ fn a_vscode_mcp_json_with_sandbox_enabled_runs_its_server_confined() {
         .expect("the manager gives the effective rules");
     assert_eq!(rules.deny_read, [place.root.join("home/.ssh")]);
     assert_eq!(rules.allowed_domains, ["*.example.com"]);
+    // A server without rules of its own takes the file's top-level `sandbox`.
+    let shared = manager.sandbox("shared").expect("the shared rules");
+    assert_eq!(shared.deny_read, [place.root.join("home/.ssh")]);
+    assert!(shared.allowed_domains.is_empty());
     session.close();
 }
 

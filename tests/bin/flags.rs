@@ -66,6 +66,14 @@ impl Flags {
                 "--text-tool" => flags.text_tool = true,
                 "--app" => flags.app = true,
                 "--hostile-start" => flags.hostile_start = true,
+                "--attempt" => {
+                    // One attempt (hostile.rs) and exit: 0 when it succeeded, 1 when refused.
+                    let what = args.next().unwrap_or_default();
+                    let what = serde_json::from_str(&what).unwrap_or_default();
+                    let outcome = super::hostile::attempt(&what);
+                    println!("{outcome}");
+                    std::process::exit(if outcome.starts_with("ok") { 0 } else { 1 });
+                }
                 other => {
                     eprintln!("unknown flag {other}");
                     std::process::exit(2);

@@ -29,6 +29,8 @@
 //!                        of several bytes
 //!   --app                also list `show_clock` (a UI, `ui://clock/app.html`) and
 //!                        `clock_tick` (visible to its App only)
+//!   --attempt JSON       (no server) make one attempt of hostile.rs's and exit: 0 when it
+//!                        succeeded, 1 when it was refused
 //!   --hostile-start      make the attempts `$HOSTILE_START` lists before anything else (see
 //!                        hostile.rs)
 //!   --catalogue FILE     list only the tools of FILE (`{"tools": [...]}`, a captured

@@ -8,6 +8,9 @@
 //! VS Code's own proxy (`"http.proxy"` in the user's `settings.json`, unless `"http.proxySupport"`
 //! is `"off"`) is the proxy of its remote servers that name none.
 //!
+//! A server's `sandboxEnabled` and `sandbox` are its sandbox (see the transport module); a
+//! `sandbox` at the top of the file is the rules of each server that has none of its own.
+//!
 //! Its variables `${workspaceFolder}`, `${workspaceFolderBasename}`, `${userHome}`,
 //! `${pathSeparator}` / `${/}` and `${env:NAME}` are replaced; `${input:ID}` is replaced by the
 //! input's `default` when it has one, and otherwise makes the server fail with a message that
@@ -113,7 +116,15 @@ fn load_file(
         .unwrap_or_default();
     let mut known = EDITOR_VARS.to_vec();
     known.extend(["input", "workspaceRoot"]);
+    // A `sandbox` at the top of the file is the default of every server that enables the
+    // sandbox without rules of its own (VS Code has read it in both places).
+    let root_sandbox = root.get("sandbox").cloned();
     let convert = |name: &str, mut entry: Value| -> Result<ServerConfig, String> {
+        if let (Some(shared), Some(object)) = (&root_sandbox, entry.as_object_mut()) {
+            if !object.contains_key("sandbox") {
+                object.insert("sandbox".into(), shared.clone());
+            }
+        }
         let vars = EditorVars {
             cwd: &ctx.cwd,
             home: &ctx.home,
