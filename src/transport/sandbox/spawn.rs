@@ -81,57 +81,51 @@ fn confine(
     temp: &Path,
     network: bool,
 ) -> Result<Confined, String> {
+    // Linux: the kernel's part, and the proxy's listener inside the server's namespace.
     #[cfg(target_os = "linux")]
-    {
+    let (plan, from, proxy) = {
         let mut writable = rules.allow_write.clone();
         writable.push(temp.to_path_buf());
         writable.push(PathBuf::from("/dev/null"));
         let (plan, from) = super::linux::Plan::new(rules, &writable, network)?;
         let proxy = network.then(|| format!("http://127.0.0.1:{}", super::PROXY_PORT));
-        Ok(Confined {
-            server: server.to_owned(),
-            rules: rules.clone(),
-            temp: temp.to_path_buf(),
-            env: super::env::environment(
-                |n| std::env::var(n).ok(),
-                configured_env,
-                temp,
-                proxy.as_deref(),
-            ),
-            plan: std::sync::Arc::new(plan),
-            from,
-        })
-    }
+        (std::sync::Arc::new(plan), from, proxy)
+    };
+    // Elsewhere: the proxy listens on our loopback.
     #[cfg(all(unix, not(target_os = "linux")))]
-    {
-        let listener = if network {
-            Some(
+    let (listener, proxy) = {
+        let listener = match network {
+            true => Some(
                 std::net::TcpListener::bind("127.0.0.1:0")
                     .map_err(|e| format!("the sandbox's proxy cannot listen: {e}"))?,
-            )
-        } else {
-            None
+            ),
+            false => None,
         };
-        let port = listener
-            .as_ref()
+        let port = (listener.as_ref())
             .and_then(|l| l.local_addr().ok())
             .map(|a| a.port());
-        let proxy = port.map(|p| format!("http://127.0.0.1:{p}"));
-        Ok(Confined {
-            server: server.to_owned(),
-            rules: rules.clone(),
-            temp: temp.to_path_buf(),
-            env: super::env::environment(
-                |n| std::env::var(n).ok(),
-                configured_env,
-                temp,
-                proxy.as_deref(),
-            ),
-            listener,
-        })
-    }
+        (listener, port.map(|p| format!("http://127.0.0.1:{p}")))
+    };
     #[cfg(not(unix))]
-    Err("the sandbox runs only on Linux and macOS".to_owned())
+    return Err("the sandbox runs only on Linux and macOS".to_owned());
+    #[cfg(unix)]
+    Ok(Confined {
+        server: server.to_owned(),
+        rules: rules.clone(),
+        temp: temp.to_path_buf(),
+        env: super::env::environment(
+            |n| std::env::var(n).ok(),
+            configured_env,
+            temp,
+            proxy.as_deref(),
+        ),
+        #[cfg(target_os = "linux")]
+        plan,
+        #[cfg(target_os = "linux")]
+        from,
+        #[cfg(all(unix, not(target_os = "linux")))]
+        listener,
+    })
 }
 
 /// A new private directory for the server's temporary files (0700).
