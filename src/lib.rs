@@ -203,6 +203,8 @@ pub mod faults {
     #[cfg(feature = "oauth")]
     pub const BROWSER: &str = "browser";
     pub const CANCEL_SEND: &str = "cancel_send";
+    #[cfg(unix)]
+    pub const SANDBOX_PROXY: &str = "sandbox_proxy";
 
     /// Calls `hook` with the name of every boundary (one of the constants here) this thread,
     /// and every thread the library starts from it, passes; a hook that panics there is a

@@ -593,3 +593,46 @@ fn the_command_line_runs_a_server_sandboxed_and_status_shows_its_rules() {
         .unwrap();
     assert_eq!(url.status.code(), Some(2), "a URL cannot be sandboxed");
 }
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_panic_in_the_proxy_ends_the_servers_connection_with_an_internal_error() {
+    if !sandbox_here() {
+        return;
+    }
+    let place = Place::new("proxy-panic");
+    let port = greeter();
+    // The first proxied connection's thread panics: the server's connection ends with the
+    // typed error, and the server is stopped.
+    let fired = std::sync::atomic::AtomicBool::new(false);
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen_in_hook = std::sync::Arc::clone(&seen);
+    let _faults = mcp_runtime::faults::inject(move |at| {
+        // The acceptor passes the boundary first, then each connection's thread.
+        if at == mcp_runtime::faults::SANDBOX_PROXY
+            && seen_in_hook.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1
+            && !fired.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            panic!("injected at {at}");
+        }
+    });
+    let client = sandboxed_as("proxy-panic", &place, place.rules(&["localhost"]), &[]);
+    let pid = client.pid().expect("a pid");
+    let watched = common::Watched::new(pid);
+    // The call may see its tunnel closed or the connection end: either way it ends.
+    let _ = client.call_tool("attempt", json!({"proxy": format!("localhost:{port}")}));
+    common::eventually("the connection ends", Duration::from_secs(20), || {
+        client.closed_reason().is_some()
+    });
+    match client.closed_reason() {
+        Some(Error::Internal { place, message }) => {
+            assert!(place.contains("sandbox"), "{place}: {message}");
+            assert!(message.contains("injected"), "{message}");
+        }
+        other => panic!("expected the proxy's panic, got {other:?}"),
+    }
+    assert!(
+        watched.wait_gone(Duration::from_secs(10)),
+        "the server is stopped"
+    );
+}

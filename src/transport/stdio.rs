@@ -260,7 +260,14 @@ impl StdioTransport {
         };
         if let Some(confined) = confined {
             // On failure, dropping `transport` stops the process.
-            let guard = confined.started().map_err(|message| Error::Sandbox {
+            // A panic in the proxy ends the connection, as one in its other threads does.
+            let me = Arc::downgrade(&shared);
+            let failed = Arc::new(move |e: Error| {
+                if let Some(shared) = me.upgrade() {
+                    shared.panicked(e);
+                }
+            });
+            let guard = confined.started(failed).map_err(|message| Error::Sandbox {
                 server: name.to_owned(),
                 message,
             })?;

@@ -15,7 +15,8 @@
 //! Threads: `mcp-<server>-proxy` accepts; each connection has a `mcp-<server>-proxied` thread,
 //! at most [`MAX_CONNECTIONS`] at once. [`Proxy::stop`] (the server's teardown) wakes the
 //! acceptor, shuts every connection's sockets down, and joins them all: none outlives the
-//! server. A wait for a request head is bounded by [`HEAD_TIMEOUT`], a connect by
+//! server. A panic in any of them ends the server's connection with `Error::Internal` (see
+//! [`Failed`]). A wait for a request head is bounded by [`HEAD_TIMEOUT`], a connect by
 //! [`CONNECT_TIMEOUT`]; a tunnel lasts as long as both ends keep it.
 
 use std::io::{BufReader, Read, Write};
@@ -59,7 +60,13 @@ struct Inner {
     /// Every open socket, by connection, for the stop to shut down.
     sockets: Mutex<Vec<(u64, TcpStream)>>,
     handlers: Mutex<Vec<JoinHandle<()>>>,
+    /// What a panic in one of the proxy's threads is reported to (the server's connection,
+    /// which it ends: a bug is never silent).
+    failed: Failed,
 }
+
+/// Where a panic in the proxy goes.
+pub(crate) type Failed = Arc<dyn Fn(crate::error::Error) + Send + Sync>;
 
 impl Proxy {
     /// Starts accepting on `listener` for the server `server`.
@@ -68,6 +75,7 @@ impl Proxy {
         listener: TcpListener,
         allowed: Vec<String>,
         denied: Vec<String>,
+        failed: Failed,
     ) -> std::io::Result<Proxy> {
         let (wake, wake_read) = std::os::unix::net::UnixStream::pair()?;
         listener.set_nonblocking(true)?;
@@ -81,15 +89,15 @@ impl Proxy {
             next: AtomicU64::new(0),
             sockets: Mutex::new(Vec::new()),
             handlers: Mutex::new(Vec::new()),
+            failed,
         });
         let me = Arc::clone(&inner);
-        let name = format!("mcp-{server}-proxy");
-        let server_name = server.to_owned();
+        let failed = Arc::clone(&inner.failed);
         let acceptor = crate::panic::spawn(
-            name,
+            format!("mcp-{server}-proxy"),
             Boundary::SandboxProxy,
             move || me.accept_loop(&listener),
-            move |e| log::error!("the sandbox proxy of {server_name} stopped: {e}"),
+            move |e| failed(e),
         )?;
         Ok(Proxy {
             inner,
@@ -109,6 +117,10 @@ impl Proxy {
         let deadline = Instant::now() + JOIN_WAIT;
         let mut threads: Vec<JoinHandle<()>> = self.acceptor.lock().take().into_iter().collect();
         threads.append(&mut self.inner.handlers.lock());
+        // A stop from one of the proxy's own threads (its panic ended the server) does not
+        // wait for itself.
+        let me = std::thread::current().id();
+        threads.retain(|t| t.thread().id() != me);
         for thread in threads {
             while !thread.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(2));
@@ -178,8 +190,8 @@ impl Inner {
                     me.forget(id);
                 },
                 move |e| {
-                    log::error!("the sandbox proxy of {}: {e}", done.server);
                     done.forget(id);
+                    (done.failed)(e);
                 },
             );
             match spawned {

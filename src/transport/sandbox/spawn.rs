@@ -200,8 +200,13 @@ impl Confined {
         cmd
     }
 
-    /// The server started: its proxy starts (the listener its process sent, or ours).
-    pub(crate) fn started(mut self) -> Result<Guard, String> {
+    /// The server started: its proxy starts (the listener its process sent, or ours); a panic
+    /// in the proxy goes to `failed`.
+    #[cfg_attr(not(unix), allow(unused_variables))]
+    pub(crate) fn started(
+        mut self,
+        failed: std::sync::Arc<dyn Fn(crate::error::Error) + Send + Sync>,
+    ) -> Result<Guard, String> {
         #[cfg_attr(not(unix), allow(unused_mut))]
         let mut guard = Guard {
             #[cfg(unix)]
@@ -225,6 +230,7 @@ impl Confined {
                     listener,
                     self.rules.allowed_domains.clone(),
                     self.rules.denied_domains.clone(),
+                    failed,
                 )
                 .map_err(|e| format!("the sandbox's proxy cannot start: {e}"))?,
             );
