@@ -6,6 +6,10 @@
 //! - an absolute-form `http://host[:port]/...` request when `host` is allowed: the head is
 //!   sent on in origin form with `Connection: close`, then bytes both ways.
 //!
+//! It goes out the way this process would: through the environment's proxy (`HTTPS_PROXY`
+//! for a tunnel, `HTTP_PROXY` for plain http, `ALL_PROXY`, `NO_PROXY`, read when the server
+//! starts; an `http://` one, credentials sent as `Proxy-Authorization`), or directly.
+//!
 //! Anything else gets `403` (a host not allowed), `400` (not a proxy request) or `502` (the
 //! host could not be reached). The allow-list is matched on the name the server asked for.
 //! An address it resolves to that is loopback, link-local or unspecified is reached only for
@@ -30,6 +34,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::domains;
+use crate::net::proxy::{ProxyEnv, ProxyUrl};
 use crate::net::request_head::read_proxy_head;
 use crate::panic::Boundary;
 
@@ -63,6 +68,8 @@ struct Inner {
     /// What a panic in one of the proxy's threads is reported to (the server's connection,
     /// which it ends: a bug is never silent).
     failed: Failed,
+    /// The environment's proxies, which ours goes out through.
+    upstream: ProxyEnv,
 }
 
 /// Where a panic in the proxy goes.
@@ -90,6 +97,7 @@ impl Proxy {
             sockets: Mutex::new(Vec::new()),
             handlers: Mutex::new(Vec::new()),
             failed,
+            upstream: ProxyEnv::from_process(),
         });
         let me = Arc::clone(&inner);
         let failed = Arc::clone(&inner.failed);
@@ -245,8 +253,17 @@ impl Inner {
             let _ = reply(&client, "403 Forbidden");
             return;
         }
-        let exact = self.exactly_allowed(&host);
-        let Some(upstream) = self.reach(&host, port, exact) else {
+        let via = self
+            .upstream
+            .choose(if connect { "https" } else { "http" }, &host);
+        let reached = match via {
+            Some(proxy) => self.through(proxy, &host, port, connect),
+            None => {
+                let exact = self.exactly_allowed(&host);
+                self.reach(&host, port, exact).map(|s| (s, false))
+            }
+        };
+        let Some((upstream, forwarded)) = reached else {
             let _ = reply(&client, "502 Bad Gateway");
             return;
         };
@@ -260,7 +277,14 @@ impl Inner {
             reply(&client, "200 Connection Established").is_ok()
                 && (&upstream).write_all(&buffered).is_ok()
         } else {
-            let mut out = format!("{} {rest} HTTP/1.1\r\n", head.method);
+            // Forwarded to a proxy: the absolute target stays, with its credentials; to the
+            // host itself: origin form.
+            let target = if forwarded {
+                head.path.as_str()
+            } else {
+                rest.as_str()
+            };
+            let mut out = format!("{} {target} HTTP/1.1\r\n", head.method);
             for (name, value) in &head.headers {
                 if !matches!(
                     name.as_str(),
@@ -269,6 +293,9 @@ impl Inner {
                     out.push_str(&format!("{name}: {value}\r\n"));
                 }
             }
+            if let (true, Some(proxy)) = (forwarded, via) {
+                out.push_str(&authorization(proxy).unwrap_or_default());
+            }
             out.push_str("connection: close\r\n\r\n");
             (&upstream).write_all(out.as_bytes()).is_ok()
                 && (&upstream).write_all(&buffered).is_ok()
@@ -276,6 +303,60 @@ impl Inner {
         if started {
             relay(&client, &upstream);
         }
+    }
+
+    /// A connection to `host:port` through the environment's `proxy`: a tunnel (`CONNECT`),
+    /// or for plain http the proxy itself, to forward the request to (`true`).
+    fn through(
+        &self,
+        proxy: &ProxyUrl,
+        host: &str,
+        port: u16,
+        connect: bool,
+    ) -> Option<(TcpStream, bool)> {
+        if proxy.is_https() {
+            log::warn!(
+                "the sandbox proxy of {} cannot go through {} (an https:// proxy)",
+                self.server,
+                proxy.redacted()
+            );
+            return None;
+        }
+        let authority = proxy.redacted().trim_start_matches("http://");
+        let (proxy_host, proxy_port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => (h, p.parse().ok()?),
+            _ => (authority, 1080),
+        };
+        let stream = self.reach(proxy_host, proxy_port, true)?;
+        if !connect {
+            return Some((stream, true));
+        }
+        let mut request = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n");
+        request.push_str(&authorization(proxy).unwrap_or_default());
+        request.push_str("\r\n");
+        (&stream).write_all(request.as_bytes()).ok()?;
+        // Its answer's head, byte by byte (what follows is the tunnel's), within the bounds.
+        let _ = stream.set_read_timeout(Some(CONNECT_TIMEOUT));
+        let mut answer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n\r\n") {
+            if answer.len() > crate::net::request_head::MAX_HEAD
+                || (&stream).read_exact(&mut byte).is_err()
+            {
+                return None;
+            }
+            answer.push(byte[0]);
+        }
+        let _ = stream.set_read_timeout(None);
+        let ok = answer.starts_with(b"HTTP/1.1 200") || answer.starts_with(b"HTTP/1.0 200");
+        if !ok {
+            log::info!(
+                "the sandbox proxy of {}: {} refused the tunnel to {host}:{port}",
+                self.server,
+                proxy.redacted()
+            );
+        }
+        ok.then_some((stream, false))
     }
 
     /// Whether a pattern without a wildcard allows `host`.
@@ -347,6 +428,41 @@ fn split_target(target: &str, connect: bool) -> Option<(String, u16, String)> {
         _ => (authority, 80),
     };
     (!host.is_empty()).then(|| (host.to_owned(), port, rest))
+}
+
+/// `Proxy-Authorization: Basic ...\r\n` for the credentials in `proxy`'s URL, if any.
+fn authorization(proxy: &ProxyUrl) -> Option<String> {
+    use base64::Engine as _;
+    let authority = proxy.expose().split_once("://")?.1;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let decoded = percent_decoded(userinfo);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(decoded);
+    Some(format!("Proxy-Authorization: Basic {encoded}\r\n"))
+}
+
+/// `%XX` escapes decoded (a URL's userinfo).
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// A response without a body.
@@ -429,6 +545,16 @@ mod tests {
             Some(("a.org".into(), 80, "/?q".into()))
         );
         assert_eq!(t("http://u@a.org/", false), None);
+    }
+
+    #[test]
+    fn a_proxys_credentials_become_its_authorization() {
+        let proxy = ProxyUrl::parse("http://us%40er:p%3Ass@proxy:3128").unwrap();
+        assert_eq!(
+            authorization(&proxy).unwrap(),
+            "Proxy-Authorization: Basic dXNAZXI6cDpzcw==\r\n"
+        );
+        assert_eq!(authorization(&ProxyUrl::parse("proxy:3128").unwrap()), None);
     }
 
     #[test]
