@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn readme() -> String {
@@ -29,43 +29,33 @@ fn block_after(text: &str, marker: &str) -> Vec<String> {
     body[..end].lines().map(str::to_owned).collect()
 }
 
-/// A directory holding a `cargo` that runs `cargo run [--quiet] -- ARGS` as the built `mcp`,
+/// A shell function `cargo` that runs `cargo run [--quiet] -- ARGS` as the built `mcp`,
 /// `cargo run --example NAME -- ARGS` as the built example, and `cargo build` as nothing (the
 /// test binaries and examples are built already; a nested cargo would wait on this build's
-/// lock).
-fn cargo_shim(home: &Path) -> PathBuf {
-    let dir = home.join("shim");
-    std::fs::create_dir_all(&dir).unwrap();
+/// lock). A function, not a script on `PATH`: a script this process has just written can fail
+/// to run (`ETXTBSY`) while another test's thread forks with it still open, and the shell
+/// would then find the real `cargo` instead.
+fn cargo_function() -> String {
     let examples = common::example_path("agent");
-    let script = format!(
-        "#!/bin/sh\n\
-         [ \"$1\" = build ] && exit 0\n\
-         [ \"$1\" = run ] || {{ echo \"the shim runs only cargo run and cargo build\" >&2; exit 97; }}\n\
+    format!(
+        "cargo() {{\n\
+         [ \"$1\" = build ] && return 0\n\
+         [ \"$1\" = run ] || {{ echo \"the shim runs only cargo run and cargo build\" >&2; return 97; }}\n\
          shift\n\
          [ \"$1\" = --quiet ] && shift\n\
-         if [ \"$1\" = --example ]; then name=$2; shift 2; [ \"$1\" = -- ] && shift; exec '{}'/\"$name\" \"$@\"; fi\n\
+         if [ \"$1\" = --example ]; then name=$2; shift 2; [ \"$1\" = -- ] && shift; '{}'/\"$name\" \"$@\"; return; fi\n\
          [ \"$1\" = -- ] && shift\n\
-         exec '{}' \"$@\"\n",
+         '{}' \"$@\"\n\
+         }}\n",
         examples.parent().unwrap().display(),
         common::cli_path().display()
-    );
-    let path = dir.join("cargo");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
+    )
 }
 
 fn run_line(line: &str, cwd: &Path, home: &Path) -> Output {
-    let path = format!(
-        "{}:{}",
-        cargo_shim(home).display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     Command::new("sh")
-        .args(["-c", line])
+        .args(["-c", &format!("{}{line}", cargo_function())])
         .current_dir(cwd)
-        .env("PATH", path)
         .env("HOME", home)
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .env_remove("RUST_LOG")
