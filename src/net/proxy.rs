@@ -83,6 +83,19 @@ impl ProxyUrl {
         &self.shown
     }
 
+    /// `Proxy-Authorization: Basic ...\r\n` for the credentials in the URL (percent-decoded),
+    /// if it has any: for a request written to the proxy by hand (the sandbox's proxy going
+    /// out through this one).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub(crate) fn authorization_line(&self) -> Option<String> {
+        use base64::Engine as _;
+        let authority = self.url.split_once("://")?.1;
+        let (userinfo, _) = authority.rsplit_once('@')?;
+        let decoded = percent_decoded(userinfo);
+        let encoded = base64::engine::general_purpose::STANDARD.encode(decoded);
+        Some(format!("Proxy-Authorization: Basic {encoded}\r\n"))
+    }
+
     /// Whether the connection to the proxy itself is TLS.
     pub(crate) fn is_https(&self) -> bool {
         self.url.starts_with("https://")
@@ -93,6 +106,32 @@ impl std::fmt::Debug for ProxyUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.shown)
     }
+}
+
+/// `%XX` escapes decoded (a URL's userinfo).
+#[cfg_attr(not(unix), allow(dead_code))]
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// One `no_proxy` entry.
@@ -386,6 +425,19 @@ pub(crate) fn choose(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proxys_credentials_become_its_authorization() {
+        let proxy = ProxyUrl::parse("http://us%40er:p%3Ass@proxy:3128").unwrap();
+        assert_eq!(
+            proxy.authorization_line().unwrap(),
+            "Proxy-Authorization: Basic dXNAZXI6cDpzcw==\r\n"
+        );
+        assert_eq!(
+            ProxyUrl::parse("proxy:3128").unwrap().authorization_line(),
+            None
+        );
+    }
 
     fn env(vars: &[(&str, &str)]) -> ProxyEnv {
         let vars: Vec<(String, String)> = vars

@@ -294,7 +294,7 @@ impl Inner {
                 }
             }
             if let (true, Some(proxy)) = (forwarded, via) {
-                out.push_str(&authorization(proxy).unwrap_or_default());
+                out.push_str(&proxy.authorization_line().unwrap_or_default());
             }
             out.push_str("connection: close\r\n\r\n");
             (&upstream).write_all(out.as_bytes()).is_ok()
@@ -332,7 +332,7 @@ impl Inner {
             return Some((stream, true));
         }
         let mut request = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n");
-        request.push_str(&authorization(proxy).unwrap_or_default());
+        request.push_str(&proxy.authorization_line().unwrap_or_default());
         request.push_str("\r\n");
         (&stream).write_all(request.as_bytes()).ok()?;
         // Its answer's head, byte by byte (what follows is the tunnel's), within the bounds.
@@ -430,41 +430,6 @@ fn split_target(target: &str, connect: bool) -> Option<(String, u16, String)> {
     (!host.is_empty()).then(|| (host.to_owned(), port, rest))
 }
 
-/// `Proxy-Authorization: Basic ...\r\n` for the credentials in `proxy`'s URL, if any.
-fn authorization(proxy: &ProxyUrl) -> Option<String> {
-    use base64::Engine as _;
-    let authority = proxy.expose().split_once("://")?.1;
-    let (userinfo, _) = authority.rsplit_once('@')?;
-    let decoded = percent_decoded(userinfo);
-    let encoded = base64::engine::general_purpose::STANDARD.encode(decoded);
-    Some(format!("Proxy-Authorization: Basic {encoded}\r\n"))
-}
-
-/// `%XX` escapes decoded (a URL's userinfo).
-fn percent_decoded(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(hi), Some(lo)) => {
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 /// A response without a body.
 fn reply(mut to: &TcpStream, status: &str) -> std::io::Result<()> {
     to.write_all(format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n").as_bytes())
@@ -545,16 +510,6 @@ mod tests {
             Some(("a.org".into(), 80, "/?q".into()))
         );
         assert_eq!(t("http://u@a.org/", false), None);
-    }
-
-    #[test]
-    fn a_proxys_credentials_become_its_authorization() {
-        let proxy = ProxyUrl::parse("http://us%40er:p%3Ass@proxy:3128").unwrap();
-        assert_eq!(
-            authorization(&proxy).unwrap(),
-            "Proxy-Authorization: Basic dXNAZXI6cDpzcw==\r\n"
-        );
-        assert_eq!(authorization(&ProxyUrl::parse("proxy:3128").unwrap()), None);
     }
 
     #[test]
