@@ -64,6 +64,21 @@ fn resolve(addr: &str) -> std::io::Result<std::net::SocketAddr> {
 /// `CONNECT target` through the proxy `$HTTPS_PROXY` names (with `keep`, the tunnel is left
 /// open for the rest of the process's life).
 fn through_proxy(target: &str, keep: bool) -> std::io::Result<String> {
+    let (mut reader, status) = tunnel(target)?;
+    reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut first = String::new();
+    reader.read_line(&mut first)?;
+    if keep {
+        std::mem::forget(reader);
+    }
+    Ok(format!("{status}; the far end said {}", first.trim()))
+}
+
+/// A tunnel to `target` through the proxy `$HTTPS_PROXY` names, once the proxy answered `200`
+/// (its status line with it); what follows the proxy's head is the far end's, unbounded in time.
+pub fn tunnel(target: &str) -> std::io::Result<(BufReader<std::net::TcpStream>, String)> {
     let proxy =
         std::env::var("HTTPS_PROXY").map_err(|_| std::io::Error::other("no HTTPS_PROXY"))?;
     let authority = proxy.trim_start_matches("http://").trim_end_matches('/');
@@ -91,19 +106,15 @@ fn through_proxy(target: &str, keep: bool) -> std::io::Result<String> {
     if !status.contains(" 200 ") {
         return Err(std::io::Error::other(format!("the proxy said {status}")));
     }
-    // The head's end, then the far end's first line.
+    // The rest of the proxy's head.
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 || line == "\r\n" {
             break;
         }
     }
-    let mut first = String::new();
-    reader.read_line(&mut first)?;
-    if keep {
-        std::mem::forget(reader);
-    }
-    Ok(format!("{status}; the far end said {}", first.trim()))
+    reader.get_ref().set_read_timeout(None)?;
+    Ok((reader, status))
 }
 
 fn base64(bytes: &[u8]) -> String {

@@ -261,24 +261,11 @@ impl Server {
         use std::io::Read;
         // In the sandbox (a test run with MCP_TEST_SANDBOX=1), the test is reached through the
         // sandbox's proxy, which allows 127.0.0.1 there.
-        let stream = match std::env::var("HTTPS_PROXY") {
-            Ok(proxy) => std::net::TcpStream::connect(proxy.trim_start_matches("http://"))
-                .and_then(|mut s| {
-                    write!(s, "CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n")?;
-                    // The proxy's answer: a status line and an empty line, byte by byte (what
-                    // follows is the test's).
-                    let mut head = Vec::new();
-                    let mut byte = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") {
-                        s.read_exact(&mut byte)?;
-                        head.push(byte[0]);
-                    }
-                    match head.starts_with(b"HTTP/1.1 200") {
-                        true => Ok(s),
-                        false => Err(std::io::Error::other("the proxy refused")),
-                    }
-                }),
-            Err(_) => std::net::TcpStream::connect(("127.0.0.1", port)),
+        let stream: std::io::Result<Box<dyn Read>> = match std::env::var("HTTPS_PROXY") {
+            Ok(_) => hostile::tunnel(&format!("127.0.0.1:{port}"))
+                .map(|(reader, _)| Box::new(reader) as Box<dyn Read>),
+            Err(_) => std::net::TcpStream::connect(("127.0.0.1", port))
+                .map(|s| Box::new(s) as Box<dyn Read>),
         };
         match stream {
             Ok(mut stream) => {
