@@ -157,6 +157,7 @@ mod jsonrpc;
 mod net;
 mod panic;
 mod sleep_lock;
+mod telemetry;
 mod text;
 mod tool;
 

@@ -175,10 +175,14 @@ impl Http {
         look: impl FnOnce(&super::wire::Response),
     ) -> Result<(Reply, Option<String>), Error> {
         log::debug!("oauth: {method} {}", redact(url));
+        // Its span: a child of the request or connect that needed it.
+        let traced = crate::telemetry::http_request(method, url, "oauth");
         let response = self
             .wire()
             .request(method, url, headers, body, deadline)
-            .map_err(|e| self.fail(e, url))?;
+            .map_err(|e| self.fail(e, url));
+        traced.finish(response.as_ref().map(|r| r.status));
+        let response = response?;
         look(&response);
         let location = response.header("location").map(str::to_owned);
         let content_type = response.header("content-type").map(str::to_owned);

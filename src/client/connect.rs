@@ -11,9 +11,28 @@ use super::{Client, ConnectOptions, Connection, Endpoint, Router};
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::telemetry::Peer;
 use crate::transport::{
     Connector, HttpTransport, Inbound, SseTransport, StdioTransport, Transport,
 };
+
+/// Where the server of `endpoint` is, for telemetry.
+fn peer(endpoint: &Endpoint) -> Peer {
+    match endpoint {
+        Endpoint::Stdio(_) => Peer::stdio(),
+        Endpoint::Http(target) | Endpoint::Url(target) | Endpoint::Sse(target) => {
+            Peer::url(&target.url)
+        }
+    }
+}
+
+/// A connect's outcome on its span.
+fn traced(connecting: crate::telemetry::Connecting, outcome: &Result<Client, ConnectFailure>) {
+    connecting.finish(match outcome {
+        Ok(client) => Ok(client.protocol_version().as_str()),
+        Err(failure) => Err(&failure.error),
+    });
+}
 
 impl Connection {
     fn open(
@@ -22,7 +41,7 @@ impl Connection {
         options: &ConnectOptions,
         deadline: Instant,
     ) -> Result<Connection, Error> {
-        Connection::build(name, options, |inbound| {
+        Connection::build(name, options, peer(endpoint), |inbound| {
             let transport: Arc<dyn Transport> = match endpoint {
                 Endpoint::Stdio(cmd) => {
                     Arc::new(StdioTransport::spawn(name, cmd, &options.stdio, inbound)?)
@@ -46,6 +65,7 @@ impl Connection {
     fn build(
         name: &str,
         options: &ConnectOptions,
+        peer: Peer,
         make: impl FnOnce(Arc<dyn Inbound>) -> Result<Arc<dyn Transport>, Error>,
     ) -> Result<Connection, Error> {
         // The host's callbacks run behind a catch: a panic in one fails what it answered.
@@ -75,6 +95,7 @@ impl Connection {
             next_id: Arc::new(AtomicI64::new(1)),
             declared,
             handler,
+            telemetry: crate::telemetry::Session::new(options.telemetry_settings(), peer),
         })
     }
 }
@@ -133,6 +154,20 @@ impl Client {
     ) -> Result<Client, ConnectFailure> {
         let started = Instant::now();
         let options = &options.capped();
+        // The connect's span: the era probe and the handshake are its children.
+        let connecting = crate::telemetry::connecting(name, &peer(endpoint));
+        let outcome = Client::connect_fallback(name, endpoint, options, started);
+        traced(connecting, &outcome);
+        outcome
+    }
+
+    /// Streamable HTTP, then legacy SSE when a bare URL's server refuses the first.
+    fn connect_fallback(
+        name: &str,
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+        started: Instant,
+    ) -> Result<Client, ConnectFailure> {
         match Client::connect_once(name, endpoint, options, started) {
             Err(ConnectFailure {
                 error: error @ Error::Http { status, .. },
@@ -209,13 +244,20 @@ impl Client {
     ) -> Result<Client, ConnectFailure> {
         let started = Instant::now();
         let options = &options.capped();
-        let conn = Connection::build(name, options, |inbound| connector.connect(name, inbound))
-            .map_err(|error| ConnectFailure {
-                error,
-                leftover: None,
-            })?;
-        let no_reopen = || Err(Error::closed("the transport cannot be reopened"));
-        Client::negotiate(conn, options, started, era::ProbeKind::None, &no_reopen)
+        let connecting = crate::telemetry::connecting(name, &Peer::default());
+        let outcome = Connection::build(name, options, Peer::default(), |inbound| {
+            connector.connect(name, inbound)
+        })
+        .map_err(|error| ConnectFailure {
+            error,
+            leftover: None,
+        })
+        .and_then(|conn| {
+            let no_reopen = || Err(Error::closed("the transport cannot be reopened"));
+            Client::negotiate(conn, options, started, era::ProbeKind::None, &no_reopen)
+        });
+        traced(connecting, &outcome);
+        outcome
     }
 }
 

@@ -49,6 +49,10 @@ mod skills;
 mod task_extension;
 mod tasks;
 
+/// How a connection traces: in [`ConnectOptions::telemetry`] (the `otel` feature).
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub use crate::telemetry::Telemetry;
 pub use budget::MAX_RESULT_VALUES;
 pub(crate) use caught::CaughtHandler;
 pub use era::MAX_INPUT_ROUNDS;
@@ -110,7 +114,18 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.conn.transport.close();
+        // The session's duration: a close is its normal end, anything else a failure.
+        let failure = self.conn.router.closed().filter(|e| !is_a_close(e));
+        let version = self.session.version();
+        self.conn
+            .telemetry
+            .end(Some(version.as_str()), failure.as_ref());
     }
+}
+
+/// Whether a connection ended by being closed (by the host, a drop), not by a failure.
+fn is_a_close(error: &Error) -> bool {
+    matches!(error, Error::TransportClosed { reason, .. } if reason == "the connection was closed")
 }
 
 /// The pieces of a connection before its handshake is done.
@@ -125,6 +140,8 @@ pub(crate) struct Connection {
     declared: ClientCapabilities,
     /// The host's handler (asked for each request's trace context).
     handler: Arc<dyn ClientHandler>,
+    /// Its spans and metrics (the `otel` feature; nothing without it).
+    telemetry: crate::telemetry::Session,
 }
 
 /// How one request waits.
@@ -150,8 +167,14 @@ impl Connection {
     }
 
     fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+        let mut params = params;
+        let traced = self.telemetry.outgoing(method, &mut params, None, || None);
         let message = Message::notification(method, params);
-        self.send(&message, &self.envelopes.envelope(&message))
+        let mut envelope = self.envelopes.envelope(&message);
+        traced.headers(&mut envelope.headers);
+        let sent = self.send(&message, &envelope);
+        traced.finish(envelope.version.map(|v| v.as_str()), sent_outcome(&sent));
+        sent
     }
 
     /// Ends the connection with `error`: marked closed first, so a call racing with the close
@@ -186,10 +209,21 @@ impl Connection {
         &self,
         method: &str,
         params: Option<Value>,
-        mut wait: Wait<'_>,
+        wait: Wait<'_>,
     ) -> Result<Box<RawValue>, Error> {
+        self.request_traced(method, params, wait).0
+    }
+
+    /// [`Connection::request_raw`], and its span's context: what the request's outcome causes
+    /// next (a new session's handshake) is its child.
+    pub(crate) fn request_traced(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        wait: Wait<'_>,
+    ) -> (Result<Box<RawValue>, Error>, crate::telemetry::Carried) {
         if wait.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
-            return Err(Error::Cancelled);
+            return (Err(Error::Cancelled), crate::telemetry::Carried::default());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Waiting for nothing but the answer: the transport may run the exchange (or read the
@@ -203,10 +237,53 @@ impl Connection {
             }
             None => (None, crossbeam_channel::never()),
         };
-        let params = match progress_tx {
+        let mut params = match progress_tx {
             Some(_) => Some(with_progress_token(params, id)),
             None => params,
         };
+        // Its span, current on this thread while it runs (what it causes here is its child).
+        let traced = self.telemetry.outgoing(method, &mut params, Some(id), || {
+            self.transport.session_id()
+        });
+        let _current = traced.enter();
+        let mut envelope = crate::transport::Envelope {
+            trace: traced.carried(),
+            ..crate::transport::Envelope::default()
+        };
+        traced.headers(&mut envelope.headers);
+        let pending = Pending {
+            tx,
+            rx,
+            progress_tx,
+            progress_rx,
+        };
+        let outcome = self.send_and_wait(id, method, params, wait, pending, envelope);
+        let carried = traced.carried();
+        traced.finish(
+            self.envelopes.version().map(|v| v.as_str()),
+            outcome.as_deref().map(Some),
+        );
+        (outcome, carried)
+    }
+
+    /// [`Connection::request_raw`] once the request is made: sends it (its `extra` headers and
+    /// span beside the era's) and waits for its outcome.
+    fn send_and_wait(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<Value>,
+        mut wait: Wait<'_>,
+        pending: Pending,
+        extra: crate::transport::Envelope,
+    ) -> Result<Box<RawValue>, Error> {
+        let Pending {
+            tx,
+            rx,
+            progress_tx,
+            progress_rx,
+        } = pending;
+        let alone = wait.cancel.is_none() && wait.on_progress.is_none();
         self.router.register(
             id,
             Slot {
@@ -216,12 +293,14 @@ impl Connection {
         )?;
         let message = Message::request(id, method, params);
         let deadline = (Instant::now() + wait.timeout).min(wait.hard_deadline);
-        let envelope = crate::transport::Envelope {
+        let mut envelope = crate::transport::Envelope {
             deadline: Some(deadline),
             inline: alone,
             cancel: wait.cancel.clone().filter(|_| wait.on_progress.is_none()),
+            trace: extra.trace,
             ..self.envelopes.envelope(&message)
         };
+        envelope.headers.extend(extra.headers);
         match self.send(&message, &envelope) {
             Ok(()) => {}
             // The transport is shutting down: its reader fails this slot with the real reason
@@ -311,6 +390,19 @@ impl Connection {
         }
         Err(abandoned)
     }
+}
+
+/// A request's answer channels, made before it is sent.
+struct Pending {
+    tx: reply::ReplyTx,
+    rx: reply::ReplyRx,
+    progress_tx: Option<crossbeam_channel::Sender<crate::protocol::Progress>>,
+    progress_rx: crossbeam_channel::Receiver<crate::protocol::Progress>,
+}
+
+/// What a send's result is to its span: a notification has no answer but its send.
+fn sent_outcome(sent: &Result<(), Error>) -> Result<Option<&RawValue>, &Error> {
+    sent.as_ref().map(|()| None)
 }
 
 /// A result's JSON text parsed into the type its method returns, in one pass (no [`Value`]

@@ -122,9 +122,22 @@ pub struct ConnectOptions {
     /// to its end without the host doing anything; remove it to have servers run every call the
     /// ordinary way.
     pub extensions: serde_json::Map<String, serde_json::Value>,
+    /// How the connection traces (the `otel` feature; see docs/telemetry.md): a span per
+    /// request by default, no baggage sent, no content recorded.
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    pub telemetry: crate::telemetry::Telemetry,
 }
 
 impl ConnectOptions {
+    /// What the connection's telemetry is set with.
+    pub(crate) fn telemetry_settings(&self) -> crate::telemetry::Settings {
+        #[cfg(feature = "otel")]
+        return self.telemetry.clone();
+        #[cfg(not(feature = "otel"))]
+        crate::telemetry::Settings
+    }
+
     /// These options with every duration at most [`LONGEST_WAIT`](crate::cancel::LONGEST_WAIT)
     /// (what a connection uses).
     pub(crate) fn capped(&self) -> ConnectOptions {
@@ -167,6 +180,8 @@ impl Default for ConnectOptions {
                 crate::protocol::TASKS_EXTENSION.to_owned(),
                 serde_json::json!({}),
             )]),
+            #[cfg(feature = "otel")]
+            telemetry: crate::telemetry::Telemetry::default(),
         }
     }
 }

@@ -127,10 +127,17 @@ fn capped(text: &str) -> String {
     text[..end].to_owned()
 }
 
+impl Session {
+    /// The latest handshake's protocol revision.
+    pub(super) fn version(&self) -> ProtocolVersion {
+        self.settled.read().version
+    }
+}
+
 impl Client {
     /// The negotiated protocol revision (the latest handshake's, after a re-initialization).
     pub fn protocol_version(&self) -> ProtocolVersion {
-        self.inner.session.settled.read().version
+        self.inner.session.version()
     }
 
     /// The server's `initialize` result: a snapshot of the latest handshake's (a server that
@@ -199,11 +206,16 @@ impl Client {
             on_progress: reborrow(&mut on_progress),
             notify_cancel,
         };
-        match inner.conn.request_raw(method, params, first) {
+        let (outcome, cause) = inner.conn.request_traced(method, params, first);
+        match outcome {
             Err(Error::SessionExpired) => {}
             other => return other,
         }
-        let renewed = self.renew(epoch, deadline, cancel.as_ref());
+        // The new session's handshake is the child of the request that found the old one gone.
+        let renewed = {
+            let _cause = cause.attach();
+            self.renew(epoch, deadline, cancel.as_ref())
+        };
         let Some(params) = again else {
             return Err(Error::SessionExpired);
         };

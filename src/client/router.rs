@@ -348,9 +348,21 @@ impl Router {
             move || {
                 let _counted = counted;
                 let id = request.id.clone();
+                // Its span continues the server's context, current while the host answers.
+                let serving = crate::telemetry::serving(
+                    &request.method,
+                    &id_text(&id),
+                    request.params.as_ref(),
+                );
                 let reply = match answer(&*handler, &server, request) {
-                    Ok(v) => Message::result(id, v),
-                    Err(e) => Message::error(id, e),
+                    Ok(v) => {
+                        serving.finish(None);
+                        Message::result(id, v)
+                    }
+                    Err(e) => {
+                        serving.finish(Some((e.code, &e.message)));
+                        Message::error(id, e)
+                    }
                 };
                 send_reply(outbound.as_ref(), &reply);
             },
@@ -425,6 +437,14 @@ impl Router {
                 }
             }
         }
+    }
+}
+
+/// An id as telemetry records it (`jsonrpc.request.id`).
+fn id_text(id: &RequestId) -> String {
+    match id {
+        RequestId::Number(n) => n.to_string(),
+        RequestId::String(s) => s.clone(),
     }
 }
 

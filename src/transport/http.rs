@@ -181,6 +181,7 @@ impl HttpTransport {
         let slot = web::Remote::slot();
         s.pool.run(
             move |worker| {
+                let _trace = envelope.trace.attach();
                 web::Remote::on_behalf_of(slot, || {
                     abort.scope(|| {
                         shared.execute(&message, &envelope, Some(worker), deadline, Some(&abort))
@@ -275,6 +276,11 @@ impl Transport for HttpTransport {
 
     fn kind(&self) -> &'static str {
         "http"
+    }
+
+    fn session_id(&self) -> Option<String> {
+        let id = self.shared.session.read();
+        id.as_ref()?.to_str().ok().map(str::to_owned)
     }
 
     fn proxy(&self) -> Option<String> {

@@ -97,6 +97,9 @@ pub(crate) struct Envelope {
     /// The sender's cancel signal, if it has one (and no progress callback): a transport may
     /// still run the exchange on the sender's thread if firing the signal ends it at once.
     pub cancel: Option<crate::cancel::CancelToken>,
+    /// The request's span (the `otel` feature), to be current on a worker thread that runs the
+    /// exchange for the sender (what the exchange causes, an OAuth refresh, is its child).
+    pub trace: crate::telemetry::Carried,
 }
 
 impl std::fmt::Debug for Envelope {
@@ -153,6 +156,10 @@ pub(crate) trait Transport: Send + Sync {
     }
     /// The server's process id, for a local process.
     fn pid(&self) -> Option<u32> {
+        None
+    }
+    /// The session id the server gave (Streamable HTTP's `Mcp-Session-Id`), for telemetry.
+    fn session_id(&self) -> Option<String> {
         None
     }
     /// The handshake is complete and the server may send messages unasked (HTTP opens its GET

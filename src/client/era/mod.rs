@@ -77,6 +77,11 @@ impl Envelopes {
         *self.version.write() = version;
     }
 
+    /// The protocol version messages go under, once one is settled.
+    pub(crate) fn version(&self) -> Option<ProtocolVersion> {
+        *self.version.read()
+    }
+
     /// The envelope of `message`, without a deadline (a request's sender adds how it waits).
     pub(crate) fn envelope(&self, message: &Message) -> Envelope {
         let version = *self.version.read();
