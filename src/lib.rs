@@ -120,6 +120,8 @@
 //!
 #![doc = include_str!("../docs/features.md")]
 //!
+#![doc = include_str!("../docs/telemetry.md")]
+//!
 #![doc = include_str!("../docs/failures.md")]
 //!
 #![doc = include_str!("../docs/security.md")]
@@ -148,6 +150,23 @@ pub mod transport;
 /// the `cli` feature; `cargo install --locked --path .` installs it).
 #[doc = include_str!("../docs/cli.md")]
 pub mod _cli {}
+
+/// One HTTP POST on the library's exchange and connection stack, for the `mcp` command's
+/// OpenTelemetry exporter (its OTLP/HTTP client): not part of the API.
+#[cfg(all(feature = "otel", feature = "oauth"))]
+#[doc(hidden)]
+pub mod otlp {
+    /// POSTs `body` to `url` with `headers` before `deadline`: the status and body, or the
+    /// failure in words (never a header's value).
+    pub fn post(
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        deadline: std::time::Instant,
+    ) -> Result<(u16, Vec<u8>), String> {
+        crate::auth::post_once(url, headers, body, deadline)
+    }
+}
 
 mod cancel;
 mod error;

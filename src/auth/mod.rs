@@ -91,6 +91,30 @@ pub(crate) mod token;
 #[cfg(feature = "oauth")]
 mod wire;
 
+/// One request on the OAuth client's HTTP (the one exchange, a proxy and CAs as the environment
+/// says, one deadline, a capped body, never re-sent): the `mcp` command's OpenTelemetry exporter
+/// posts with it. The status and body, or the failure in words.
+#[cfg(feature = "otel")]
+pub(crate) fn post_once(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    deadline: std::time::Instant,
+) -> Result<(u16, Vec<u8>), String> {
+    let wire = wire::Wire::new(
+        1 << 20,
+        None,
+        None,
+        crate::net::target::TlsSettings::default(),
+    );
+    match wire.request("POST", url, headers, Some(body), deadline) {
+        Ok(r) => Ok((r.status, r.body)),
+        Err(wire::Failure::Timeout) => Err("timed out".to_owned()),
+        Err(wire::Failure::TooLarge(n)) => Err(format!("answered with more than {n} bytes")),
+        Err(wire::Failure::Other(why)) => Err(why),
+    }
+}
+
 #[cfg(feature = "oauth")]
 pub use authorizer::{
     browser, browser_with, headless, no_login, open_in_browser, AuthorizationSession, Authorizer,

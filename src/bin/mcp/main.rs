@@ -27,6 +27,7 @@ mod servers;
 mod signals;
 mod skills;
 mod target;
+mod telemetry;
 mod usage;
 
 use std::path::Path;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
     // `mcp::<server>`) would repeat each on stderr.
     init_logging(args.verbosity, args.command == Command::Logs);
     panic_hook();
+    telemetry::install();
     let ran = std::panic::catch_unwind(|| {
         #[cfg(feature = "fault-injection")]
         let _faults = inject_faults();
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         Err(_) => 70,
     };
     output::flush();
+    telemetry::shutdown();
     ExitCode::from(signals::finish(code))
 }
 

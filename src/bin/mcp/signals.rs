@@ -119,7 +119,24 @@ fn run_cleanups_and_exit(sig: i32) -> ! {
     for cleanup in cleanups {
         cleanup();
     }
+    run_finally();
     std::process::exit(128 + sig);
+}
+
+/// What runs after the cleanups when the command exits for a signal or at once (the telemetry's
+/// last export: after the servers are closed, so their spans are in it).
+static FINALLY: Mutex<Option<fn()>> = Mutex::new(None);
+
+/// Runs `last` after the cleanups on a signal or an immediate exit.
+pub fn finally(last: fn()) {
+    *FINALLY.lock().unwrap_or_else(|p| p.into_inner()) = Some(last);
+}
+
+fn run_finally() {
+    let last = FINALLY.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(last) = last {
+        last();
+    }
 }
 
 /// Whether a signal is being handled (the servers are being closed; the process exits soon).
@@ -134,6 +151,7 @@ pub fn exit_now(code: i32) -> ! {
     for cleanup in cleanups {
         cleanup();
     }
+    run_finally();
     std::process::exit(code);
 }
 
