@@ -94,7 +94,7 @@ mod wire;
 /// One request on the OAuth client's HTTP (the one exchange, a proxy and CAs as the environment
 /// says, one deadline, a capped body, never re-sent): the `mcp` command's OpenTelemetry exporter
 /// posts with it. The status and body, or the failure in words.
-#[cfg(feature = "otel")]
+#[cfg(all(feature = "otel", feature = "oauth"))]
 pub(crate) fn post_once(
     url: &str,
     headers: &[(&str, &str)],

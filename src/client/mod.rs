@@ -223,7 +223,7 @@ impl Connection {
         wait: Wait<'_>,
     ) -> (Result<Box<RawValue>, Error>, crate::telemetry::Carried) {
         if wait.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
-            return (Err(Error::Cancelled), crate::telemetry::Carried::default());
+            return (Err(Error::Cancelled), crate::telemetry::Carried::none());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Waiting for nothing but the answer: the transport may run the exchange (or read the

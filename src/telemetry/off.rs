@@ -60,6 +60,11 @@ pub(crate) struct Carried;
 
 impl Carried {
     #[inline]
+    pub(crate) fn none() -> Carried {
+        Carried
+    }
+
+    #[inline]
     pub(crate) fn attach(&self) -> Entered {
         Entered
     }

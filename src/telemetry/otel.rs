@@ -378,6 +378,11 @@ pub(super) fn error_type(e: &Error) -> Cow<'static, str> {
 pub(crate) struct Carried(Option<Context>);
 
 impl Carried {
+    /// No context.
+    pub(crate) fn none() -> Carried {
+        Carried(None)
+    }
+
     /// The context as this thread's current one until the guard drops.
     pub(crate) fn attach(&self) -> Option<ContextGuard> {
         self.0.clone().map(Context::attach)
