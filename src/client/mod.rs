@@ -168,7 +168,9 @@ impl Connection {
 
     fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
         let mut params = params;
-        let traced = self.telemetry.outgoing(method, &mut params, None, || None);
+        let traced = self
+            .telemetry
+            .outgoing(method, &mut params, None, || self.transport.session_id());
         let message = Message::notification(method, params);
         let mut envelope = self.envelopes.envelope(&message);
         traced.headers(&mut envelope.headers);

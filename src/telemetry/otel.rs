@@ -2,6 +2,7 @@
 //! context each carries, and the session's duration.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Instant;
 
 use opentelemetry::global::{self, BoxedTracer};
@@ -44,7 +45,10 @@ pub(crate) struct Session {
     operation: Histogram<f64>,
     duration: Histogram<f64>,
     settings: Telemetry,
-    peer: Peer,
+    /// The peer's attributes, made once (the address shared, not copied, per request).
+    peer: Vec<KeyValue>,
+    /// Whether requests go as HTTP (their headers carry the context too).
+    http: bool,
     started: Instant,
 }
 
@@ -70,7 +74,12 @@ impl Session {
                 "The duration of the MCP session as observed by the client.",
             ),
             settings,
-            peer,
+            http: peer.http,
+            peer: {
+                let mut attributes = Vec::new();
+                peer_attributes(&peer, &mut attributes);
+                attributes
+            },
             started: Instant::now(),
         }
     }
@@ -78,7 +87,7 @@ impl Session {
     /// The peer's attributes (`network.transport`, `server.address`, `server.port`, and the
     /// HTTP protocol).
     pub(super) fn peer_attributes(&self, into: &mut Vec<KeyValue>) {
-        peer_attributes(&self.peer, into);
+        into.extend(self.peer.iter().cloned());
     }
 
     /// A request (`id`) or a notification (`None`) about to go: its span, started as a child
@@ -208,7 +217,10 @@ pub(super) fn peer_attributes(peer: &Peer, into: &mut Vec<KeyValue>) {
         into.push(KeyValue::new("network.transport", t));
     }
     if let Some(a) = &peer.address {
-        into.push(KeyValue::new("server.address", a.clone()));
+        into.push(KeyValue::new(
+            "server.address",
+            Arc::<str>::from(a.as_str()),
+        ));
     }
     if let Some(p) = peer.port {
         into.push(KeyValue::new("server.port", i64::from(p)));
@@ -223,9 +235,6 @@ pub(super) fn peer_attributes(peer: &Peer, into: &mut Vec<KeyValue>) {
 /// context that was).
 fn write_meta(params: &mut Option<Value>, entries: &[(String, String)]) {
     let params = params.get_or_insert_with(|| Value::Object(Map::new()));
-    if !params.is_object() {
-        return;
-    }
     let Some(object) = params.as_object_mut() else {
         return;
     };
@@ -256,7 +265,7 @@ pub(crate) struct Outgoing<'a> {
 impl Outgoing<'_> {
     /// The trace context as HTTP headers (for a transport that sends them).
     pub(crate) fn headers(&self, into: &mut Vec<(String, String)>) {
-        if self.session.peer.http {
+        if self.session.http {
             into.extend(self.entries.iter().cloned());
         }
     }
