@@ -115,43 +115,31 @@ impl Session {
                 .map(str::to_owned)
         };
         let mut target = None;
-        let mut attributes = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+        // The metric's attributes; the span has these and more.
+        let mut measured = vec![KeyValue::new("mcp.method.name", method.to_owned())];
         let mut tool_call = false;
         match method {
             crate::protocol::methods::TOOLS_CALL => {
                 tool_call = true;
                 if let Some(name) = param("name") {
-                    attributes.push(KeyValue::new("gen_ai.tool.name", name.clone()));
+                    measured.push(KeyValue::new("gen_ai.tool.name", name.clone()));
                     target = Some(name);
                 }
-                attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+                measured.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
             }
             "prompts/get" => {
                 if let Some(name) = param("name") {
-                    attributes.push(KeyValue::new("gen_ai.prompt.name", name.clone()));
+                    measured.push(KeyValue::new("gen_ai.prompt.name", name.clone()));
                     target = Some(name);
                 }
             }
             _ => {}
         }
-        // The metric's attributes so far; the span has more.
-        let measured = attributes.clone();
-        if matches!(
-            method,
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe"
-        ) {
-            if let Some(uri) = param("uri") {
-                attributes.push(KeyValue::new("mcp.resource.uri", uri));
-            }
-        }
-        if let Some(id) = id {
-            attributes.push(KeyValue::new("jsonrpc.request.id", id.to_string()));
-        }
         let reuse = tool_call && self.settings.reuse_tool_span;
         let cx = if reuse {
             parent
         } else {
-            let name: Cow<'static, str> = match &target {
+            let name: Cow<'static, str> = match target {
                 Some(t) => format!("{method} {t}").into(),
                 None => method.to_owned().into(),
             };
@@ -165,6 +153,18 @@ impl Session {
         let span = cx.span();
         let recording = span.is_recording();
         if recording {
+            let mut attributes = measured.clone();
+            if matches!(
+                method,
+                "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+            ) {
+                if let Some(uri) = param("uri") {
+                    attributes.push(KeyValue::new("mcp.resource.uri", uri));
+                }
+            }
+            if let Some(id) = id {
+                attributes.push(KeyValue::new("jsonrpc.request.id", id.to_string()));
+            }
             if let Some(id) = session_id() {
                 attributes.push(KeyValue::new("mcp.session.id", id));
             }
@@ -179,7 +179,12 @@ impl Session {
             self.peer_attributes(&mut attributes);
             span.set_attributes(attributes);
         }
-        let entries = w3c::inject(&cx, self.settings.send_baggage);
+        // Nothing to send without a valid span, unless baggage may go.
+        let entries = if span.span_context().is_valid() || self.settings.send_baggage {
+            w3c::inject(&cx, self.settings.send_baggage)
+        } else {
+            Vec::new()
+        };
         if !entries.is_empty() {
             write_meta(params, &entries);
         }
