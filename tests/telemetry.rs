@@ -57,6 +57,14 @@ fn a_tool_call_over_stdio_is_a_client_span_under_the_hosts() {
         "arguments are recorded only when the host asks"
     );
 
+    // The check for a live tracer left nothing behind.
+    assert!(!otel_support::sdk()
+        .spans
+        .get_finished_spans()
+        .unwrap()
+        .iter()
+        .any(|s| s.name.contains("probe") && s.name.starts_with("mcp-runtime")));
+
     // The connect: its span under the host's, the probe and the handshake under it.
     let connect = root.span("connect otel-stdio");
     assert_eq!(connect.span_kind, SpanKind::Internal);

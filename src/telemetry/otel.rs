@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use opentelemetry::global::{self, BoxedTracer};
 use opentelemetry::metrics::Histogram;
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::{
+    Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId,
+    TraceState, Tracer,
+};
 use opentelemetry::{Context, ContextGuard, InstrumentationScope, KeyValue};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -38,10 +41,33 @@ pub(super) fn tracer() -> BoxedTracer {
     global::tracer_with_scope(scope())
 }
 
+/// The tracer installed now, or `None` when it is OpenTelemetry's no-op one (no SDK installed):
+/// then a request makes no span at all, not even a no-op one. Told apart by a probe started,
+/// with telemetry suppressed, under a remote parent: the no-op tracer hands back the parent's
+/// context, an SDK an empty one (and records and exports nothing).
+fn live_tracer() -> Option<BoxedTracer> {
+    let tracer = tracer();
+    let parent = SpanContext::new(
+        TraceId::from_bytes([1; 16]),
+        SpanId::from_bytes([1; 8]),
+        TraceFlags::default(),
+        true,
+        TraceState::default(),
+    );
+    let cx = Context::new()
+        .with_remote_span_context(parent.clone())
+        .with_telemetry_suppressed();
+    let probe = tracer.start_with_context("mcp-runtime probe", &cx);
+    let noop = probe.span_context().span_id() == parent.span_id();
+    drop(probe);
+    (!noop).then_some(tracer)
+}
+
 /// A connection's tracer, instruments and settings: taken from the providers installed when it
 /// connects.
 pub(crate) struct Session {
-    tracer: BoxedTracer,
+    /// `None` with no SDK installed (see [`live_tracer`]).
+    tracer: Option<BoxedTracer>,
     operation: Histogram<f64>,
     duration: Histogram<f64>,
     settings: Telemetry,
@@ -64,7 +90,7 @@ impl Session {
                 .build()
         };
         Session {
-            tracer: tracer(),
+            tracer: live_tracer(),
             operation: histogram(
                 "mcp.client.operation.duration",
                 "The duration of an MCP request or notification, from when it was sent until its response came.",
@@ -136,19 +162,21 @@ impl Session {
             _ => {}
         }
         let reuse = tool_call && self.settings.reuse_tool_span;
-        let cx = if reuse {
-            parent
-        } else {
-            let name: Cow<'static, str> = match target {
-                Some(t) => format!("{method} {t}").into(),
-                None => method.to_owned().into(),
-            };
-            let span = self
-                .tracer
-                .span_builder(name)
-                .with_kind(SpanKind::Client)
-                .start_with_context(&self.tracer, &parent);
-            parent.with_span(span)
+        let tracer = self.tracer.as_ref().filter(|_| !reuse);
+        let own = tracer.is_some();
+        let cx = match tracer {
+            None => parent,
+            Some(tracer) => {
+                let name: Cow<'static, str> = match target {
+                    Some(t) => format!("{method} {t}").into(),
+                    None => method.to_owned().into(),
+                };
+                let span = tracer
+                    .span_builder(name)
+                    .with_kind(SpanKind::Client)
+                    .start_with_context(tracer, &parent);
+                parent.with_span(span)
+            }
         };
         let span = cx.span();
         let recording = span.is_recording();
@@ -179,8 +207,9 @@ impl Session {
             self.peer_attributes(&mut attributes);
             span.set_attributes(attributes);
         }
-        // Nothing to send without a valid span, unless baggage may go.
-        let entries = if span.span_context().is_valid() || self.settings.send_baggage {
+        // Nothing to send, nor to make current, without a valid span (unless baggage may go).
+        let valid = span.span_context().is_valid();
+        let entries = if valid || self.settings.send_baggage {
             w3c::inject(&cx, self.settings.send_baggage)
         } else {
             Vec::new()
@@ -191,7 +220,8 @@ impl Session {
         Outgoing {
             session: self,
             cx,
-            own: !reuse,
+            own,
+            valid,
             tool_call,
             recording,
             measured,
@@ -260,6 +290,8 @@ pub(crate) struct Outgoing<'a> {
     cx: Context,
     /// Whether the span is ours to end.
     own: bool,
+    /// Whether its context is a valid one (to send, and to make current).
+    valid: bool,
     tool_call: bool,
     recording: bool,
     measured: Vec<KeyValue>,
@@ -277,13 +309,13 @@ impl Outgoing<'_> {
 
     /// The span as the current context of this thread until the guard drops: what the
     /// request causes here (an OAuth refresh, a new session's handshake) is its child.
-    pub(crate) fn enter(&self) -> ContextGuard {
-        self.cx.clone().attach()
+    pub(crate) fn enter(&self) -> Option<ContextGuard> {
+        self.valid.then(|| self.cx.clone().attach())
     }
 
     /// The span's context, for work that a worker thread does for the request.
     pub(crate) fn carried(&self) -> Carried {
-        Carried(Some(self.cx.clone()))
+        Carried(self.valid.then(|| self.cx.clone()))
     }
 
     /// The outcome: its attributes and status on the span, which ends (when it is ours), and
@@ -406,5 +438,27 @@ impl Carried {
 impl std::fmt::Debug for Carried {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Carried")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_an_sdk_there_is_no_tracer_and_no_context_to_send() {
+        // This test process installs no provider: OpenTelemetry's no-op one.
+        assert!(live_tracer().is_none());
+        let session = Session::new(Telemetry::default(), Peer::stdio());
+        let mut params = Some(serde_json::json!({"name": "echo", "arguments": {}}));
+        let out = session.outgoing("tools/call", &mut params, Some(1), || None);
+        assert!(!out.own && !out.valid && !out.recording);
+        assert!(out.enter().is_none());
+        out.finish(None, Ok(None));
+        assert_eq!(
+            params,
+            Some(serde_json::json!({"name": "echo", "arguments": {}})),
+            "nothing added to the request"
+        );
     }
 }
