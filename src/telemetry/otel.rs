@@ -138,24 +138,25 @@ impl Session {
             params
                 .as_ref()
                 .and_then(|p| p.get(key)?.as_str())
-                .map(str::to_owned)
+                .map(Arc::<str>::from)
         };
         let mut target = None;
-        // The metric's attributes; the span has these and more.
-        let mut measured = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+        // The metric's attributes (room for what `finish` adds); the span has these and more.
+        let mut measured = Vec::with_capacity(12);
+        measured.push(KeyValue::new("mcp.method.name", method_name(method)));
         let mut tool_call = false;
         match method {
             crate::protocol::methods::TOOLS_CALL => {
                 tool_call = true;
                 if let Some(name) = param("name") {
-                    measured.push(KeyValue::new("gen_ai.tool.name", name.clone()));
+                    measured.push(KeyValue::new("gen_ai.tool.name", Arc::clone(&name)));
                     target = Some(name);
                 }
                 measured.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
             }
-            "prompts/get" => {
+            crate::protocol::methods::PROMPTS_GET => {
                 if let Some(name) = param("name") {
-                    measured.push(KeyValue::new("gen_ai.prompt.name", name.clone()));
+                    measured.push(KeyValue::new("gen_ai.prompt.name", Arc::clone(&name)));
                     target = Some(name);
                 }
             }
@@ -379,8 +380,36 @@ impl Outgoing<'_> {
     }
 }
 
-/// Whether a `tools/call` result says `isError: true` (read without building the result).
+/// A method's name as an attribute: the protocol's own names without a copy.
+fn method_name(method: &str) -> Cow<'static, str> {
+    use crate::protocol::methods::*;
+    const KNOWN: &[&str] = &[
+        TOOLS_CALL,
+        TOOLS_LIST,
+        INITIALIZE,
+        INITIALIZED,
+        PING,
+        SERVER_DISCOVER,
+        RESOURCES_LIST,
+        RESOURCES_READ,
+        RESOURCE_TEMPLATES_LIST,
+        PROMPTS_LIST,
+        PROMPTS_GET,
+        COMPLETION_COMPLETE,
+        CANCELLED,
+    ];
+    match KNOWN.iter().find(|k| **k == method) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(method.to_owned()),
+    }
+}
+
+/// Whether a `tools/call` result says `isError: true` (read without building the result, and
+/// not read at all when the text has no such member).
 fn is_error_result(raw: &RawValue) -> bool {
+    if memchr::memmem::find(raw.get().as_bytes(), b"\"isError\"").is_none() {
+        return false;
+    }
     #[derive(serde::Deserialize)]
     struct Flag {
         #[serde(rename = "isError", default)]
@@ -444,6 +473,23 @@ impl std::fmt::Debug for Carried {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_error_is_read_from_the_result_s_own_member() {
+        let raw = |t: &str| RawValue::from_string(t.to_owned()).unwrap();
+        assert!(is_error_result(&raw(r#"{"content":[],"isError":true}"#)));
+        assert!(!is_error_result(&raw(r#"{"content":[],"isError":false}"#)));
+        assert!(!is_error_result(&raw(r#"{"content":[]}"#)));
+        // Words in a text, a member of something else: not the result's.
+        assert!(!is_error_result(&raw(
+            r#"{"content":[{"type":"text","text":"\"isError\": true"}]}"#
+        )));
+        assert!(!is_error_result(&raw(
+            r#"{"content":[],"structuredContent":{"isError":true}}"#
+        )));
+        assert_eq!(method_name("tools/call"), Cow::Borrowed("tools/call"));
+        assert_eq!(method_name("x/y"), Cow::<str>::Owned("x/y".into()));
+    }
 
     #[test]
     fn without_an_sdk_there_is_no_tracer_and_no_context_to_send() {
