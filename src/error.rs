@@ -224,6 +224,19 @@ impl Error {
         }
     }
 
+    /// The reason of a connection its owner closed (`close`, a drop), not a failure.
+    pub(crate) const CLOSED: &'static str = "the connection was closed";
+
+    /// A connection its owner closed.
+    pub(crate) fn closed_by_owner() -> Error {
+        Error::closed(Error::CLOSED)
+    }
+
+    /// Whether this is the end of a connection its owner closed.
+    pub(crate) fn is_closed_by_owner(&self) -> bool {
+        matches!(self, Error::TransportClosed { reason, .. } if reason == Error::CLOSED)
+    }
+
     /// An [`Error::FeatureMissing`].
     pub(crate) fn feature_missing(feature: &'static str, what: impl Into<String>) -> Error {
         Error::FeatureMissing {

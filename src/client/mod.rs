@@ -115,17 +115,16 @@ impl Drop for Inner {
     fn drop(&mut self) {
         self.conn.transport.close();
         // The session's duration: a close is its normal end, anything else a failure.
-        let failure = self.conn.router.closed().filter(|e| !is_a_close(e));
+        let failure = self
+            .conn
+            .router
+            .closed()
+            .filter(|e| !e.is_closed_by_owner());
         let version = self.session.version();
         self.conn
             .telemetry
             .end(Some(version.as_str()), failure.as_ref());
     }
-}
-
-/// Whether a connection ended by being closed (by the host, a drop), not by a failure.
-fn is_a_close(error: &Error) -> bool {
-    matches!(error, Error::TransportClosed { reason, .. } if reason == "the connection was closed")
 }
 
 /// The pieces of a connection before its handshake is done.
@@ -254,6 +253,7 @@ impl Connection {
         };
         traced.headers(&mut envelope.headers);
         let pending = Pending {
+            alone,
             tx,
             rx,
             progress_tx,
@@ -280,12 +280,12 @@ impl Connection {
         extra: crate::transport::Envelope,
     ) -> Result<Box<RawValue>, Error> {
         let Pending {
+            alone,
             tx,
             rx,
             progress_tx,
             progress_rx,
         } = pending;
-        let alone = wait.cancel.is_none() && wait.on_progress.is_none();
         self.router.register(
             id,
             Slot {
@@ -396,6 +396,8 @@ impl Connection {
 
 /// A request's answer channels, made before it is sent.
 struct Pending {
+    /// Nothing but the answer is waited for (see `request_traced`).
+    alone: bool,
     tx: reply::ReplyTx,
     rx: reply::ReplyRx,
     progress_tx: Option<crossbeam_channel::Sender<crate::protocol::Progress>>,
@@ -581,9 +583,7 @@ impl Client {
     /// close grace period plus a second). Every pending request fails with
     /// [`Error::TransportClosed`]. Idempotent; dropping the last clone of a client closes it too.
     pub fn close(&self) {
-        self.inner
-            .conn
-            .fail(Error::closed("the connection was closed"));
+        self.inner.conn.fail(Error::closed_by_owner());
     }
 
     /// Ends the connection with `error` (a panic caught in what served it): every pending

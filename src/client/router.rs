@@ -175,9 +175,7 @@ impl Router {
         // this check sees the flag.
         if self.is_closed.load(Ordering::SeqCst) {
             drop(shard);
-            return Err(self
-                .closed()
-                .unwrap_or_else(|| Error::closed("the connection was closed")));
+            return Err(self.closed().unwrap_or_else(Error::closed_by_owner));
         }
         shard.insert(id, slot);
         Ok(())

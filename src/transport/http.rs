@@ -210,7 +210,7 @@ impl Transport for HttpTransport {
     fn send(&self, message: &Message, envelope: &Envelope) -> Result<(), Error> {
         let s = &self.shared;
         if s.closed.load(Ordering::SeqCst) {
-            return Err(Error::closed("the connection was closed"));
+            return Err(Error::closed_by_owner());
         }
         s.remember_version(envelope);
         match message {
@@ -359,8 +359,7 @@ impl Shared {
             }
         }
         s.remote.shutdown();
-        s.inbound
-            .on_closed(Error::closed("the connection was closed"));
+        s.inbound.on_closed(Error::closed_by_owner());
     }
 }
 

@@ -180,7 +180,7 @@ impl Transport for MemoryTransport {
     fn close(&self) {
         self.to_server.lock().take();
         self.stop.lock().take();
-        self.shared.end(Error::closed("the connection was closed"));
+        self.shared.end(Error::closed_by_owner());
     }
 
     fn kind(&self) -> &'static str {

@@ -143,7 +143,7 @@ impl SseTransport {
                 ControlFlow::Continue(())
             });
             let error = if reader_closed.load(Ordering::SeqCst) {
-                Error::closed("the connection was closed")
+                Error::closed_by_owner()
             } else {
                 match end {
                     StreamEnd::Failed(e) => e,
@@ -282,7 +282,7 @@ impl Transport for SseTransport {
     fn send(&self, message: &Message, _: &super::Envelope) -> Result<(), Error> {
         let s = &self.shared;
         if s.closed.load(Ordering::SeqCst) {
-            return Err(Error::closed("the connection was closed"));
+            return Err(Error::closed_by_owner());
         }
         if web::is_cancellation(message) {
             let (shared, message) = (Arc::clone(s), message.clone());

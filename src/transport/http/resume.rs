@@ -68,7 +68,7 @@ impl Shared {
                         if let Some(r) = stray() {
                             return Ok(r);
                         }
-                        return Err(Error::closed("the connection was closed"));
+                        return Err(Error::closed_by_owner());
                     }
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(Error::closed("the request ran out of time before resuming"));

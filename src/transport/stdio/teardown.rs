@@ -120,7 +120,7 @@ impl Shared {
     /// Why the connection ended, for the error every pending request gets.
     fn closed_error(&self, read_error: Option<std::io::Error>) -> Error {
         if self.close_requested.load(Ordering::SeqCst) {
-            return Error::closed("the connection was closed");
+            return Error::closed_by_owner();
         }
         // A server that ends its stdout is usually exiting: a moment for its status (and its
         // last stderr lines). One that lingers is reported as such, without waiting longer.
