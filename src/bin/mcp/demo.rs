@@ -239,10 +239,15 @@ fn call(tools: &[Arc<dyn AgentTool>], name: &str, args: Value) -> Result<(), Str
     }
 }
 
-/// Whether a process is gone (or a zombie), checking for up to three seconds (Linux; elsewhere
-/// it is assumed gone).
+/// Whether a process is gone (or a zombie), checking for up to three seconds (Linux and
+/// Windows; elsewhere it is assumed gone).
 fn gone(pid: u32) -> bool {
-    let deadline = Instant::now() + std::time::Duration::from_secs(3);
+    gone_within(pid, std::time::Duration::from_secs(3))
+}
+
+#[cfg(target_os = "linux")]
+fn gone_within(pid: u32, wait: std::time::Duration) -> bool {
+    let deadline = Instant::now() + wait;
     loop {
         let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .map(|s| {
@@ -258,4 +263,32 @@ fn gone(pid: u32) -> bool {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// Windows: the process's own handle, waited on (a pid is no path into `/proc`, which a
+/// Windows program run under Wine would otherwise read from the Linux host).
+#[cfg(windows)]
+fn gone_within(pid: u32, wait: std::time::Duration) -> bool {
+    use windows_sys::Win32::Foundation::{CloseHandle, WAIT_OBJECT_0};
+    use windows_sys::Win32::System::Threading::{
+        OpenProcess, WaitForSingleObject, PROCESS_SYNCHRONIZE,
+    };
+    // SAFETY: a plain query of a process by id; the handle, when one comes back, is closed below.
+    let handle = unsafe { OpenProcess(PROCESS_SYNCHRONIZE, 0, pid) };
+    if handle.is_null() {
+        // No such process any more (nothing holds it open).
+        return true;
+    }
+    let ms = u32::try_from(wait.as_millis()).unwrap_or(u32::MAX);
+    // SAFETY: `handle` is the valid process handle just opened, closed once here.
+    unsafe {
+        let ended = WaitForSingleObject(handle, ms) == WAIT_OBJECT_0;
+        CloseHandle(handle);
+        ended
+    }
+}
+
+#[cfg(not(any(target_os = "linux", windows)))]
+fn gone_within(_pid: u32, _wait: std::time::Duration) -> bool {
+    true
 }
