@@ -186,8 +186,11 @@ fn spawn_caught(
     on_panic: impl FnOnce(Error) + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let faults = Faults::here();
+    // The thread continues the trace of what started it.
+    let traced = crate::telemetry::Carried::here();
     std::thread::Builder::new().name(name).spawn(move || {
         let _entered = faults.enter();
+        let _traced = traced.attach();
         let ran = catch_in(place, || {
             if let Some(at) = at {
                 faults::at(at);

@@ -65,6 +65,9 @@ pub(crate) struct Router {
     unsolicited: AtomicU64,
     /// The ids of our open `subscriptions/listen` requests (2026-07-28).
     subscriptions: Mutex<std::collections::HashSet<i64>>,
+    /// The trace context the connection was made in (its connect's span): what a notification
+    /// without a context of its own, and the connection's end, are traced under.
+    origin: crate::telemetry::Carried,
 }
 
 impl Router {
@@ -85,6 +88,7 @@ impl Router {
             server_requests: Arc::new(AtomicUsize::new(0)),
             unsolicited: AtomicU64::new(0),
             subscriptions: Mutex::new(std::collections::HashSet::new()),
+            origin: crate::telemetry::Carried::here(),
         }
     }
 
@@ -128,18 +132,28 @@ impl Router {
                 let (events, rx) = crossbeam_channel::unbounded::<Event>();
                 let name = self.server.clone();
                 let h = Arc::clone(&self.handler);
+                let origin = self.origin.clone();
                 // A handler that panics on one event is logged, and hears the next.
                 let deliver = move || {
+                    // The connection's context, not that of whichever thread started this one.
+                    let _origin = origin.attach();
                     for event in rx.iter() {
                         let _ = crate::panic::catch(Boundary::Events, || match event {
                             Event::Log(m) => {
                                 h.on_log_message(&name, m.level, m.logger.as_deref(), &m.data)
                             }
-                            Event::Notification(n) if n.method == methods::TOOLS_LIST_CHANGED => {
-                                h.on_tools_list_changed(&name)
-                            }
                             Event::Notification(n) => {
-                                h.on_notification(&name, &n.method, n.params.as_ref())
+                                // What the handlers start (a refresh) is traced under it.
+                                let _span = crate::telemetry::receiving(
+                                    &n.method,
+                                    n.params.as_ref(),
+                                    &origin,
+                                );
+                                if n.method == methods::TOOLS_LIST_CHANGED {
+                                    h.on_tools_list_changed(&name)
+                                } else {
+                                    h.on_notification(&name, &n.method, n.params.as_ref())
+                                }
                             }
                         });
                     }
@@ -212,6 +226,8 @@ impl Router {
         // The handler hears first, so whoever a failed call wakes finds the news already known
         // (a manager's status says `disconnected` before any caller sees the error).
         if first {
+            // What the end sets off (a reconnect) is traced under the connection's connect.
+            let _origin = self.origin.attach();
             self.handler.on_connection_closed(&self.server, &error);
         }
         for slot in slots {

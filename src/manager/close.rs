@@ -77,12 +77,16 @@ impl Work {
             });
         }
         let faults = self.faults.clone();
+        // The job continues the trace of what started it (a host's call, a notification, the
+        // end of a connection).
+        let traced = crate::telemetry::Carried::here();
         let spawned = std::thread::Builder::new()
             .name(thread_name)
             .spawn(move || {
                 // Dropped when the job ends, however it ends: that is what waiters see.
                 let _alive: Sender<()> = alive;
                 let _faults = faults.enter();
+                let _traced = traced.attach();
                 CURRENT_JOB.with(|j| j.set(number));
                 if let Err(e) = crate::panic::catch(at, job) {
                     let _ = crate::panic::catch_in(at.place(), || on_panic(e));

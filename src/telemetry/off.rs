@@ -55,12 +55,18 @@ impl Outgoing {
 pub(crate) struct Entered;
 
 /// No context to carry.
-#[derive(Clone, Copy, Default, Debug)]
+/// (Not `Copy`: the same code clones the feature's context.)
+#[derive(Clone, Default, Debug)]
 pub(crate) struct Carried;
 
 impl Carried {
     #[inline]
     pub(crate) fn none() -> Carried {
+        Carried
+    }
+
+    #[inline]
+    pub(crate) fn here() -> Carried {
         Carried
     }
 
@@ -94,6 +100,14 @@ pub(crate) fn serving(_: &str, _: &str, _: Option<&Value>) -> Serving {
 impl Serving {
     #[inline]
     pub(crate) fn finish(self, _: Option<(i64, &str)>) {}
+}
+
+/// No notification span.
+pub(crate) struct Receiving;
+
+#[inline]
+pub(crate) fn receiving(_: &str, _: Option<&Value>, _: &Carried) -> Receiving {
+    Receiving
 }
 
 /// No HTTP span.

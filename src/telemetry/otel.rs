@@ -447,8 +447,8 @@ pub(super) fn error_type(e: &Error) -> Cow<'static, str> {
     }
 }
 
-/// A span's context handed to another thread (a worker running a request's exchange), to be
-/// its current context there.
+/// A span's context handed to another thread (a worker running a request's exchange, a thread
+/// we start), to be its current context there.
 #[derive(Clone, Default)]
 pub(crate) struct Carried(Option<Context>);
 
@@ -456,6 +456,17 @@ impl Carried {
     /// No context.
     pub(crate) fn none() -> Carried {
         Carried(None)
+    }
+
+    /// This thread's current context, when it has a span (what caused the work it hands on).
+    pub(crate) fn here() -> Carried {
+        let cx = Context::current();
+        Carried(cx.has_active_span().then_some(cx))
+    }
+
+    /// The context, or the thread's current one when there is none.
+    pub(crate) fn or_current(&self) -> Context {
+        self.0.clone().unwrap_or_else(Context::current)
     }
 
     /// The context as this thread's current one until the guard drops.

@@ -1,6 +1,7 @@
 //! The spans of what is not one outgoing request: the connect (with the era probe and the
-//! handshake under it), a request a server sends us (continuing the server's context), and an
-//! HTTP request of the library's own (OAuth's discovery, registration and tokens).
+//! handshake under it), a request or notification a server sends us (continuing the server's
+//! context), and an HTTP request of the library's own (OAuth's discovery, registration and
+//! tokens).
 
 use std::borrow::Cow;
 
@@ -9,7 +10,7 @@ use opentelemetry::{Context, ContextGuard, KeyValue};
 use serde_json::Value;
 
 use super::otel::{error_type, peer_attributes, tracer};
-use super::{w3c, Peer};
+use super::{w3c, Carried, Peer};
 use crate::error::Error;
 
 /// A span current on this thread until it is finished.
@@ -84,12 +85,16 @@ impl Connecting {
 /// context in its `params._meta` when there is one, current while the host's handler answers.
 pub(crate) struct Serving(Current);
 
-/// Starts the span of the server's request `method` with `id`.
-pub(crate) fn serving(method: &str, id: &str, params: Option<&Value>) -> Serving {
-    let parent = params
+/// The context a server sent in a message's `params._meta`, when it sent one.
+fn sent_context(params: Option<&Value>) -> Option<Context> {
+    params
         .and_then(|p| p.get("_meta")?.as_object())
         .and_then(w3c::extract)
-        .unwrap_or_else(Context::current);
+}
+
+/// Starts the span of the server's request `method` with `id`.
+pub(crate) fn serving(method: &str, id: &str, params: Option<&Value>) -> Serving {
+    let parent = sent_context(params).unwrap_or_else(Context::current);
     let current = Current::start(method.to_owned(), SpanKind::Server, &parent);
     current.set(vec![
         KeyValue::new("mcp.method.name", method.to_owned()),
@@ -109,6 +114,23 @@ impl Serving {
             self.0.fail(code.to_string().into(), message.to_owned());
         }
     }
+}
+
+/// A notification a server sent that the host hears (`list_changed`, a resource update, ...): a
+/// SERVER span `{mcp.method.name}`, child of the context in its `params._meta` when there is one
+/// (the server's work that caused it), else of `origin` (the connect of the connection it came
+/// on). It is current while the handlers run, so what they start (a refresh's `tools/list`)
+/// nests under it; it ends when dropped.
+pub(crate) struct Receiving {
+    _span: Current,
+}
+
+/// Starts the span of the server's notification `method`.
+pub(crate) fn receiving(method: &str, params: Option<&Value>, origin: &Carried) -> Receiving {
+    let parent = sent_context(params).unwrap_or_else(|| origin.or_current());
+    let current = Current::start(method.to_owned(), SpanKind::Server, &parent);
+    current.set(vec![KeyValue::new("mcp.method.name", method.to_owned())]);
+    Receiving { _span: current }
 }
 
 /// An HTTP request of the library's own: a CLIENT span `{method}` (as HTTP's conventions name
