@@ -186,13 +186,21 @@ impl Connection {
     }
 
     /// Hands a message to the transport, which may do its I/O on this thread: a panic in it
-    /// ends the connection with [`Error::Internal`], which this returns.
+    /// ends the connection with [`Error::Internal`], which this returns. A transport found
+    /// closed under a connection that has ended gives the connection's reason (a panic of one
+    /// of its threads, say, which closed the transport after it ended the connection), not the
+    /// closed pipe it left behind.
     pub(crate) fn send(&self, message: &Message, envelope: &Envelope) -> Result<(), Error> {
-        crate::panic::catch(Boundary::Send, || self.transport.send(message, envelope))
-            .unwrap_or_else(|e| {
+        match crate::panic::catch(Boundary::Send, || self.transport.send(message, envelope)) {
+            Ok(Err(closed @ Error::TransportClosed { .. })) => {
+                Err(self.router.closed().unwrap_or(closed))
+            }
+            Ok(sent) => sent,
+            Err(e) => {
                 self.fail(e.clone());
                 Err(e)
-            })
+            }
+        }
     }
 
     /// Sends a request and waits for its result, parsed as a [`Value`].
