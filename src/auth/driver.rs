@@ -13,10 +13,10 @@ use super::endpoints::parse_url;
 use super::flow::{Action, Flow, Reply};
 use super::registration::{ClientIdentity, IdentitySource};
 use super::token::TokenRequest;
-use super::wire::{Failure, Wire};
 use super::AuthStorage;
 use super::{error, OAuthErrorKind, Secret};
 use crate::error::Error;
+use crate::net::fetch::{Failure, Fetch};
 use crate::net::url::redact;
 
 /// Limits and timings of the OAuth client, and the proxies it goes through. `Debug` shows the
@@ -100,7 +100,7 @@ pub(crate) struct Http {
     /// Built on first use: every remote server without its own authorization has a provider,
     /// and most never answer 401 (measured, building the agent config and connector chain up
     /// front was a twentieth of a fleet of HTTP connects).
-    wire: OnceLock<Wire>,
+    wire: OnceLock<Fetch>,
     options: OAuthOptions,
 }
 
@@ -112,9 +112,9 @@ impl Http {
         }
     }
 
-    fn wire(&self) -> &Wire {
+    fn wire(&self) -> &Fetch {
         self.wire.get_or_init(|| {
-            Wire::new(
+            Fetch::new(
                 self.options.max_body_bytes,
                 self.options.proxy.clone(),
                 self.options.default_proxy.clone(),
@@ -172,7 +172,7 @@ impl Http {
         headers: &[(&str, &str)],
         body: Option<&[u8]>,
         deadline: Instant,
-        look: impl FnOnce(&super::wire::Response),
+        look: impl FnOnce(&crate::net::fetch::Response),
     ) -> Result<(Reply, Option<String>), Error> {
         log::debug!("oauth: {method} {}", redact(url));
         // Its span: a child of the request or connect that needed it.

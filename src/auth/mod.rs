@@ -88,8 +88,6 @@ mod registration;
 mod storage;
 #[cfg(feature = "oauth")]
 pub(crate) mod token;
-#[cfg(feature = "oauth")]
-mod wire;
 
 /// One request on the OAuth client's HTTP (the one exchange, a proxy and CAs as the environment
 /// says, one deadline, a capped body, never re-sent): the `mcp` command's OpenTelemetry exporter
@@ -101,7 +99,7 @@ pub(crate) fn post_once(
     body: &[u8],
     deadline: std::time::Instant,
 ) -> Result<(u16, Vec<u8>), String> {
-    let wire = wire::Wire::new(
+    let wire = crate::net::fetch::Fetch::new(
         1 << 20,
         None,
         None,
@@ -109,9 +107,11 @@ pub(crate) fn post_once(
     );
     match wire.request("POST", url, headers, Some(body), deadline) {
         Ok(r) => Ok((r.status, r.body)),
-        Err(wire::Failure::Timeout) => Err("timed out".to_owned()),
-        Err(wire::Failure::TooLarge(n)) => Err(format!("answered with more than {n} bytes")),
-        Err(wire::Failure::Other(why)) => Err(why),
+        Err(crate::net::fetch::Failure::Timeout) => Err("timed out".to_owned()),
+        Err(crate::net::fetch::Failure::TooLarge(n)) => {
+            Err(format!("answered with more than {n} bytes"))
+        }
+        Err(crate::net::fetch::Failure::Other(why)) => Err(why),
     }
 }
 

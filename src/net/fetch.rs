@@ -1,9 +1,10 @@
-//! The OAuth client's HTTP/1.1 requests to authorization servers, on the transports' one
-//! exchange (`net::exchange`) and connection stack (`net::stack::connections`), so a
-//! network setting applies to both and every response is read by the one parser. One request
-//! per connection (`Connection: close`), the host looked up and everything else done before one
-//! deadline, bodies capped, no redirect followed, and never sent again (an authorization code
-//! is single-use and a refresh token may rotate): a failure is the caller's to handle.
+//! The library's own one-shot HTTP/1.1 requests (OAuth's discovery, registration and tokens, the
+//! MCP Registry's entries, the command's telemetry export), on the transports' one exchange
+//! (`net::exchange`) and connection stack (`net::stack::connections`), so a network setting
+//! applies to all and every response is read by the one parser. One request per connection
+//! (`Connection: close`), the host looked up and everything else done before one deadline,
+//! bodies capped, no redirect followed, and never sent again (an authorization code is
+//! single-use and a refresh token may rotate): a failure is the caller's to handle.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -19,10 +20,12 @@ use crate::net::{proxy, stack, tls};
 /// A response.
 pub(crate) struct Response {
     pub status: u16,
-    pub(super) headers: Vec<(String, String)>,
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's, for now.
+    pub(crate) headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // OAuth's, for now.
 impl Response {
     /// A header's value (the first, by case-insensitive name).
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -53,9 +56,9 @@ pub(crate) enum Failure {
 }
 
 /// The client.
-pub(crate) struct Wire {
+pub(crate) struct Fetch {
     max_body: usize,
-    /// The server's own proxy setting and the host's (see [`OAuthOptions`](super::OAuthOptions)).
+    /// The server's own proxy setting and the host's (an OAuth provider's are its `OAuthOptions`).
     proxy: Option<String>,
     default_proxy: Option<String>,
     /// What the server's connections trust and present (its CA, its client certificate).
@@ -73,14 +76,14 @@ fn from_ureq(e: ureq::Error) -> Failure {
     }
 }
 
-impl Wire {
+impl Fetch {
     pub(crate) fn new(
         max_body: usize,
         proxy: Option<String>,
         default_proxy: Option<String>,
         tls: TlsSettings,
-    ) -> Wire {
-        Wire {
+    ) -> Fetch {
+        Fetch {
             max_body,
             proxy,
             default_proxy,
