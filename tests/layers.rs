@@ -15,7 +15,7 @@ fn layer(module: &[&str]) -> Option<(u8, &'static str)> {
         ["transport", ..] => (2, "transport"),
         ["auth", ..] => (3, "auth"),
         ["client", ..] => (4, "client"),
-        ["config", ..] => (5, "config"),
+        ["config" | "install", ..] => (5, "config"),
         ["manager", ..] => (6, "manager"),
         ["tool", ..] => (7, "tools"),
         ["host", ..] => (8, "host"),

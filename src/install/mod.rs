@@ -1,0 +1,188 @@
+//! Getting a server: the MCP Registry's entries (`server.json`, schema 2025-12-11) found, read
+//! and checked, the questions one way of running one asks, and the server config that runs it
+//! with the answers. Only [`Registry`] talks to the network, and nothing here writes or runs
+//! anything: the host shows its user what will run, asks the questions, and writes the config
+//! ([`crate::config::ConfigWriter`]).
+//!
+#![doc = include_str!("../../docs/install.md")]
+
+mod plan;
+mod registry;
+mod server_json;
+
+use std::collections::BTreeMap;
+
+pub use plan::{Asked, Question};
+pub use registry::{Registry, OFFICIAL_REGISTRY};
+pub use server_json::SCHEMA;
+
+use crate::config::ServerConfig;
+use crate::error::Error;
+use server_json::ServerDetail;
+
+/// A server as the MCP Registry describes it: its `server.json`, read and checked against the
+/// registry's schema (2025-12-11), with its status in the registry and the ways it can be run: each of its packages (npm,
+/// PyPI, NuGet and OCI ones are run; a bundle is opened as a file), then each of its remote
+/// endpoints.
+#[derive(Debug, Clone)]
+pub struct ServerEntry {
+    detail: ServerDetail,
+    status: Status,
+}
+
+/// What a registry says of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Status {
+    /// Current (and what a `server.json` read on its own is).
+    Active,
+    /// Still given, but its publisher or the registry advises against it: warn before adding.
+    /// A status this library does not know is taken as this one.
+    Deprecated,
+    /// Withdrawn: never added ([`ServerEntry::plan`] refuses it).
+    Deleted,
+}
+
+impl Status {
+    fn from_registry(status: &str) -> Status {
+        match status {
+            "active" => Status::Active,
+            "deleted" => Status::Deleted,
+            _ => Status::Deprecated,
+        }
+    }
+}
+
+impl ServerEntry {
+    /// Reads a `server.json` document. A document that breaks the schema's rules (a name that
+    /// is not `namespace/name`, a description over 100 characters, a package at `latest`, a
+    /// positional argument with neither label nor value, ...) is [`Error::Config`] naming
+    /// every rule broken.
+    pub fn parse(text: &str) -> Result<ServerEntry, Error> {
+        ServerDetail::parse(text)
+            .map(|detail| ServerEntry {
+                detail,
+                status: Status::Active,
+            })
+            .map_err(|message| Error::Config {
+                message: format!("server.json: {message}"),
+            })
+    }
+
+    /// The registry's name of the server, `namespace/name` (`io.github.user/weather`).
+    pub fn name(&self) -> &str {
+        &self.detail.name
+    }
+
+    /// The version this entry describes.
+    pub fn version(&self) -> &str {
+        &self.detail.version
+    }
+
+    /// What the server does, in the publisher's words.
+    pub fn description(&self) -> &str {
+        &self.detail.description
+    }
+
+    /// Its display name, when it has one.
+    pub fn title(&self) -> Option<&str> {
+        self.detail.title.as_deref()
+    }
+
+    /// What the registry says of it ([`Status::Active`] for a document read on its own).
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// The ways it can be run, one line each, in the order [`ServerEntry::questions`] and
+    /// [`ServerEntry::plan`] number them: the packages (`npm @scope/server 1.0.2`), then the
+    /// remotes (`streamable-http https://{host}/mcp`).
+    pub fn ways(&self) -> Vec<String> {
+        let packages = self.detail.packages.iter().map(|p| {
+            let mut line = format!("{} {}", p.registry_type, p.identifier);
+            if let Some(v) = &p.version {
+                line.push(' ');
+                line.push_str(v);
+            }
+            if p.transport.kind != "stdio" {
+                line.push_str(&format!(" ({})", p.transport.kind));
+            }
+            line
+        });
+        let remotes = self
+            .detail
+            .remotes
+            .iter()
+            .map(|r| format!("{} {}", r.kind, r.url));
+        packages.chain(remotes).collect()
+    }
+
+    /// What running it by way number `way` asks the user, in the order met: environment
+    /// variables, arguments and their variables for a package; URL variables and headers for
+    /// a remote.
+    pub fn questions(&self, way: usize) -> Result<Vec<Question>, Error> {
+        let none = BTreeMap::new();
+        let mut walk = plan::Walk::new(&none);
+        // The questions are met whether or not the answers are complete.
+        let _ = match self.way(way)? {
+            Way::Package(p) => plan::package_walk(p, &mut walk),
+            Way::Remote(r) => plan::remote_walk(r, &mut walk),
+        };
+        Ok(walk.questions)
+    }
+
+    /// The server config that runs it by way number `way` with `answers` (keyed by
+    /// [`Question::key`]; an unanswered question takes its default). A required value with no
+    /// answer, an answer outside its choices or format, a package with no version to pin, a
+    /// type that cannot be run, an entry the registry deleted: [`Error::Config`], naming each.
+    pub fn plan(
+        &self,
+        way: usize,
+        answers: &BTreeMap<String, String>,
+    ) -> Result<ServerConfig, Error> {
+        if self.status == Status::Deleted {
+            return Err(Error::Config {
+                message: format!(
+                    "{} {} was deleted from the registry; it is not added",
+                    self.detail.name, self.detail.version
+                ),
+            });
+        }
+        let mut walk = plan::Walk::new(answers);
+        let planned = match self.way(way)? {
+            Way::Package(p) => plan::package_walk(p, &mut walk),
+            Way::Remote(r) => plan::remote_walk(r, &mut walk),
+        };
+        planned
+            .and_then(|config| walk.finish(config))
+            .map_err(|message| Error::Config {
+                message: format!("{} {}: {message}", self.detail.name, self.detail.version),
+            })
+    }
+
+    fn way(&self, way: usize) -> Result<Way<'_>, Error> {
+        let packages = &self.detail.packages;
+        let remotes = &self.detail.remotes;
+        if let Some(p) = packages.get(way) {
+            return Ok(Way::Package(p));
+        }
+        remotes
+            .get(way - packages.len())
+            .map(Way::Remote)
+            .ok_or_else(|| Error::Config {
+                message: format!(
+                    "{} has {} ways to run it; there is no way {way}",
+                    self.detail.name,
+                    packages.len() + remotes.len()
+                ),
+            })
+    }
+}
+
+enum Way<'a> {
+    Package(&'a server_json::Package),
+    Remote(&'a server_json::Remote),
+}
+
+#[cfg(test)]
+mod tests;

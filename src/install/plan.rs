@@ -1,0 +1,390 @@
+//! From a `server.json` to a server config: the questions one way of running it asks (its
+//! environment variables, headers, URL variables and arguments), and, given the answers, the
+//! command that runs a package (`npx`, `uvx`, `dnx`, `docker`, at the version the entry names,
+//! never whatever is latest) or the URL and headers of a remote. Sans I/O: nothing is fetched,
+//! written or run here.
+
+use std::collections::BTreeMap;
+
+use super::server_json::{Argument, Input, KeyValueInput, Package, Remote};
+use crate::config::ServerConfig;
+
+/// What a question fills in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// An environment variable of the server's process (key `env:NAME`).
+    Env,
+    /// A header sent to a remote server (key `header:NAME`).
+    Header,
+    /// A `{variable}` of a URL or of a fixed value (key `var:NAME`).
+    Variable,
+    /// A command-line argument (key `arg:LABEL`: a positional argument's label, a named one's
+    /// flag without its dashes).
+    Argument,
+}
+
+/// A value the host asks its user for before a server is added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The answer's key in the map [`ServerEntry::plan`](super::ServerEntry::plan) takes
+    /// (`env:API_KEY`, `header:Authorization`, `var:host`, `arg:port`).
+    pub key: String,
+    /// What it fills in.
+    pub asked: Asked,
+    /// Its name: the variable, header, URL variable or argument label.
+    pub name: String,
+    /// What the publisher says it is.
+    pub description: Option<String>,
+    /// Whether the server cannot be added without it.
+    pub required: bool,
+    /// A secret (a key, a token): asked without echo, and best answered with a reference
+    /// (`${NAME}`, read from the environment when the config is read, or `!command`) so that the value
+    /// stays out of the config file.
+    pub secret: bool,
+    /// The value when none is given.
+    pub default: Option<String>,
+    /// An example of a value, for an empty field.
+    pub placeholder: Option<String>,
+    /// The only values allowed, when the publisher lists them.
+    pub choices: Vec<String>,
+    /// `string`, `number`, `boolean` or `filepath`.
+    pub format: String,
+    /// An argument that may be given several times: its answer holds one value per line.
+    pub repeated: bool,
+}
+
+/// The walk over one way's inputs: the questions met, and with answers, the values they give
+/// and what is missing or wrong.
+pub(crate) struct Walk<'a> {
+    answers: &'a BTreeMap<String, String>,
+    pub questions: Vec<Question>,
+    pub problems: Vec<String>,
+}
+
+impl<'a> Walk<'a> {
+    pub(crate) fn new(answers: &'a BTreeMap<String, String>) -> Walk<'a> {
+        Walk {
+            answers,
+            questions: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// The value of `input` (fixed, answered or its default), `None` when it has none (a
+    /// required one is then a problem).
+    fn fill(&mut self, asked: Asked, name: &str, input: &Input, repeated: bool) -> Option<String> {
+        if let Some(template) = &input.value {
+            return self.substitute(template, &input.variables);
+        }
+        let key = format!("{}:{name}", prefix(asked));
+        if !self.questions.iter().any(|q| q.key == key) {
+            self.questions.push(Question {
+                key: key.clone(),
+                asked,
+                name: name.to_owned(),
+                description: input.description.clone(),
+                required: input.is_required,
+                secret: input.is_secret,
+                default: input.default.clone(),
+                placeholder: input.placeholder.clone(),
+                choices: input.choices.clone(),
+                format: input.format.clone().unwrap_or_else(|| "string".to_owned()),
+                repeated,
+            });
+        }
+        let value = self
+            .answers
+            .get(&key)
+            .filter(|v| !v.is_empty())
+            .or(input.default.as_ref())
+            .cloned();
+        match value {
+            Some(v) => {
+                self.allowed(&key, input, &v);
+                Some(v)
+            }
+            None => {
+                if input.is_required {
+                    self.problems.push(format!("{key} is required"));
+                }
+                None
+            }
+        }
+    }
+
+    /// `template` with each `{name}` of `variables` replaced by its value; a `{name}` that is
+    /// not a variable stays as written (the schema's rule).
+    fn substitute(
+        &mut self,
+        template: &str,
+        variables: &BTreeMap<String, Input>,
+    ) -> Option<String> {
+        let mut out = template.to_owned();
+        let mut complete = true;
+        for (name, input) in variables {
+            let hole = format!("{{{name}}}");
+            if !out.contains(&hole) {
+                continue;
+            }
+            match self.fill(Asked::Variable, name, input, false) {
+                Some(v) => out = out.replace(&hole, &v),
+                None => complete = false,
+            }
+        }
+        complete.then_some(out)
+    }
+
+    /// A problem when `value` is not among the choices or not of the format.
+    fn allowed(&mut self, key: &str, input: &Input, value: &str) {
+        if !input.choices.is_empty() && !input.choices.iter().any(|c| c == value) {
+            self.problems
+                .push(format!("{key} must be one of {}", input.choices.join(", ")));
+        }
+        let fits = match input.format.as_deref() {
+            Some("number") => value.trim().parse::<f64>().is_ok_and(f64::is_finite),
+            Some("boolean") => matches!(value, "true" | "false"),
+            _ => true,
+        };
+        if !fits {
+            self.problems.push(format!(
+                "{key} must be a {}",
+                input.format.as_deref().unwrap_or("string")
+            ));
+        }
+    }
+
+    /// The command-line words of `arguments`.
+    fn arguments(&mut self, arguments: &[Argument], words: &mut Vec<String>) {
+        for a in arguments {
+            match a.kind.as_str() {
+                "named" => {
+                    let flag = a.name.clone().unwrap_or_default();
+                    let label = flag.trim_start_matches('-');
+                    let Some(value) = self.fill(Asked::Argument, label, &a.input, a.is_repeated)
+                    else {
+                        continue;
+                    };
+                    // A flag without a value of its own: present when answered true.
+                    if a.input.value.is_none() && a.input.format.as_deref() == Some("boolean") {
+                        if value == "true" {
+                            words.push(flag);
+                        }
+                        continue;
+                    }
+                    for v in values(&value, a.is_repeated) {
+                        words.push(flag.clone());
+                        words.push(v);
+                    }
+                }
+                _ => {
+                    let label = a.value_hint.as_deref().unwrap_or_default();
+                    if let Some(value) = self.fill(Asked::Argument, label, &a.input, a.is_repeated)
+                    {
+                        words.extend(values(&value, a.is_repeated));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Environment variables or headers, into `into`.
+    fn named(
+        &mut self,
+        asked: Asked,
+        entries: &[KeyValueInput],
+        into: &mut BTreeMap<String, String>,
+    ) {
+        for kv in entries {
+            if let Some(v) = self.fill(asked, &kv.name, &kv.input, false) {
+                into.insert(kv.name.clone(), v);
+            }
+        }
+    }
+
+    /// `config`, or the problems met as one error text.
+    pub(crate) fn finish(&self, config: ServerConfig) -> Result<ServerConfig, String> {
+        if self.problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(self.problems.join("; "))
+        }
+    }
+}
+
+/// The values of an answer: one per line for a repeated argument, else the answer.
+fn values(answer: &str, repeated: bool) -> Vec<String> {
+    if repeated {
+        answer
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    } else {
+        vec![answer.to_owned()]
+    }
+}
+
+fn prefix(asked: Asked) -> &'static str {
+    match asked {
+        Asked::Env => "env",
+        Asked::Header => "header",
+        Asked::Variable => "var",
+        Asked::Argument => "arg",
+    }
+}
+
+/// The runtime a package runs with: its command, the words before the runtime arguments, and
+/// how the package is named at its version.
+struct Runtime {
+    command: &'static str,
+    lead: &'static [&'static str],
+    pin: Pin,
+}
+
+/// How a package is named at its version.
+enum Pin {
+    /// `identifier`, the separator, the version (`name@1.2.3`, `name==1.2.3`).
+    Version(&'static str),
+    /// An OCI image at its tag or digest.
+    Image,
+}
+
+/// The runtime of `package`: its registry's usual one, or the alternative its `runtimeHint`
+/// names (`bunx` for npm, `pipx` for PyPI, `podman` for OCI). Where the package is fetched from
+/// is the package manager's own configuration (a company's mirror included), not the entry's
+/// `registryBaseUrl`.
+fn runtime(package: &Package) -> Result<Runtime, String> {
+    let hint = package.runtime_hint.as_deref();
+    let (command, lead, pin): (_, &'static [&'static str], _) =
+        match (package.registry_type.as_str(), hint) {
+            ("npm", Some("bunx")) => ("bunx", &[], Pin::Version("@")),
+            ("npm", _) => ("npx", &["-y"], Pin::Version("@")),
+            ("pypi", Some("pipx")) => ("pipx", &["run"], Pin::Version("==")),
+            ("pypi", _) => ("uvx", &[], Pin::Version("==")),
+            ("nuget", _) => ("dnx", &[], Pin::Version("@")),
+            ("oci", Some("podman")) => ("podman", &["run", "-i", "--rm"], Pin::Image),
+            ("oci", _) => ("docker", &["run", "-i", "--rm"], Pin::Image),
+            ("mcpb", _) => {
+                return Err("an MCP bundle is added from its file, not run as a command".to_owned())
+            }
+            (other, _) => return Err(format!("packages of type {other:?} cannot be run yet")),
+        };
+    Ok(Runtime { command, lead, pin })
+}
+
+impl Pin {
+    /// `package` at its version, which must be one (never `latest`, never missing).
+    fn reference(&self, package: &Package) -> Result<String, String> {
+        match self {
+            Pin::Version(separator) => {
+                let version = pinned(package)?;
+                Ok(format!("{}{separator}{version}", package.identifier))
+            }
+            Pin::Image => image(package),
+        }
+    }
+}
+
+/// The package's version, which must be one (never `latest`, never missing).
+fn pinned(package: &Package) -> Result<&str, String> {
+    match package.version.as_deref() {
+        Some(v) if !v.is_empty() && v != "latest" => Ok(v),
+        _ => Err(format!(
+            "{} names no version to run (a package is run at the version the entry names, \
+             never whatever is latest)",
+            package.identifier
+        )),
+    }
+}
+
+/// An OCI image at a tag or digest: the identifier's own, else the entry's version.
+fn image(package: &Package) -> Result<String, String> {
+    let id = &package.identifier;
+    let last = id.rsplit('/').next().unwrap_or(id);
+    let tag = last.split_once(':').map(|(_, t)| t);
+    if id.contains('@') {
+        return Ok(id.clone());
+    }
+    match (tag, package.version.as_deref()) {
+        (Some("latest"), _) | (None, None | Some("latest")) => Err(format!(
+            "{id} names no tag or digest to run (never whatever is latest)"
+        )),
+        (Some(_), _) => Ok(id.clone()),
+        (None, Some(v)) => Ok(format!("{id}:{v}")),
+    }
+}
+
+/// The config that runs `package` with `walk`'s answers (see [`Walk::finish`] for what was
+/// missing or wrong); an error when it cannot be run at all.
+pub(crate) fn package_walk(package: &Package, walk: &mut Walk<'_>) -> Result<ServerConfig, String> {
+    if package.transport.kind != "stdio" {
+        return Err(format!(
+            "{} serves {} on a port of its own; only stdio packages are run (a remote, when \
+             the entry has one, reaches the same server)",
+            package.identifier, package.transport.kind
+        ));
+    }
+    let runtime = runtime(package)?;
+    // Every input is walked before anything can fail, so every question is met.
+    let mut env = BTreeMap::new();
+    walk.named(Asked::Env, &package.environment_variables, &mut env);
+    let mut before = Vec::new();
+    walk.arguments(&package.runtime_arguments, &mut before);
+    let mut after = Vec::new();
+    walk.arguments(&package.package_arguments, &mut after);
+    let reference = runtime.pin.reference(package)?;
+
+    let mut args: Vec<String> = runtime.lead.iter().map(|w| (*w).to_owned()).collect();
+    args.extend(before);
+    if package.registry_type == "oci" {
+        // The container gets the variables through the runtime's own environment.
+        for name in env.keys() {
+            args.extend(["-e".to_owned(), name.clone()]);
+        }
+    }
+    args.push(reference);
+    if package.registry_type == "nuget" {
+        args.push("--yes".to_owned());
+        if !after.is_empty() {
+            args.push("--".to_owned());
+        }
+    }
+    args.extend(after);
+    let mut config = ServerConfig::stdio(runtime.command, args);
+    config.env = env;
+    Ok(config)
+}
+
+/// The config that reaches `remote` with `walk`'s answers (see [`Walk::finish`]); an error
+/// when it cannot be reached at all.
+pub(crate) fn remote_walk(remote: &Remote, walk: &mut Walk<'_>) -> Result<ServerConfig, String> {
+    let transport = match remote.kind.as_str() {
+        "streamable-http" => "http",
+        "sse" => "sse",
+        other => return Err(format!("a remote of type {other:?} cannot be reached")),
+    };
+    let url = walk.substitute(&remote.url, &remote.variables);
+    let mut headers = BTreeMap::new();
+    walk.named(Asked::Header, &remote.headers, &mut headers);
+    let mut config = ServerConfig {
+        transport: Some(transport.to_owned()),
+        headers,
+        ..ServerConfig::default()
+    };
+    if let Some(url) = url {
+        if let Some(hole) = leftover_variable(&url) {
+            walk.problems
+                .push(format!("the URL's {hole} is not one of its variables"));
+        }
+        config.url = Some(url);
+    }
+    Ok(config)
+}
+
+/// The first `{name}` still in `url`.
+fn leftover_variable(url: &str) -> Option<&str> {
+    let open = url.find('{')?;
+    let close = open + url[open..].find('}')?;
+    Some(&url[open..=close])
+}

@@ -1,0 +1,338 @@
+//! The MCP Registry client against a registry of the test's own on 127.0.0.1 that serves the
+//! `v0.1` API with the registry's own example entries (tests/data/registry): a search paged
+//! by cursor, the query sent, versions, one version and the latest, statuses (a deprecated
+//! entry given, a deleted one left out of searches and never planned), an entry that breaks
+//! the schema left out, an administrator's allow-list, and the failures.
+
+mod common;
+
+use std::io::BufReader;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::http_request::{accept_each, read_request, respond};
+use mcp_runtime::install::{Registry, Status};
+use mcp_runtime::Error;
+use serde_json::{json, Value};
+
+/// `server.json` in a registry's answer, with the status it gives.
+fn listed(document: &str, status: &str, latest: bool) -> Value {
+    json!({
+        "server": serde_json::from_str::<Value>(document).unwrap(),
+        "_meta": {"io.modelcontextprotocol.registry/official": {
+            "status": status,
+            "publishedAt": "2025-12-01T10:00:00Z",
+            "updatedAt": "2025-12-01T10:00:00Z",
+            "isLatest": latest
+        }}
+    })
+}
+
+fn entries() -> Vec<Value> {
+    vec![
+        listed(
+            include_str!("data/registry/docs/brave-search.json"),
+            "active",
+            true,
+        ),
+        listed(
+            include_str!("data/registry/docs/pypi-weather.json"),
+            "deprecated",
+            true,
+        ),
+        // Breaks the schema: left out of a search, logged.
+        listed(
+            include_str!("data/registry/invalid/bad-name-pattern.json"),
+            "active",
+            true,
+        ),
+        listed(
+            include_str!("data/registry/docs/nuget.json"),
+            "deleted",
+            true,
+        ),
+        listed(
+            include_str!("data/registry/valid/with-remote.json"),
+            "active",
+            true,
+        ),
+        listed(
+            include_str!("data/registry/valid/with-package.json"),
+            "active",
+            true,
+        ),
+    ]
+}
+
+/// An older version of with-package.json's server.
+fn older() -> Value {
+    let mut v = listed(
+        include_str!("data/registry/valid/with-package.json"),
+        "active",
+        false,
+    );
+    v["server"]["version"] = json!("0.9.0");
+    v["server"]["packages"][0]["version"] = json!("0.9.0");
+    v
+}
+
+struct State {
+    requests: Mutex<Vec<String>>,
+    stopped: AtomicBool,
+}
+
+/// A registry serving `entries()` on 127.0.0.1: the first four on the first page of a listing,
+/// the rest on the second; `/broken` answers 500.
+struct TestRegistry {
+    url: String,
+    state: Arc<State>,
+}
+
+impl TestRegistry {
+    fn start() -> TestRegistry {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(State {
+            requests: Mutex::new(Vec::new()),
+            stopped: AtomicBool::new(false),
+        });
+        accept_each(
+            listener,
+            Arc::clone(&state),
+            |s| s.stopped.load(Ordering::SeqCst),
+            serve,
+        );
+        TestRegistry { url, state }
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.state.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for TestRegistry {
+    fn drop(&mut self) {
+        self.state.stopped.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
+    }
+}
+
+fn query(target: &str, key: &str) -> Option<String> {
+    let (_, query) = target.split_once('?')?;
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == key).then(|| v.replace("%2F", "/").replace("%3A", ":"))
+    })
+}
+
+fn serve(state: &State, conn: TcpStream) {
+    let mut out = conn.try_clone().unwrap();
+    let mut reader = BufReader::new(conn);
+    let Some(request) = read_request(&mut reader) else {
+        return;
+    };
+    state.requests.lock().unwrap().push(request.target.clone());
+    let target = request.target.as_str();
+    let path = target.split('?').next().unwrap();
+    let all = entries();
+    let name_of = |v: &Value| v["server"]["name"].as_str().unwrap().to_owned();
+    let (status, body) = if path == "/v0.1/servers" {
+        let search = query(target, "search").unwrap_or_default();
+        let found: Vec<Value> = all
+            .into_iter()
+            .filter(|v| name_of(v).contains(&search))
+            .collect();
+        let (page, next) = match query(target, "cursor").as_deref() {
+            None if found.len() > 4 => (
+                found[..4].to_vec(),
+                Some("io.github.user/remote-weather:2.1.0"),
+            ),
+            None => (found, None),
+            Some("io.github.user/remote-weather:2.1.0") => (found[4..].to_vec(), None),
+            Some(_) => (Vec::new(), None),
+        };
+        let mut metadata = json!({"count": page.len()});
+        if let Some(next) = next {
+            metadata["nextCursor"] = json!(next);
+        }
+        (200, json!({"servers": page, "metadata": metadata}))
+    } else if let Some(rest) = path.strip_prefix("/v0.1/servers/") {
+        let (name, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        let name = name.replace("%2F", "/");
+        let mut versions: Vec<Value> = all.into_iter().filter(|v| name_of(v) == name).collect();
+        if name == "io.github.user/local-weather" {
+            versions.push(older());
+        }
+        match (tail, versions.is_empty()) {
+            (_, true) => (404, json!({"error": "Server not found"})),
+            ("versions", false) => (
+                200,
+                json!({"servers": versions, "metadata": {"count": versions.len()}}),
+            ),
+            ("versions/latest", false) => (200, versions[0].clone()),
+            (other, false) => {
+                let wanted = other.trim_start_matches("versions/");
+                match versions.iter().find(|v| v["server"]["version"] == wanted) {
+                    Some(v) => (200, v.clone()),
+                    None => (404, json!({"error": "Server not found"})),
+                }
+            }
+        }
+    } else {
+        (500, json!({"error": "the registry is down"}))
+    };
+    respond(
+        &mut out,
+        status,
+        &[("Content-Type", "application/json".to_owned())],
+        &body.to_string(),
+    );
+}
+
+fn names(entries: &[mcp_runtime::install::ServerEntry]) -> Vec<&str> {
+    entries.iter().map(|e| e.name()).collect()
+}
+
+#[test]
+fn a_search_pages_through_the_registry_by_cursor() {
+    let server = TestRegistry::start();
+    let registry = Registry::new(&server.url).unwrap();
+    let (first, next) = registry.search("", None).unwrap();
+    // The entry that breaks the schema and the deleted one are left out.
+    assert_eq!(
+        names(&first),
+        [
+            "io.modelcontextprotocol.anonymous/brave-search",
+            "io.github.example/weather-mcp"
+        ]
+    );
+    assert_eq!(first[1].status(), Status::Deprecated);
+    assert_eq!(first[0].status(), Status::Active);
+    let next = next.expect("a second page");
+    let (second, last) = registry.search("", Some(&next)).unwrap();
+    assert_eq!(
+        names(&second),
+        [
+            "io.github.user/remote-weather",
+            "io.github.user/local-weather"
+        ]
+    );
+    assert_eq!(last, None);
+    let asked = server.requests();
+    assert!(
+        asked[0].starts_with("/v0.1/servers?version=latest&limit=30"),
+        "{asked:?}"
+    );
+    assert!(
+        asked[1].ends_with("&cursor=io.github.user%2Fremote-weather%3A2.1.0"),
+        "the cursor goes back encoded: {asked:?}"
+    );
+
+    let (found, _) = registry.search("weather", None).unwrap();
+    assert_eq!(
+        names(&found),
+        [
+            "io.github.example/weather-mcp",
+            "io.github.user/remote-weather",
+            "io.github.user/local-weather"
+        ]
+    );
+    assert!(server.requests()[2].contains("&search=weather"));
+}
+
+#[test]
+fn a_server_s_versions_and_one_version_are_given_and_planned() {
+    let server = TestRegistry::start();
+    let registry = Registry::new(&format!("{}/", server.url)).unwrap();
+    let versions = registry.versions("io.github.user/local-weather").unwrap();
+    let listed: Vec<&str> = versions.iter().map(|e| e.version()).collect();
+    assert_eq!(listed, ["1.0.0", "0.9.0"]);
+
+    let latest = registry.get("io.github.user/local-weather", None).unwrap();
+    assert_eq!(latest.version(), "1.0.0");
+    let pinned = registry
+        .get("io.github.user/local-weather", Some("0.9.0"))
+        .unwrap();
+    let answers = [("env:API_KEY".to_owned(), "${API_KEY}".to_owned())].into();
+    let config = pinned.plan(0, &answers).unwrap();
+    assert_eq!(
+        config.args[..2],
+        ["-y", "@modelcontextprotocol/server-weather@0.9.0"]
+    );
+    // The name is one path segment.
+    assert!(server
+        .requests()
+        .contains(&"/v0.1/servers/io.github.user%2Flocal-weather/versions/0.9.0".to_owned()));
+
+    // A deleted entry is given with its status, and never planned.
+    let deleted = registry
+        .get("io.github.joelverhagen/knapcode-samplemcpserver", None)
+        .unwrap();
+    assert_eq!(deleted.status(), Status::Deleted);
+    let Err(Error::Config { message }) = deleted.plan(0, &Default::default()) else {
+        panic!("a deleted entry was planned");
+    };
+    assert!(
+        message.contains("was deleted from the registry"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_allow_list_leaves_other_servers_out() {
+    let server = TestRegistry::start();
+    let registry = Registry::new(&server.url)
+        .unwrap()
+        .allow_only(["io.github.user/remote-weather"]);
+    let (first, next) = registry.search("", None).unwrap();
+    assert!(first.is_empty());
+    let (second, _) = registry.search("", next.as_deref()).unwrap();
+    assert_eq!(names(&second), ["io.github.user/remote-weather"]);
+
+    let asked = server.requests().len();
+    let Err(Error::Config { message }) = registry.get("io.github.user/local-weather", None) else {
+        panic!("a server the policy does not allow was given");
+    };
+    assert!(
+        message.contains("not among the servers the policy allows"),
+        "{message}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        asked,
+        "nothing was asked of the registry"
+    );
+}
+
+#[test]
+fn failures_are_typed() {
+    let server = TestRegistry::start();
+    let registry = Registry::new(&server.url).unwrap();
+    let Err(Error::Config { message }) = registry.get("io.example/missing", None) else {
+        panic!("a missing server was given");
+    };
+    assert!(message.ends_with("has no io.example/missing"), "{message}");
+
+    let broken = Registry::new(&format!("{}/broken", server.url)).unwrap();
+    match broken.search("", None) {
+        Err(Error::Http {
+            status: 500, body, ..
+        }) => assert!(body.contains("down"), "{body}"),
+        other => panic!("not an HTTP error: {other:?}"),
+    }
+
+    assert!(matches!(
+        Registry::new("ftp://registry.example"),
+        Err(Error::Config { .. })
+    ));
+    // Nothing listens there any more.
+    let gone = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    assert!(matches!(
+        Registry::new(&gone).unwrap().search("", None),
+        Err(Error::Io { .. })
+    ));
+}
