@@ -312,7 +312,19 @@ fn failures_are_typed() {
     let Err(Error::Config { message }) = registry.get("io.example/missing", None) else {
         panic!("a missing server was given");
     };
-    assert!(message.ends_with("has no io.example/missing"), "{message}");
+    assert!(
+        message.ends_with("has no server io.example/missing"),
+        "{message}"
+    );
+    let Err(Error::Config { message }) =
+        registry.get("io.github.user/local-weather", Some("7.0.0"))
+    else {
+        panic!("a missing version was given");
+    };
+    assert!(
+        message.ends_with("has no version 7.0.0 of io.github.user/local-weather"),
+        "{message}"
+    );
 
     let broken = Registry::new(&format!("{}/broken", server.url)).unwrap();
     match broken.search("", None) {
@@ -322,10 +334,15 @@ fn failures_are_typed() {
         other => panic!("not an HTTP error: {other:?}"),
     }
 
-    assert!(matches!(
-        Registry::new("ftp://registry.example"),
-        Err(Error::Config { .. })
-    ));
+    for bad in [
+        "ftp://registry.example",
+        "https://registry.example/?token=abc",
+    ] {
+        assert!(
+            matches!(Registry::new(bad), Err(Error::Config { .. })),
+            "{bad}"
+        );
+    }
     // Nothing listens there any more.
     let gone = {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -335,4 +352,24 @@ fn failures_are_typed() {
         Registry::new(&gone).unwrap().search("", None),
         Err(Error::Io { .. })
     ));
+}
+
+#[test]
+fn credentials_in_the_registry_s_address_are_never_shown() {
+    let gone = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://reader:hunter2@{}", listener.local_addr().unwrap())
+    };
+    let registry = Registry::new(&gone).unwrap();
+    assert!(!format!("{registry:?}").contains("hunter2"));
+    assert!(!registry.base_url().contains("hunter2"));
+    let e = registry.search("", None).unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e:?}");
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+    assert!(!format!("{e:?}").contains("hunter2"), "{e:?}");
+    let Err(Error::Config { message }) = Registry::new("https://reader:hunter2@x.example/?a=b")
+    else {
+        panic!("a registry address with a query was taken");
+    };
+    assert!(!message.contains("hunter2"), "{message}");
 }

@@ -119,15 +119,17 @@ impl ServerEntry {
 
     /// What running it by way number `way` asks the user, in the order met: environment
     /// variables, arguments and their variables for a package; URL variables and headers for
-    /// a remote.
+    /// a remote. A way that cannot be run (a bundle, a package type without a runtime here, no
+    /// version to pin) is [`Error::Config`] saying why.
     pub fn questions(&self, way: usize) -> Result<Vec<Question>, Error> {
         let none = BTreeMap::new();
         let mut walk = plan::Walk::new(&none);
-        // The questions are met whether or not the answers are complete.
-        let _ = match self.way(way)? {
+        // Missing answers are the plan's problems, not the questions'.
+        match self.way(way)? {
             Way::Package(p) => plan::package_walk(p, &mut walk),
             Way::Remote(r) => plan::remote_walk(r, &mut walk),
-        };
+        }
+        .map_err(|message| self.error(&message))?;
         Ok(walk.questions)
     }
 
@@ -155,9 +157,14 @@ impl ServerEntry {
         };
         planned
             .and_then(|config| walk.finish(config))
-            .map_err(|message| Error::Config {
-                message: format!("{} {}: {message}", self.detail.name, self.detail.version),
-            })
+            .map_err(|message| self.error(&message))
+    }
+
+    /// A config error about this entry.
+    fn error(&self, message: &str) -> Error {
+        Error::Config {
+            message: format!("{} {}: {message}", self.detail.name, self.detail.version),
+        }
     }
 
     fn way(&self, way: usize) -> Result<Way<'_>, Error> {

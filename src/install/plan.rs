@@ -11,6 +11,7 @@ use crate::config::ServerConfig;
 
 /// What a question fills in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Asked {
     /// An environment variable of the server's process (key `env:NAME`).
     Env,
@@ -18,16 +19,17 @@ pub enum Asked {
     Header,
     /// A `{variable}` of a URL or of a fixed value (key `var:NAME`).
     Variable,
-    /// A command-line argument (key `arg:LABEL`: a positional argument's label, a named one's
-    /// flag without its dashes).
+    /// A command-line argument (key `arg:LABEL`: a positional argument's label, or a named
+    /// one's flag with its dashes, `arg:--port`).
     Argument,
 }
 
 /// A value the host asks its user for before a server is added.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Question {
     /// The answer's key in the map [`ServerEntry::plan`](super::ServerEntry::plan) takes
-    /// (`env:API_KEY`, `header:Authorization`, `var:host`, `arg:port`).
+    /// (`env:API_KEY`, `header:Authorization`, `var:host`, `arg:config_path`, `arg:--port`).
     pub key: String,
     /// What it fills in.
     pub asked: Asked,
@@ -37,9 +39,12 @@ pub struct Question {
     pub description: Option<String>,
     /// Whether the server cannot be added without it.
     pub required: bool,
-    /// A secret (a key, a token): asked without echo, and best answered with a reference
-    /// (`${NAME}`, read from the environment when the config is read, or `!command`) so that the value
-    /// stays out of the config file.
+    /// A secret (a key, a token): asked without echo. An environment variable's or a header's
+    /// is best answered with a reference (`${NAME}`, read from the environment when the config
+    /// is read, or `!command`, run when the server starts), so that the value stays out of the
+    /// config file. An argument's or a URL variable's value shows in the command line or the
+    /// URL however it is written (`${NAME}` there still keeps it out of the file; `!command` is
+    /// not run there): say so to the user.
     pub secret: bool,
     /// The value when none is given.
     pub default: Option<String>,
@@ -71,14 +76,19 @@ impl<'a> Walk<'a> {
     }
 
     /// The value of `input` (fixed, answered or its default), `None` when it has none (a
-    /// required one is then a problem).
+    /// required one is then a problem). A variable met again (the same name in two values)
+    /// is one question, secret or required if either is.
     fn fill(&mut self, asked: Asked, name: &str, input: &Input, repeated: bool) -> Option<String> {
         if let Some(template) = &input.value {
-            return self.substitute(template, &input.variables);
+            return self.substitute(template, &input.variables, false);
         }
         let key = format!("{}:{name}", prefix(asked));
-        if !self.questions.iter().any(|q| q.key == key) {
-            self.questions.push(Question {
+        match self.questions.iter_mut().find(|q| q.key == key) {
+            Some(q) => {
+                q.secret |= input.is_secret;
+                q.required |= input.is_required;
+            }
+            None => self.questions.push(Question {
                 key: key.clone(),
                 asked,
                 name: name.to_owned(),
@@ -90,7 +100,7 @@ impl<'a> Walk<'a> {
                 choices: input.choices.clone(),
                 format: input.format.clone().unwrap_or_else(|| "string".to_owned()),
                 repeated,
-            });
+            }),
         }
         let value = self
             .answers
@@ -100,7 +110,11 @@ impl<'a> Walk<'a> {
             .cloned();
         match value {
             Some(v) => {
-                self.allowed(&key, input, &v);
+                if !is_reference(&v) {
+                    for one in values(&v, repeated) {
+                        self.allowed(&key, input, &one);
+                    }
+                }
                 Some(v)
             }
             None => {
@@ -112,25 +126,52 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// `template` with each `{name}` of `variables` replaced by its value; a `{name}` that is
-    /// not a variable stays as written (the schema's rule).
+    /// `template` with each `{name}` of `variables` replaced by its value, in one pass from the
+    /// left (a value is never read for variables of its own); a `{name}` that is not a variable
+    /// stays as written (the schema's rule), except in a URL (`url`), where it is a problem, as
+    /// is a variable with no value. `None` when a variable has no value.
     fn substitute(
         &mut self,
         template: &str,
         variables: &BTreeMap<String, Input>,
+        url: bool,
     ) -> Option<String> {
-        let mut out = template.to_owned();
+        let mut out = String::with_capacity(template.len());
         let mut complete = true;
-        for (name, input) in variables {
-            let hole = format!("{{{name}}}");
-            if !out.contains(&hole) {
-                continue;
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                out.push_str(&rest[open..]);
+                rest = "";
+                break;
+            };
+            let name = &after[..close];
+            match variables.get(name) {
+                Some(input) => match self.fill(Asked::Variable, name, input, false) {
+                    Some(v) => out.push_str(&v),
+                    None => {
+                        complete = false;
+                        if url && !input.is_required {
+                            self.problems
+                                .push(format!("var:{name} is needed by the URL"));
+                        }
+                    }
+                },
+                None => {
+                    if url {
+                        self.problems
+                            .push(format!("the URL's {{{name}}} is not one of its variables"));
+                    }
+                    out.push('{');
+                    out.push_str(name);
+                    out.push('}');
+                }
             }
-            match self.fill(Asked::Variable, name, input, false) {
-                Some(v) => out = out.replace(&hole, &v),
-                None => complete = false,
-            }
+            rest = &after[close + 1..];
         }
+        out.push_str(rest);
         complete.then_some(out)
     }
 
@@ -159,15 +200,19 @@ impl<'a> Walk<'a> {
             match a.kind.as_str() {
                 "named" => {
                     let flag = a.name.clone().unwrap_or_default();
-                    let label = flag.trim_start_matches('-');
-                    let Some(value) = self.fill(Asked::Argument, label, &a.input, a.is_repeated)
+                    let Some(value) = self.fill(Asked::Argument, &flag, &a.input, a.is_repeated)
                     else {
                         continue;
                     };
-                    // A flag without a value of its own: present when answered true.
+                    // A flag without a value of its own: present when answered true (which a
+                    // reference, read later, cannot say).
                     if a.input.value.is_none() && a.input.format.as_deref() == Some("boolean") {
-                        if value == "true" {
-                            words.push(flag);
+                        match value.as_str() {
+                            "true" => words.push(flag),
+                            "false" => {}
+                            _ => self
+                                .problems
+                                .push(format!("arg:{flag} must be true or false")),
                         }
                         continue;
                     }
@@ -326,7 +371,7 @@ pub(crate) fn package_walk(package: &Package, walk: &mut Walk<'_>) -> Result<Ser
         ));
     }
     let runtime = runtime(package)?;
-    // Every input is walked before anything can fail, so every question is met.
+    // Every input is walked before the version can fail, so every question is met.
     let mut env = BTreeMap::new();
     walk.named(Asked::Env, &package.environment_variables, &mut env);
     let mut before = Vec::new();
@@ -364,7 +409,7 @@ pub(crate) fn remote_walk(remote: &Remote, walk: &mut Walk<'_>) -> Result<Server
         "sse" => "sse",
         other => return Err(format!("a remote of type {other:?} cannot be reached")),
     };
-    let url = walk.substitute(&remote.url, &remote.variables);
+    let url = walk.substitute(&remote.url, &remote.variables, true);
     let mut headers = BTreeMap::new();
     walk.named(Asked::Header, &remote.headers, &mut headers);
     let mut config = ServerConfig {
@@ -372,19 +417,12 @@ pub(crate) fn remote_walk(remote: &Remote, walk: &mut Walk<'_>) -> Result<Server
         headers,
         ..ServerConfig::default()
     };
-    if let Some(url) = url {
-        if let Some(hole) = leftover_variable(&url) {
-            walk.problems
-                .push(format!("the URL's {hole} is not one of its variables"));
-        }
-        config.url = Some(url);
-    }
+    config.url = url;
     Ok(config)
 }
 
-/// The first `{name}` still in `url`.
-fn leftover_variable(url: &str) -> Option<&str> {
-    let open = url.find('{')?;
-    let close = open + url[open..].find('}')?;
-    Some(&url[open..=close])
+/// An answer that names where the value is, read when the config is (`${NAME}`) or when the
+/// server starts (`!command`): its value cannot be checked now.
+fn is_reference(answer: &str) -> bool {
+    answer.starts_with("${") || answer.starts_with('!')
 }

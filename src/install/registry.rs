@@ -43,11 +43,23 @@ const OFFICIAL_META: &str = "io.modelcontextprotocol.registry/official";
 /// let latest = registry.get("io.github.example/weather", None)?;
 /// # Ok::<(), mcp_runtime::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Registry {
     base: String,
+    /// The address as messages show it (credentials and query values redacted).
+    shown: String,
     allowed: Option<BTreeSet<String>>,
     timeout: Duration,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("base", &self.shown)
+            .field("allowed", &self.allowed)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// A list of entries, as every listing answers.
@@ -70,27 +82,32 @@ impl Registry {
     pub fn official() -> Registry {
         Registry {
             base: OFFICIAL_REGISTRY.to_owned(),
+            shown: OFFICIAL_REGISTRY.to_owned(),
             allowed: None,
             timeout: Duration::from_secs(30),
         }
     }
 
-    /// The registry at `base_url` (an `http://` or `https://` URL, without `/v0.1`).
+    /// The registry at `base_url` (an `http://` or `https://` URL, without `/v0.1`, a query or
+    /// a fragment).
     pub fn new(base_url: &str) -> Result<Registry, Error> {
         let base = base_url.trim_end_matches('/');
+        let shown = crate::net::url::redact(base);
         let rest = base
             .strip_prefix("https://")
             .or_else(|| base.strip_prefix("http://"));
-        if rest.is_none_or(|r| r.is_empty() || r.contains(char::is_whitespace)) {
+        if rest.is_none_or(|r| {
+            r.is_empty() || r.contains(|c: char| c.is_whitespace() || c == '?' || c == '#')
+        }) {
             return Err(Error::Config {
                 message: format!(
-                    "a registry's address must be an http or https URL, not {}",
-                    crate::net::url::redact(base_url)
+                    "a registry's address must be an http or https URL without a query, not {shown}"
                 ),
             });
         }
         Ok(Registry {
             base: base.to_owned(),
+            shown,
             ..Registry::official()
         })
     }
@@ -112,9 +129,9 @@ impl Registry {
         self
     }
 
-    /// The registry's address.
+    /// The registry's address, as messages show it (credentials and query values redacted).
     pub fn base_url(&self) -> &str {
-        &self.base
+        &self.shown
     }
 
     /// The servers whose name holds `query` (every server for an empty one), each at its latest
@@ -134,20 +151,11 @@ impl Registry {
             pairs.push(("cursor", cursor));
         }
         let url = form::with_query(&format!("{}/v0.1/servers", self.base), &pairs);
-        let listing: Listing = self.get_json(&url, "the search")?;
-        let entries = listing
-            .servers
-            .into_iter()
-            .filter_map(|v| match entry_of(v) {
-                Ok(e) => Some(e),
-                Err(why) => {
-                    log::warn!(
-                        "the registry at {} listed an entry left out: {why}",
-                        self.base
-                    );
-                    None
-                }
-            })
+        let listing: Listing = self
+            .get_json(&url)?
+            .ok_or_else(|| self.error("has no search (its address may be wrong)"))?;
+        let entries = self
+            .readable(listing.servers)
             .filter(|e| e.status() != Status::Deleted && self.allows(e.name()))
             .collect();
         let next = listing.metadata.next_cursor.filter(|c| !c.is_empty());
@@ -155,16 +163,18 @@ impl Registry {
     }
 
     /// Every version of the server `name`, newest first, deleted ones included (with their
-    /// status).
+    /// status); a version that breaks today's schema is left out (and logged).
     pub fn versions(&self, name: &str) -> Result<Vec<ServerEntry>, Error> {
         self.check_allowed(name)?;
         let url = format!("{}/v0.1/servers/{}/versions", self.base, form::encode(name));
-        let listing: Listing = self.get_json(&url, name)?;
-        listing
-            .servers
-            .into_iter()
-            .map(|v| self.answered_for(name, entry_of(v)))
-            .collect()
+        let listing: Listing = self
+            .get_json(&url)?
+            .ok_or_else(|| self.error(&format!("has no server {name}")))?;
+        let mut versions = Vec::new();
+        for entry in self.readable(listing.servers) {
+            versions.push(self.answered_for(name, None, entry)?);
+        }
+        Ok(versions)
     }
 
     /// Version `version` of the server `name`, or its latest with `None`.
@@ -176,8 +186,36 @@ impl Registry {
             form::encode(name),
             form::encode(version.unwrap_or("latest"))
         );
-        let answer: Value = self.get_json(&url, name)?;
-        self.answered_for(name, entry_of(answer))
+        let answer: Value = self.get_json(&url)?.ok_or_else(|| {
+            self.error(&match version {
+                Some(v) => format!("has no version {v} of {name}"),
+                None => format!("has no server {name}"),
+            })
+        })?;
+        let entry =
+            entry_of(answer).map_err(|why| self.error(&format!("gave for {name} {why}")))?;
+        self.answered_for(name, version, entry)
+    }
+
+    /// The entries of a listing that can be read; the others are logged.
+    fn readable(&self, answers: Vec<Value>) -> impl Iterator<Item = ServerEntry> + '_ {
+        answers.into_iter().filter_map(|v| match entry_of(v) {
+            Ok(e) => Some(e),
+            Err(why) => {
+                log::warn!(
+                    "the registry at {} listed an entry left out: {why}",
+                    self.shown
+                );
+                None
+            }
+        })
+    }
+
+    /// A config error naming the registry.
+    fn error(&self, what: &str) -> Error {
+        Error::Config {
+            message: format!("the registry at {} {what}", self.shown),
+        }
     }
 
     fn allows(&self, name: &str) -> bool {
@@ -194,30 +232,27 @@ impl Registry {
         }
     }
 
-    /// An entry the registry gave for `name`: checked, and of that name.
+    /// An entry the registry gave for `name` (at `version`, when one was asked for): of that
+    /// name and version.
     fn answered_for(
         &self,
         name: &str,
-        entry: Result<ServerEntry, String>,
+        version: Option<&str>,
+        entry: ServerEntry,
     ) -> Result<ServerEntry, Error> {
-        let entry = entry.map_err(|why| Error::Config {
-            message: format!("the registry at {} gave for {name} {why}", self.base),
-        })?;
-        if entry.name() != name {
-            return Err(Error::Config {
-                message: format!(
-                    "the registry at {} answered for {name} with {}",
-                    self.base,
-                    entry.name()
-                ),
-            });
+        if entry.name() != name || version.is_some_and(|v| v != entry.version()) {
+            return Err(self.error(&format!(
+                "answered for {name} {} with {} {}",
+                version.unwrap_or("latest"),
+                crate::text::clip(entry.name(), 200),
+                crate::text::clip(entry.version(), 100)
+            )));
         }
         Ok(entry)
     }
 
-    /// GETs `url` and reads its JSON; `what` names it in errors (a server's name, or "the
-    /// search").
-    fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str, what: &str) -> Result<T, Error> {
+    /// GETs `url` and reads its JSON; `None` when the registry has no such thing (404).
+    fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<Option<T>, Error> {
         let fetch = Fetch::new(MAX_ANSWER, None, None, TlsSettings::default());
         let deadline = Instant::now() + self.timeout;
         let response = fetch
@@ -236,21 +271,17 @@ impl Registry {
                 Failure::TooLarge(n) => Error::Protocol {
                     message: format!(
                         "the registry at {} answered with more than {n} bytes",
-                        self.base
+                        self.shown
                     ),
                 },
                 Failure::Other(why) => Error::Io {
-                    message: format!("the registry at {} could not be asked: {why}", self.base),
+                    message: format!("the registry at {} could not be asked: {why}", self.shown),
                     kind: None,
                 },
             })?;
         match response.status {
             200 => {}
-            404 => {
-                return Err(Error::Config {
-                    message: format!("the registry at {} has no {what}", self.base),
-                })
-            }
+            404 => return Ok(None),
             status => {
                 return Err(Error::Http {
                     status,
@@ -259,12 +290,15 @@ impl Registry {
                 })
             }
         }
-        serde_json::from_slice(&response.body).map_err(|e| Error::Protocol {
-            message: format!(
-                "the registry at {} answered with no listing: {e}",
-                self.base
-            ),
-        })
+        serde_json::from_slice(&response.body)
+            .map(Some)
+            .map_err(|e| Error::Protocol {
+                message: format!(
+                    "the registry at {} answered with something else than its API's: {}",
+                    self.shown,
+                    crate::text::clip(&e.to_string(), 200)
+                ),
+            })
     }
 }
 
@@ -277,22 +311,35 @@ fn entry_of(answer: Value) -> Result<ServerEntry, String> {
         #[serde(rename = "_meta", default)]
         meta: serde_json::Map<String, Value>,
     }
-    let answer: Answer =
-        serde_json::from_value(answer).map_err(|e| format!("an entry without a server: {e}"))?;
+    let answer: Answer = serde_json::from_value(answer).map_err(|e| {
+        format!(
+            "an entry without a server: {}",
+            crate::text::clip(&e.to_string(), 200)
+        )
+    })?;
     let status = answer
         .meta
         .get(OFFICIAL_META)
         .and_then(|m| m.get("status"))
         .and_then(Value::as_str)
         .map_or(Status::Active, Status::from_registry);
-    let name = answer
-        .server
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("an entry")
-        .to_owned();
-    let detail: ServerDetail = serde_json::from_value(answer.server)
-        .map_err(|e| format!("{name}: not a server.json: {e}"))?;
-    let detail = detail.checked().map_err(|why| format!("{name}: {why}"))?;
+    // What the registry sent is shown clipped, control characters left out.
+    let name = crate::text::clip(
+        answer
+            .server
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("an entry"),
+        200,
+    );
+    let detail: ServerDetail = serde_json::from_value(answer.server).map_err(|e| {
+        format!(
+            "{name}: not a server.json: {}",
+            crate::text::clip(&e.to_string(), 200)
+        )
+    })?;
+    let detail = detail
+        .checked()
+        .map_err(|why| format!("{name}: {}", crate::text::clip(&why, 1000)))?;
     Ok(ServerEntry { detail, status })
 }

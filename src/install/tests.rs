@@ -256,13 +256,21 @@ fn answers_outside_their_choices_or_format_are_refused() {
 
     let mut bad = answers(&good);
     bad.insert("var:db_type".into(), "oracle".into());
-    bad.insert("arg:port".into(), "five".into());
+    bad.insert("arg:--port".into(), "five".into());
     let message = config_error(e.plan(0, &bad).unwrap_err());
     assert!(
         message.contains("var:db_type must be one of postgres, mysql, mongodb, redis"),
         "{message}"
     );
-    assert!(message.contains("arg:port must be a number"), "{message}");
+    assert!(message.contains("arg:--port must be a number"), "{message}");
+    // A reference is read later: nothing to check now.
+    let mut referenced = answers(&good);
+    referenced.insert("arg:--port".into(), "${DB_PORT}".into());
+    let config = e.plan(0, &referenced).unwrap();
+    assert!(config
+        .args
+        .windows(2)
+        .any(|w| w == ["--port", "${DB_PORT}"]));
 }
 
 #[test]
@@ -365,4 +373,103 @@ fn what_cannot_be_run_as_a_command_says_why() {
         config.args.last().map(String::as_str),
         Some("registry.example/x@sha256:abcd")
     );
+}
+
+fn package_entry(package: &str) -> ServerEntry {
+    entry(&format!(
+        r#"{{"name": "io.example/x", "description": "d", "version": "1", "packages": [{package}]}}"#
+    ))
+}
+
+#[test]
+fn values_are_filled_in_one_pass_and_each_line_of_a_repeated_one_is_checked() {
+    // An answer holding a {name} is not filled in again.
+    let e = package_entry(
+        r#"{"registryType": "npm", "identifier": "x", "version": "1", "transport": {"type": "stdio"},
+            "packageArguments": [{"type": "named", "name": "--pair", "value": "{a}-{b}",
+                                  "variables": {"a": {}, "b": {"isSecret": true}}}],
+            "environmentVariables": [{"name": "B", "value": "{b}",
+                                      "variables": {"b": {"isRequired": true}}}]}"#,
+    );
+    let asked = e.questions(0).unwrap();
+    // `b` is one question, secret and required as either of its uses says.
+    let b: Vec<_> = asked.iter().filter(|q| q.key == "var:b").collect();
+    assert_eq!(b.len(), 1);
+    assert!(b[0].secret && b[0].required);
+    let config = e
+        .plan(0, &answers(&[("var:a", "{b}"), ("var:b", "two")]))
+        .unwrap();
+    assert_eq!(config.args[2..], ["--pair", "{b}-two"]);
+    assert_eq!(config.env["B"], "two");
+
+    let repeated = package_entry(
+        r#"{"registryType": "npm", "identifier": "x", "version": "1", "transport": {"type": "stdio"},
+            "packageArguments": [{"type": "named", "name": "--level", "format": "number",
+                                  "isRepeated": true, "choices": ["1", "2"]},
+                                 {"type": "named", "name": "--verbose", "format": "boolean"}]}"#,
+    );
+    let config = repeated
+        .plan(
+            0,
+            &answers(&[("arg:--level", "1\n2"), ("arg:--verbose", "true")]),
+        )
+        .unwrap();
+    assert_eq!(
+        config.args[2..],
+        ["--level", "1", "--level", "2", "--verbose"]
+    );
+    let message = config_error(
+        repeated
+            .plan(
+                0,
+                &answers(&[("arg:--level", "1\n3"), ("arg:--verbose", "${V}")]),
+            )
+            .unwrap_err(),
+    );
+    assert!(
+        message.contains("arg:--level must be one of 1, 2"),
+        "{message}"
+    );
+    assert!(
+        message.contains("arg:--verbose must be true or false"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_remote_s_url_is_complete_or_refused() {
+    let remote = |url: &str, variables: &str| {
+        entry(&format!(
+            r#"{{"name": "io.example/x", "description": "d", "version": "1",
+                "remotes": [{{"type": "streamable-http", "url": "{url}", "variables": {{{variables}}}}}]}}"#
+        ))
+    };
+    // An optional variable with no default still has to be given.
+    let e = remote("https://{region}.example/mcp", r#""region": {}"#);
+    let message = config_error(e.plan(0, &BTreeMap::new()).unwrap_err());
+    assert!(
+        message.ends_with("var:region is needed by the URL"),
+        "{message}"
+    );
+    // A hole that is not a variable is named from the template, never from an answer.
+    let e = remote("https://{region}.example/{path}", r#""region": {}"#);
+    let message = config_error(
+        e.plan(0, &answers(&[("var:region", "secret{x}")]))
+            .unwrap_err(),
+    );
+    assert!(
+        message.ends_with("the URL's {path} is not one of its variables"),
+        "{message}"
+    );
+    assert!(!message.contains("secret"), "{message}");
+    // An answer with braces of its own is taken as it is.
+    let e = remote("https://{region}.example/mcp", r#""region": {}"#);
+    let config = e.plan(0, &answers(&[("var:region", "a{b}")])).unwrap();
+    assert_eq!(config.url.as_deref(), Some("https://a{b}.example/mcp"));
+}
+
+#[test]
+fn a_way_that_cannot_run_has_no_questions() {
+    let message = config_error(entry(fixture!("docs/mcpb.json")).questions(0).unwrap_err());
+    assert!(message.contains("an MCP bundle"), "{message}");
 }
