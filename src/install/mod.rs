@@ -125,11 +125,8 @@ impl ServerEntry {
         let none = BTreeMap::new();
         let mut walk = plan::Walk::new(&none);
         // Missing answers are the plan's problems, not the questions'.
-        match self.way(way)? {
-            Way::Package(p) => plan::package_walk(p, &mut walk),
-            Way::Remote(r) => plan::remote_walk(r, &mut walk),
-        }
-        .map_err(|message| self.error(&message))?;
+        self.walk(way, &mut walk)?
+            .map_err(|message| self.error(&message))?;
         Ok(walk.questions)
     }
 
@@ -151,11 +148,7 @@ impl ServerEntry {
             });
         }
         let mut walk = plan::Walk::new(answers);
-        let planned = match self.way(way)? {
-            Way::Package(p) => plan::package_walk(p, &mut walk),
-            Way::Remote(r) => plan::remote_walk(r, &mut walk),
-        };
-        planned
+        self.walk(way, &mut walk)?
             .and_then(|config| walk.finish(config))
             .map_err(|message| self.error(&message))
     }
@@ -165,6 +158,18 @@ impl ServerEntry {
         Error::Config {
             message: format!("{} {}: {message}", self.detail.name, self.detail.version),
         }
+    }
+
+    /// Way number `way` walked with `walk`: its config, or why it cannot be run at all.
+    fn walk(
+        &self,
+        way: usize,
+        walk: &mut plan::Walk<'_>,
+    ) -> Result<Result<ServerConfig, String>, Error> {
+        Ok(match self.way(way)? {
+            Way::Package(p) => plan::package_walk(p, walk),
+            Way::Remote(r) => plan::remote_walk(r, walk),
+        })
     }
 
     fn way(&self, way: usize) -> Result<Way<'_>, Error> {

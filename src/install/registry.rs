@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::server_json::ServerDetail;
+use super::server_json::{is_http_url, ServerDetail};
 use super::{ServerEntry, Status};
 use crate::error::Error;
 use crate::net::fetch::{Failure, Fetch};
@@ -93,12 +93,8 @@ impl Registry {
     pub fn new(base_url: &str) -> Result<Registry, Error> {
         let base = base_url.trim_end_matches('/');
         let shown = crate::net::url::redact(base);
-        let rest = base
-            .strip_prefix("https://")
-            .or_else(|| base.strip_prefix("http://"));
-        if rest.is_none_or(|r| {
-            r.is_empty() || r.contains(|c: char| c.is_whitespace() || c == '?' || c == '#')
-        }) {
+        // A URL as the schema's are, and neither a query nor a fragment.
+        if !is_http_url(base) || base.contains(['?', '#']) {
             return Err(Error::Config {
                 message: format!(
                     "a registry's address must be an http or https URL without a query, not {shown}"

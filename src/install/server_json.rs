@@ -301,16 +301,20 @@ fn length(broken: &mut Vec<String>, what: &str, text: &str, min: usize, max: usi
 
 /// `^https?://[^\s]+$`: a URL template (its `{variables}` still in it).
 fn url_rule(broken: &mut Vec<String>, at: &str, url: &str) {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    if !rest.is_some_and(|r| !r.is_empty() && !r.chars().any(char::is_whitespace)) {
+    if !is_http_url(url) {
         broken.push(format!("{at}.url is not an http or https URL"));
     }
 }
 
+/// `^https?://[^\s]+$`.
+pub(crate) fn is_http_url(url: &str) -> bool {
+    url.strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace))
+}
+
 /// `^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`, 3 to 200 characters.
-pub(crate) fn is_server_name(name: &str) -> bool {
+fn is_server_name(name: &str) -> bool {
     let Some((namespace, own)) = name.split_once('/') else {
         return false;
     };
