@@ -6,29 +6,14 @@
 
 mod common;
 
-use std::io::BufReader;
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::TcpListener;
 
-use common::http_request::{accept_each, read_request, respond};
+use common::registry::{listed, TestRegistry};
 use mcp_runtime::install::{Registry, Status};
 use mcp_runtime::Error;
 use serde_json::{json, Value};
 
-/// `server.json` in a registry's answer, with the status it gives.
-fn listed(document: &str, status: &str, latest: bool) -> Value {
-    json!({
-        "server": serde_json::from_str::<Value>(document).unwrap(),
-        "_meta": {"io.modelcontextprotocol.registry/official": {
-            "status": status,
-            "publishedAt": "2025-12-01T10:00:00Z",
-            "updatedAt": "2025-12-01T10:00:00Z",
-            "isLatest": latest
-        }}
-    })
-}
-
+/// The registry's entries: the latest of each, and an older version of with-package.json's.
 fn entries() -> Vec<Value> {
     vec![
         listed(
@@ -62,6 +47,7 @@ fn entries() -> Vec<Value> {
             "active",
             true,
         ),
+        older(),
     ]
 }
 
@@ -77,126 +63,13 @@ fn older() -> Value {
     v
 }
 
-struct State {
-    requests: Mutex<Vec<String>>,
-    stopped: AtomicBool,
-}
-
-/// A registry serving `entries()` on 127.0.0.1: the first four on the first page of a listing,
-/// the rest on the second; `/broken` answers 500.
-struct TestRegistry {
-    url: String,
-    state: Arc<State>,
-}
-
-impl TestRegistry {
-    fn start() -> TestRegistry {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let state = Arc::new(State {
-            requests: Mutex::new(Vec::new()),
-            stopped: AtomicBool::new(false),
-        });
-        accept_each(
-            listener,
-            Arc::clone(&state),
-            |s| s.stopped.load(Ordering::SeqCst),
-            serve,
-        );
-        TestRegistry { url, state }
-    }
-
-    fn requests(&self) -> Vec<String> {
-        self.state.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for TestRegistry {
-    fn drop(&mut self) {
-        self.state.stopped.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
-    }
-}
-
-fn query(target: &str, key: &str) -> Option<String> {
-    let (_, query) = target.split_once('?')?;
-    query.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=')?;
-        (k == key).then(|| v.replace("%2F", "/").replace("%3A", ":"))
-    })
-}
-
-fn serve(state: &State, conn: TcpStream) {
-    let mut out = conn.try_clone().unwrap();
-    let mut reader = BufReader::new(conn);
-    let Some(request) = read_request(&mut reader) else {
-        return;
-    };
-    state.requests.lock().unwrap().push(request.target.clone());
-    let target = request.target.as_str();
-    let path = target.split('?').next().unwrap();
-    let all = entries();
-    let name_of = |v: &Value| v["server"]["name"].as_str().unwrap().to_owned();
-    let (status, body) = if path == "/v0.1/servers" {
-        let search = query(target, "search").unwrap_or_default();
-        let found: Vec<Value> = all
-            .into_iter()
-            .filter(|v| name_of(v).contains(&search))
-            .collect();
-        let (page, next) = match query(target, "cursor").as_deref() {
-            None if found.len() > 4 => (
-                found[..4].to_vec(),
-                Some("io.github.user/remote-weather:2.1.0"),
-            ),
-            None => (found, None),
-            Some("io.github.user/remote-weather:2.1.0") => (found[4..].to_vec(), None),
-            Some(_) => (Vec::new(), None),
-        };
-        let mut metadata = json!({"count": page.len()});
-        if let Some(next) = next {
-            metadata["nextCursor"] = json!(next);
-        }
-        (200, json!({"servers": page, "metadata": metadata}))
-    } else if let Some(rest) = path.strip_prefix("/v0.1/servers/") {
-        let (name, tail) = rest.split_once('/').unwrap_or((rest, ""));
-        let name = name.replace("%2F", "/");
-        let mut versions: Vec<Value> = all.into_iter().filter(|v| name_of(v) == name).collect();
-        if name == "io.github.user/local-weather" {
-            versions.push(older());
-        }
-        match (tail, versions.is_empty()) {
-            (_, true) => (404, json!({"error": "Server not found"})),
-            ("versions", false) => (
-                200,
-                json!({"servers": versions, "metadata": {"count": versions.len()}}),
-            ),
-            ("versions/latest", false) => (200, versions[0].clone()),
-            (other, false) => {
-                let wanted = other.trim_start_matches("versions/");
-                match versions.iter().find(|v| v["server"]["version"] == wanted) {
-                    Some(v) => (200, v.clone()),
-                    None => (404, json!({"error": "Server not found"})),
-                }
-            }
-        }
-    } else {
-        (500, json!({"error": "the registry is down"}))
-    };
-    respond(
-        &mut out,
-        status,
-        &[("Content-Type", "application/json".to_owned())],
-        &body.to_string(),
-    );
-}
-
 fn names(entries: &[mcp_runtime::install::ServerEntry]) -> Vec<&str> {
     entries.iter().map(|e| e.name()).collect()
 }
 
 #[test]
 fn a_search_pages_through_the_registry_by_cursor() {
-    let server = TestRegistry::start();
+    let server = TestRegistry::start(entries());
     let registry = Registry::new(&server.url).unwrap();
     let (first, next) = registry.search("", None).unwrap();
     // The entry that breaks the schema and the deleted one are left out.
@@ -243,7 +116,7 @@ fn a_search_pages_through_the_registry_by_cursor() {
 
 #[test]
 fn a_server_s_versions_and_one_version_are_given_and_planned() {
-    let server = TestRegistry::start();
+    let server = TestRegistry::start(entries());
     let registry = Registry::new(&format!("{}/", server.url)).unwrap();
     let versions = registry.versions("io.github.user/local-weather").unwrap();
     let listed: Vec<&str> = versions.iter().map(|e| e.version()).collect();
@@ -281,7 +154,7 @@ fn a_server_s_versions_and_one_version_are_given_and_planned() {
 
 #[test]
 fn an_allow_list_leaves_other_servers_out() {
-    let server = TestRegistry::start();
+    let server = TestRegistry::start(entries());
     let registry = Registry::new(&server.url)
         .unwrap()
         .allow_only(["io.github.user/remote-weather"]);
@@ -307,7 +180,7 @@ fn an_allow_list_leaves_other_servers_out() {
 
 #[test]
 fn failures_are_typed() {
-    let server = TestRegistry::start();
+    let server = TestRegistry::start(entries());
     let registry = Registry::new(&server.url).unwrap();
     let Err(Error::Config { message }) = registry.get("io.example/missing", None) else {
         panic!("a missing server was given");

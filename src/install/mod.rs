@@ -1,17 +1,18 @@
 //! Getting a server: the MCP Registry's entries (`server.json`, schema 2025-12-11) found, read
 //! and checked, the questions one way of running one asks, and the server config that runs it
-//! with the answers. Only [`Registry`] talks to the network, and nothing here writes or runs
-//! anything: the host shows its user what will run, asks the questions, and writes the config
-//! ([`crate::config::ConfigWriter`]).
+//! with the answers. Only [`Registry`] talks to the network, and nothing is written or run
+//! before the host's user approved exactly what will run ([`Proposal`]).
 //!
 #![doc = include_str!("../../docs/install.md")]
 
+mod consent;
 mod plan;
 mod registry;
 mod server_json;
 
 use std::collections::BTreeMap;
 
+pub use consent::Proposal;
 pub use plan::{Asked, Question};
 pub use registry::{Registry, OFFICIAL_REGISTRY};
 pub use server_json::SCHEMA;
@@ -153,6 +154,34 @@ impl ServerEntry {
             .map_err(|message| self.error(&message))
     }
 
+    /// [`ServerEntry::plan`] as a [`Proposal`] to show the user before anything is written or
+    /// run: named after the last part of the registry's name (`io.github.user/weather` is
+    /// `weather`; [`Proposal::with_name`] renames it), its first line saying where it comes
+    /// from (`from: io.github.user/weather 1.2.0, npm @user/weather 1.2.0`), with a warning
+    /// when the registry deprecated the entry.
+    pub fn propose(
+        &self,
+        way: usize,
+        answers: &BTreeMap<String, String>,
+    ) -> Result<Proposal, Error> {
+        let config = self.plan(way, answers)?;
+        let ways = self.ways();
+        let from = format!(
+            "{} {}, {}",
+            self.detail.name,
+            self.detail.version,
+            ways.get(way).map(String::as_str).unwrap_or_default()
+        );
+        let mut warnings = Vec::new();
+        if self.status == Status::Deprecated {
+            warnings.push(format!(
+                "{} {} is deprecated in the registry",
+                self.detail.name, self.detail.version
+            ));
+        }
+        Ok(Proposal::new(local_name(&self.detail.name), config)?.from(from, warnings))
+    }
+
     /// A config error about this entry.
     fn error(&self, message: &str) -> Error {
         Error::Config {
@@ -188,6 +217,28 @@ impl ServerEntry {
                     packages.len() + remotes.len()
                 ),
             })
+    }
+}
+
+/// The name a registry entry is added under: the last part of its registry name, each
+/// character a server name cannot hold made `-`, at most 100 characters.
+fn local_name(registry_name: &str) -> String {
+    let last = registry_name.rsplit('/').next().unwrap_or(registry_name);
+    let name: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(100)
+        .collect();
+    if name.is_empty() {
+        "server".to_owned()
+    } else {
+        name
     }
 }
 

@@ -9,6 +9,7 @@ pub mod http_request;
 pub mod http_server;
 pub mod modern_http;
 pub mod npm;
+pub mod registry;
 pub mod rpc;
 pub mod soak;
 pub mod tinyproxy;

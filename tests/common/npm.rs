@@ -140,3 +140,37 @@ pub fn chromium() -> Option<PathBuf> {
     }
     missing("chromium is not installed (apt-get install chromium); the browser tests did not run")
 }
+
+/// The uv release the tests that run a PyPI server as a user would (`uvx`) install from PyPI.
+pub const UV: &str = "0.13.10";
+
+/// The folder holding `uvx` (uv from PyPI in `.interop/uv-venv`, installed here on first use
+/// as `.ci/run` does), or `None` (said loudly) where Python's venv cannot make it.
+pub fn uv_bin_dir() -> Option<PathBuf> {
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let venv = interop_dir().join("uv-venv");
+        let bin = venv.join("bin");
+        if bin.join("uvx").exists() {
+            return Some(bin);
+        }
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .is_ok_and(|s| s.success())
+            && Command::new(bin.join("pip"))
+                .args(["install", "-q", &format!("uv=={UV}")])
+                .status()
+                .is_ok_and(|s| s.success());
+        if made && bin.join("uvx").exists() {
+            Some(bin)
+        } else {
+            missing(&format!(
+                "uv {UV} could not be installed from PyPI into {}",
+                venv.display()
+            ))
+        }
+    })
+    .clone()
+}

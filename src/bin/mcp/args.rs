@@ -79,6 +79,40 @@ pub enum Command {
     AuthStatus,
     Repl,
     Probe(crate::probe::Target),
+    /// `registry search QUERY... [--cursor C] [--registry URL]`.
+    RegistrySearch {
+        query: String,
+        cursor: Option<String>,
+        registry: Option<String>,
+    },
+    /// `registry show NAME[@VERSION] [--registry URL]`.
+    RegistryShow {
+        what: String,
+        registry: Option<String>,
+    },
+    /// `add NAME[@VERSION] ...`.
+    Add(AddRequest),
+}
+
+/// `add`'s request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddRequest {
+    /// `NAME` or `NAME@VERSION` in the registry.
+    pub what: String,
+    /// `--way N`.
+    pub way: Option<usize>,
+    /// `--as NAME`: the name it is added under.
+    pub name: Option<String>,
+    /// `--set KEY=VALUE`, in order.
+    pub sets: Vec<(String, String)>,
+    /// `--yes`: add what is shown without asking.
+    pub yes: bool,
+    /// `--scope project|user`.
+    pub scope: mcp_runtime::config::Level,
+    /// `--registry URL`.
+    pub registry: Option<String>,
+    /// `--sandbox` and its rules.
+    pub sandbox: Option<crate::target::SandboxFlags>,
 }
 
 /// Parsed arguments.
@@ -262,6 +296,47 @@ pub fn parse(argv: &[String]) -> Result<Args, Stop> {
             "logout" => Command::Logout(one("name")),
             "auth" => Command::AuthStatus,
             "repl" => Command::Repl,
+            "registry" => match m.subcommand() {
+                Some(("search", s)) => {
+                    let query = texts(s, "query").join(" ");
+                    if query.trim().is_empty() {
+                        return Err("registry search needs a QUERY".into());
+                    }
+                    Command::RegistrySearch {
+                        query,
+                        cursor: text(s, "cursor"),
+                        registry: text(s, "registry"),
+                    }
+                }
+                Some(("show", s)) => Command::RegistryShow {
+                    what: text(s, "name").unwrap_or_default(),
+                    registry: text(s, "registry"),
+                },
+                _ => return Err("registry needs a command: search or show".into()),
+            },
+            "add" => {
+                let mut sets = Vec::new();
+                for pair in texts(m, "set") {
+                    let (k, v) = pair
+                        .split_once('=')
+                        .filter(|(k, _)| !k.is_empty())
+                        .ok_or_else(|| format!("--set takes KEY=VALUE, not {pair:?}"))?;
+                    sets.push((k.to_owned(), v.to_owned()));
+                }
+                Command::Add(AddRequest {
+                    what: one("name"),
+                    way: m.get_one::<usize>("way").copied(),
+                    name: text(m, "as"),
+                    sets,
+                    yes: flag(m, "yes"),
+                    scope: match text(m, "scope").as_deref() {
+                        Some("user") => mcp_runtime::config::Level::User,
+                        _ => mcp_runtime::config::Level::Project,
+                    },
+                    registry: text(m, "registry"),
+                    sandbox: sandbox.take(),
+                })
+            }
             "completions" => Command::Completions(
                 *m.get_one::<clap_complete::Shell>("shell")
                     .ok_or("completions needs a SHELL")?,
@@ -308,6 +383,9 @@ pub fn parse(argv: &[String]) -> Result<Args, Stop> {
                 | Command::AuthStatus
                 | Command::Repl
                 | Command::Completions(_)
+                | Command::RegistrySearch { .. }
+                | Command::RegistryShow { .. }
+                | Command::Add(_)
         ) {
             return Err("a server on the command line (`-- SERVER_COMMAND...` or --url) goes with the commands that use servers (probe takes its own)".into());
         }
@@ -345,7 +423,7 @@ pub fn parse(argv: &[String]) -> Result<Args, Stop> {
     if sandbox.is_some() {
         return Err(
             "--sandbox, --allow-write, --deny-read and --allow-domain go with a server command \
-             (`-- SERVER_COMMAND ARGS...`); a config's server takes \"sandboxEnabled\""
+             (`-- SERVER_COMMAND ARGS...`) or add; a config's server takes \"sandboxEnabled\""
                 .into(),
         );
     }
@@ -355,7 +433,13 @@ pub fn parse(argv: &[String]) -> Result<Args, Stop> {
     if !args.servers.is_empty()
         && matches!(
             args.command,
-            Command::Probe(_) | Command::Demo | Command::Trust(_) | Command::Untrust(_)
+            Command::Probe(_)
+                | Command::Demo
+                | Command::Trust(_)
+                | Command::Untrust(_)
+                | Command::RegistrySearch { .. }
+                | Command::RegistryShow { .. }
+                | Command::Add(_)
         )
     {
         return Err("--server goes with the commands that start servers".into());

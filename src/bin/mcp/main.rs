@@ -20,6 +20,7 @@ mod demo_server;
 mod failure;
 mod features;
 mod host;
+mod install;
 mod probe;
 mod repl;
 mod search;
@@ -205,6 +206,13 @@ fn run(args: &Args) -> Result<u8, String> {
             ))
         }
         Command::Repl => repl::run(args, &project),
+        Command::RegistrySearch {
+            query,
+            cursor,
+            registry,
+        } => install::search(args, query, cursor.as_deref(), registry.as_deref()),
+        Command::RegistryShow { what, registry } => install::show(args, what, registry.as_deref()),
+        Command::Add(request) => install::add(args, &project, request),
         Command::Login { name, how } => auth::login(args, &project, name, *how),
         Command::Logout(name) => auth::logout(args, &project, name),
         Command::AuthStatus => auth::status(args, &project),

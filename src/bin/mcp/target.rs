@@ -49,7 +49,7 @@ impl UrlTls {
 /// given on the command line, as a config's `sandbox` (paths absolute against the current
 /// directory, as a shell user means them).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxFlags(serde_json::Value);
+pub struct SandboxFlags(pub serde_json::Value);
 
 impl SandboxFlags {
     /// The flags, or `None` when none was given.

@@ -196,8 +196,8 @@ fn global_options() -> Vec<Arg> {
         ),
         global(flag(
             "sandbox",
-            "run the `-- SERVER_COMMAND` server in the operating system's sandbox: it reads \
-             all but --deny-read, writes only --allow-write and its temporary directory, \
+            "run the `-- SERVER_COMMAND` server (or the one `add` adds) in the operating \
+             system's sandbox: it reads all but --deny-read, writes only --allow-write and its temporary directory, \
              reaches only --allow-domain (Linux and macOS)",
         )),
         repeated(
@@ -246,6 +246,25 @@ fn server_command() -> Arg {
         .allow_hyphen_values(true)
         .value_hint(clap::ValueHint::CommandWithArguments)
         .help("a stdio server to use instead of a config (with --env K=V)")
+}
+
+/// A command's own option that takes a value.
+fn option(name: &'static str, value: &'static str, help: &'static str) -> Arg {
+    Arg::new(name)
+        .long(name)
+        .value_name(value)
+        .action(ArgAction::Set)
+        .help(wrap(help, OPTION_WIDTH))
+}
+
+/// `--registry URL`.
+fn registry_option() -> Arg {
+    option(
+        "registry",
+        "URL",
+        "the registry to ask (default: the official MCP Registry)",
+    )
+    .value_hint(clap::ValueHint::Url)
 }
 
 fn positional(name: &'static str, help: &'static str) -> Arg {
@@ -485,6 +504,76 @@ fn commands() -> Vec<Command> {
                     OPTION_WIDTH,
                 )),
         ),
+        plain(
+            "registry",
+            "the MCP Registry (the official one, or --registry URL): find servers and read \
+             their entries",
+        )
+        .subcommand_required(true)
+        .subcommand(
+            plain(
+                "search",
+                "servers whose name matches QUERY, each at its latest version (deleted ones \
+                 left out, deprecated ones marked); --json: with the ways to run each and \
+                 what each asks",
+            )
+            .arg(words("query", "the words of the query").required(true))
+            .arg(option(
+                "cursor",
+                "C",
+                "the page after an earlier search's last (it prints `--cursor C` when there \
+                 are more)",
+            ))
+            .arg(registry_option()),
+        )
+        .subcommand(
+            plain(
+                "show",
+                "one server (its latest version, or NAME@VERSION): its status, versions, \
+                 the ways to run it and what each asks",
+            )
+            .arg(positional("name", "NAME or NAME@VERSION").required(true))
+            .arg(registry_option()),
+        ),
+        plain(
+            "add",
+            "add a server from the MCP Registry: asks what its entry asks (on a terminal; \
+             --set KEY=VALUE otherwise), shows what will run (the command and its arguments \
+             at a pinned version, or the URL; the names of environment values and headers) \
+             and writes nothing until that is approved (a y on a terminal, --yes in a \
+             script). Written to the project's .mcp-runtime/mcp.json, approved for exactly \
+             what was shown, or with --scope user to ~/.mcp-runtime/mcp.json. --sandbox (and \
+             its rules) writes it sandboxed",
+        )
+        .arg(positional("name", "NAME or NAME@VERSION in the registry").required(true))
+        .arg(
+            Arg::new("way")
+                .long("way")
+                .value_name("N")
+                .value_parser(clap::value_parser!(usize))
+                .help(wrap(
+                    "run it the N-th way `registry show` lists (default: the first that runs \
+                     here)",
+                    OPTION_WIDTH,
+                )),
+        )
+        .arg(option("as", "NAME", "the name it is added under (default: the last part of its registry name)"))
+        .arg(
+            option(
+                "set",
+                "KEY=VALUE",
+                "an answer (repeatable), by the key `registry show` gives: env:NAME, \
+                 header:NAME, var:NAME, arg:LABEL; for a secret, ${NAME} or !command keeps \
+                 the value out of the file",
+            )
+            .action(ArgAction::Append),
+        )
+        .arg(flag("yes", "add what is shown without asking"))
+        .arg(
+            option("scope", "SCOPE", "project (default) or user")
+                .value_parser(["project", "user"]),
+        )
+        .arg(registry_option()),
         plain(
             "completions",
             "a completion script for bash, elvish, fish, powershell or zsh, e.g. `mcp completions bash > \
