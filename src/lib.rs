@@ -76,7 +76,7 @@
 //! | auth | [`auth`] | OAuth 2.1 for remote servers: discovery, registration, the sans-IO flow and its driver, authorizers, the provider a transport asks for a token, token storage |
 //! | client | [`client`] | one connection: correlation, the era (handshake or stateless), calls, server requests |
 //! | config | [`config`] | server configs, the files they come from, trust, and a server's OAuth provider ([`config::provider_for`]) |
-//! | config | [`install`] | getting a server: the MCP Registry's API, an entry (`server.json`) checked, the questions it asks, the config that runs it, the consent before it is written |
+//! | config | [`install`] | getting a server: the MCP Registry's API, an entry (`server.json`) checked, MCP bundles (`.mcpb`), the questions they ask, the config that runs them, the consent before it is written |
 //! | manager | [`manager`] | many servers: parallel connect, the 250 ms gate, deferred tools, status, the tool cache, exposed names (`mcp_<server>_<tool>`, [`manager::exposed_names`]) |
 //! | tools, host | [`host`] | the tool objects and result rendering; the startup facade, the session's tool registry and refresh, `/mcp` commands, subagent tools |
 //!
@@ -113,7 +113,7 @@
 //! | the session, `/mcp` commands, subagents, resources, prompts, tasks, tool search, output budgets | [`host`] |
 //! | the manager: parallel connect, the gate, deferred tools, the tool cache, reconnection | [`manager`] |
 //! | where servers are discovered, project servers and trust, the administrator's policy | [`config`] |
-//! | a server from the MCP Registry: its entry, its questions, what runs, consent | [`install`] |
+//! | a server from the MCP Registry or an MCP bundle: its entry, its questions, what runs, consent | [`install`] |
 //! | a connection: answering the server, protocol revisions and eras, extensions (Skills, Apps) | [`client`] |
 //! | stdio, a stdio server in the operating system's sandbox, Streamable HTTP, legacy SSE, local sockets, proxies, TLS, Windows | [`transport`] |
 //! | logging in to a remote server (OAuth 2.1, DPoP, workload identity) | [`auth`] |

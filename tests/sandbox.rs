@@ -330,9 +330,6 @@ fn a_server_that_cannot_be_sandboxed_does_not_start() {
     }
 }
 
-/// The pinned `@modelcontextprotocol/server-filesystem`.
-const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
-
 #[test]
 fn server_filesystem_works_on_what_it_may_and_the_kernel_refuses_the_rest() {
     if !sandbox_here() || !npm::has_node() {
@@ -343,7 +340,7 @@ fn server_filesystem_works_on_what_it_may_and_the_kernel_refuses_the_rest() {
     }
     let Some(entry) = npm::install(
         "filesystem",
-        &[SERVER_FILESYSTEM],
+        &[npm::SERVER_FILESYSTEM],
         "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
     ) else {
         return;

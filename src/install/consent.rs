@@ -44,6 +44,9 @@ pub struct Proposal {
     config: ServerConfig,
     from: Option<String>,
     warnings: Vec<String>,
+    /// A bundle to unpack once approved, before the config is written.
+    #[cfg(feature = "mcpb")]
+    unpack: Option<std::sync::Arc<super::bundle::Unpack>>,
 }
 
 impl Proposal {
@@ -63,6 +66,8 @@ impl Proposal {
             config,
             from: None,
             warnings: Vec::new(),
+            #[cfg(feature = "mcpb")]
+            unpack: None,
         })
     }
 
@@ -77,6 +82,13 @@ impl Proposal {
     pub(crate) fn from(mut self, from: String, warnings: Vec<String>) -> Proposal {
         self.from = Some(from);
         self.warnings = warnings;
+        self
+    }
+
+    /// Unpacks a bundle once approved (before the config that runs it is written).
+    #[cfg(feature = "mcpb")]
+    pub(crate) fn unpacking(mut self, unpack: std::sync::Arc<super::bundle::Unpack>) -> Proposal {
+        self.unpack = Some(unpack);
         self
     }
 
@@ -182,6 +194,10 @@ impl Proposal {
         }
         if !approve(&shown) {
             return Ok(None);
+        }
+        #[cfg(feature = "mcpb")]
+        if let Some(unpack) = &shown.unpack {
+            unpack.run()?;
         }
         writer.add(scope, &shown.name, &shown.config)?;
         if scope == Level::Project {

@@ -1,10 +1,12 @@
 //! Getting a server: the MCP Registry's entries (`server.json`, schema 2025-12-11) found, read
-//! and checked, the questions one way of running one asks, and the server config that runs it
-//! with the answers. Only [`Registry`] talks to the network, and nothing is written or run
+//! and checked, MCP bundles (`.mcpb`, the `mcpb` feature) opened and checked, the questions one
+//! way of running one asks, and the server config that runs it with the answers. Only [`Registry`] talks to the network, and nothing is written or run
 //! before the host's user approved exactly what will run ([`Proposal`]).
 //!
 #![doc = include_str!("../../docs/install.md")]
 
+#[cfg(feature = "mcpb")]
+mod bundle;
 mod consent;
 mod plan;
 mod registry;
@@ -12,6 +14,8 @@ mod server_json;
 
 use std::collections::BTreeMap;
 
+#[cfg(feature = "mcpb")]
+pub use bundle::Bundle;
 pub use consent::Proposal;
 pub use plan::{Asked, Question};
 pub use registry::{Registry, OFFICIAL_REGISTRY};
@@ -118,6 +122,18 @@ impl ServerEntry {
         packages.chain(remotes).collect()
     }
 
+    /// Where way number `way` is an MCP bundle (`mcpb`): its URL and the SHA-256 it must have
+    /// (`fileSha256`), for [`Bundle::download`](crate::install::Bundle) (the `mcpb` feature);
+    /// then [`ServerEntry::questions`] and [`ServerEntry::plan`] refuse it, as a bundle is
+    /// opened, not run as a command.
+    pub fn bundle(&self, way: usize) -> Option<(&str, &str)> {
+        let package = self.detail.packages.get(way)?;
+        match (package.registry_type.as_str(), &package.file_sha256) {
+            ("mcpb", Some(sha)) => Some((package.identifier.as_str(), sha.as_str())),
+            _ => None,
+        }
+    }
+
     /// What running it by way number `way` asks the user, in the order met: environment
     /// variables, arguments and their variables for a package; URL variables and headers for
     /// a remote. A way that cannot be run (a bundle, a package type without a runtime here, no
@@ -222,7 +238,7 @@ impl ServerEntry {
 
 /// The name a registry entry is added under: the last part of its registry name, each
 /// character a server name cannot hold made `-`, at most 100 characters.
-fn local_name(registry_name: &str) -> String {
+pub(crate) fn local_name(registry_name: &str) -> String {
     let last = registry_name.rsplit('/').next().unwrap_or(registry_name);
     let name: String = last
         .chars()

@@ -22,6 +22,9 @@ pub enum Asked {
     /// A command-line argument (key `arg:LABEL`: a positional argument's label, or a named
     /// one's flag with its dashes, `arg:--port`).
     Argument,
+    /// A setting an MCP bundle's manifest asks for (`user_config`; key `user_config:KEY`),
+    /// which the bundle's command line or environment takes.
+    UserConfig,
 }
 
 /// A value the host asks its user for before a server is added.
@@ -52,7 +55,7 @@ pub struct Question {
     pub placeholder: Option<String>,
     /// The only values allowed, when the publisher lists them.
     pub choices: Vec<String>,
-    /// `string`, `number`, `boolean` or `filepath`.
+    /// `string`, `number`, `boolean`, `filepath` or (a bundle's) `directory`.
     pub format: String,
     /// An argument that may be given several times: its answer holds one value per line.
     pub repeated: bool,
@@ -276,6 +279,7 @@ fn prefix(asked: Asked) -> &'static str {
         Asked::Header => "header",
         Asked::Variable => "var",
         Asked::Argument => "arg",
+        Asked::UserConfig => "user_config",
     }
 }
 
@@ -311,7 +315,11 @@ fn runtime(package: &Package) -> Result<Runtime, String> {
             ("oci", Some("podman")) => ("podman", &["run", "-i", "--rm"], Pin::Image),
             ("oci", _) => ("docker", &["run", "-i", "--rm"], Pin::Image),
             ("mcpb", _) => {
-                return Err("an MCP bundle is added from its file, not run as a command".to_owned())
+                return Err(
+                    "an MCP bundle is downloaded and opened (ServerEntry::bundle), not run as a \
+                     command"
+                        .to_owned(),
+                )
             }
             (other, _) => return Err(format!("packages of type {other:?} cannot be run yet")),
         };

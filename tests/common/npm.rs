@@ -174,3 +174,16 @@ pub fn uv_bin_dir() -> Option<PathBuf> {
     })
     .clone()
 }
+
+/// The pinned `@modelcontextprotocol/server-filesystem` (run sandboxed by tests/sandbox.rs,
+/// bundled by tests/cli_bundle.rs), installed under `.interop/filesystem`.
+pub const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
+/// server-filesystem's entry script, or `None` (said loudly) without npm.
+pub fn server_filesystem() -> Option<PathBuf> {
+    install(
+        "filesystem",
+        &[SERVER_FILESYSTEM],
+        "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    )
+}

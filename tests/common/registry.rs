@@ -1,7 +1,8 @@
 //! An MCP Registry of the test's own on 127.0.0.1, serving the `v0.1` API from a list of
 //! entries as the registry answers them (`{"server": server.json, "_meta": {...}}`): a search
 //! (entries whose `isLatest` is true and whose name holds the query; more than four are two
-//! pages, by cursor), a server's versions, one version, the latest. Any other path answers 500.
+//! pages, by cursor), a server's versions, one version, the latest; and files under `/files/`
+//! (a bundle an entry points at). Any other path answers 500.
 
 use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
@@ -30,6 +31,7 @@ pub fn listed(document: &str, status: &str, latest: bool) -> Value {
 
 struct State {
     entries: Vec<Value>,
+    files: Mutex<Vec<(String, Vec<u8>)>>,
     requests: Mutex<Vec<String>>,
     stopped: AtomicBool,
 }
@@ -46,6 +48,7 @@ impl TestRegistry {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(State {
             entries,
+            files: Mutex::new(Vec::new()),
             requests: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
         });
@@ -56,6 +59,13 @@ impl TestRegistry {
             serve,
         );
         TestRegistry { url, state }
+    }
+
+    /// Serves `bytes` at `/files/<name>`; its URL.
+    pub fn serve_file(&self, name: &str, bytes: Vec<u8>) -> String {
+        let path = format!("/files/{name}");
+        self.state.files.lock().unwrap().push((path.clone(), bytes));
+        format!("{}{path}", self.url)
     }
 
     /// Every request's target, in order.
@@ -92,6 +102,20 @@ fn serve(state: &State, conn: TcpStream) {
     state.requests.lock().unwrap().push(request.target.clone());
     let target = request.target.as_str();
     let path = target.split('?').next().unwrap();
+    let file = (state.files.lock().unwrap().iter())
+        .find(|(p, _)| p == path)
+        .map(|(_, bytes)| bytes.clone());
+    if let Some(bytes) = file {
+        use std::io::Write;
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\n\r\n",
+            bytes.len()
+        );
+        let _ = out
+            .write_all(head.as_bytes())
+            .and_then(|()| out.write_all(&bytes));
+        return;
+    }
     let all = state.entries.clone();
     let name_of = |v: &Value| v["server"]["name"].as_str().unwrap().to_owned();
     let (status, body) = if path == "/v0.1/servers" {

@@ -111,6 +111,8 @@ pub struct AddRequest {
     pub scope: mcp_runtime::config::Level,
     /// `--registry URL`.
     pub registry: Option<String>,
+    /// `--sha256 HEX`: the digest a bundle must have.
+    pub sha256: Option<String>,
     /// `--sandbox` and its rules.
     pub sandbox: Option<crate::target::SandboxFlags>,
 }
@@ -334,6 +336,7 @@ pub fn parse(argv: &[String]) -> Result<Args, Stop> {
                         _ => mcp_runtime::config::Level::Project,
                     },
                     registry: text(m, "registry"),
+                    sha256: text(m, "sha256"),
                     sandbox: sandbox.take(),
                 })
             }

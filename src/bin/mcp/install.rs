@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use mcp_runtime::config::ConfigWriter;
-use mcp_runtime::install::{Proposal, Question, Registry, ServerEntry, Status};
+use mcp_runtime::install::{Bundle, Proposal, Question, Registry, ServerEntry, Status};
 use mcp_runtime::Error;
 use serde_json::{json, Value};
 
@@ -116,13 +116,17 @@ pub fn show(args: &Args, what: &str, url: Option<&str>) -> Result<u8, String> {
     outln!("ways to run it (add --way N):");
     for (number, way) in entry.ways().iter().enumerate() {
         outln!("  {number}. {way}");
-        match entry.questions(number) {
-            Ok(questions) => {
+        match (entry.questions(number), entry.bundle(number)) {
+            (_, Some((_, sha256))) => outln!(
+                "       a bundle: add downloads it, checks its SHA-256 ({sha256}) and asks \
+                 what its manifest asks"
+            ),
+            (Ok(questions), None) => {
                 for q in &questions {
                     outln!("       {}", question_line(q));
                 }
             }
-            Err(e) => outln!("       cannot be run here: {e}"),
+            (Err(e), None) => outln!("       cannot be run here: {e}"),
         }
     }
     Ok(0)
@@ -181,19 +185,44 @@ fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// `add NAME[@VERSION]`.
-pub fn add(args: &Args, project: &Path, request: &AddRequest) -> Result<u8, String> {
+/// What `add` adds: a registry entry's way of running, or a bundle.
+enum Source {
+    Entry(ServerEntry, usize),
+    Bundle(Box<Bundle>),
+}
+
+/// Whether `what` names a bundle file rather than a registry entry.
+fn is_bundle_file(what: &str) -> bool {
+    what.ends_with(".mcpb") || Path::new(what).is_file()
+}
+
+/// Where `add` gets its server: a bundle's URL (with `--sha256`), a bundle file, or a registry
+/// entry (whose chosen way may be a bundle, downloaded and checked against its digest).
+fn source(request: &AddRequest) -> Result<Result<Source, Error>, String> {
+    let what = request.what.as_str();
+    let sha256 = request.sha256.as_deref();
+    if what.starts_with("http://") || what.starts_with("https://") {
+        let sha256 =
+            sha256.ok_or("a bundle's URL goes with --sha256 HEX, the digest it must have")?;
+        return Ok(Bundle::download(what, sha256).map(|b| Source::Bundle(Box::new(b))));
+    }
+    if is_bundle_file(what) {
+        return Ok(Bundle::open(Path::new(what), sha256).map(|b| Source::Bundle(Box::new(b))));
+    }
+    if sha256.is_some() {
+        return Err("--sha256 goes with a bundle (a .mcpb file or its URL)".into());
+    }
     let registry = registry(request.registry.as_deref())?;
-    let (name, version) = name_and_version(&request.what);
+    let (name, version) = name_and_version(what);
     let entry = match registry.get(name, version) {
         Ok(entry) => entry,
-        Err(e) => return Ok(failed(&e)),
+        Err(e) => return Ok(Err(e)),
     };
     let way = match request.way {
         Some(way) => way,
         // The first way that runs here.
         None => (0..entry.ways().len())
-            .find(|&w| entry.questions(w).is_ok())
+            .find(|&w| entry.questions(w).is_ok() || entry.bundle(w).is_some())
             .ok_or_else(|| {
                 format!(
                     "{} {} has no way to run it here",
@@ -202,9 +231,31 @@ pub fn add(args: &Args, project: &Path, request: &AddRequest) -> Result<u8, Stri
                 )
             })?,
     };
-    let questions = match entry.questions(way) {
-        Ok(questions) => questions,
+    let Some((url, sha256)) = entry.bundle(way) else {
+        return Ok(Ok(Source::Entry(entry, way)));
+    };
+    if entry.status() != Status::Active {
+        eprintln!(
+            "warning: {} {} is deprecated in the registry",
+            entry.name(),
+            entry.version()
+        );
+    }
+    Ok(Bundle::download(url, sha256).map(|b| Source::Bundle(Box::new(b))))
+}
+
+/// `add NAME[@VERSION]`, `add ./bundle.mcpb`, `add URL --sha256 HEX`.
+pub fn add(args: &Args, project: &Path, request: &AddRequest) -> Result<u8, String> {
+    let source = match source(request)? {
+        Ok(source) => source,
         Err(e) => return Ok(failed(&e)),
+    };
+    let questions = match &source {
+        Source::Entry(entry, way) => match entry.questions(*way) {
+            Ok(questions) => questions,
+            Err(e) => return Ok(failed(&e)),
+        },
+        Source::Bundle(bundle) => bundle.questions(),
     };
     let mut answers: BTreeMap<String, String> = request.sets.iter().cloned().collect();
     if let Some(key) = answers
@@ -231,15 +282,16 @@ pub fn add(args: &Args, project: &Path, request: &AddRequest) -> Result<u8, Stri
             }
         }
     }
-    let mut proposal = match entry.propose(way, &answers) {
+    let proposed = match &source {
+        Source::Entry(entry, way) => entry.propose(*way, &answers),
+        Source::Bundle(bundle) => bundle.propose(&answers, project, &crate::load_options(args)),
+    };
+    let mut proposal = match proposed {
         Ok(p) => p,
         Err(e) => {
             let code = failed(&e);
-            if !interactive() || request.yes {
-                eprintln!(
-                    "mcp: give an answer with --set KEY=VALUE (see mcp registry show {})",
-                    entry.name()
-                );
+            if matches!(e, Error::Config { .. }) && (!interactive() || request.yes) {
+                eprintln!("mcp: an answer is given with --set KEY=VALUE (the keys: mcp registry show NAME)");
             }
             return Ok(code);
         }

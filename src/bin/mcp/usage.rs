@@ -537,15 +537,27 @@ fn commands() -> Vec<Command> {
         ),
         plain(
             "add",
-            "add a server from the MCP Registry: asks what its entry asks (on a terminal; \
-             --set KEY=VALUE otherwise), shows what will run (the command and its arguments \
+            "add a server from the MCP Registry (NAME[@VERSION]) or an MCP bundle (a .mcpb \
+             file, or its URL with --sha256): asks what its entry or manifest asks (on a \
+             terminal; --set KEY=VALUE otherwise), shows what will run (the command and its arguments \
              at a pinned version, or the URL; the names of environment values and headers) \
              and writes nothing until that is approved (a y on a terminal, --yes in a \
              script). Written to the project's .mcp-runtime/mcp.json, approved for exactly \
              what was shown, or with --scope user to ~/.mcp-runtime/mcp.json. --sandbox (and \
              its rules) writes it sandboxed",
         )
-        .arg(positional("name", "NAME or NAME@VERSION in the registry").required(true))
+        .arg(
+            positional(
+                "name",
+                "NAME or NAME@VERSION in the registry, or a bundle: ./FILE.mcpb or its URL",
+            )
+            .required(true),
+        )
+        .arg(option(
+            "sha256",
+            "HEX",
+            "the SHA-256 the bundle must have (checked before anything of it is read)",
+        ))
         .arg(
             Arg::new("way")
                 .long("way")
@@ -563,7 +575,7 @@ fn commands() -> Vec<Command> {
                 "set",
                 "KEY=VALUE",
                 "an answer (repeatable), by the key `registry show` gives: env:NAME, \
-                 header:NAME, var:NAME, arg:LABEL; for a secret, ${NAME} or !command keeps \
+                 header:NAME, var:NAME, arg:LABEL, or a bundle's user_config:KEY; for a secret, ${NAME} or !command keeps \
                  the value out of the file",
             )
             .action(ArgAction::Append),
