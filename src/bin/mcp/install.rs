@@ -418,9 +418,14 @@ fn ask(q: &Question) -> Result<Option<String>, String> {
             q.name
         ));
     }
-    eprint!("{prompt}\n> ");
-    let _ = std::io::stderr().flush();
-    let line = if q.secret { read_hidden() } else { read_line() };
+    let prompt = format!("{prompt}\n> ");
+    let line = if q.secret {
+        read_hidden(&prompt)
+    } else {
+        eprint!("{prompt}");
+        let _ = std::io::stderr().flush();
+        read_line()
+    };
     let line = line.ok_or("no answer: stdin ended")?;
     Ok(Some(line).filter(|l| !l.is_empty()))
 }
@@ -440,8 +445,10 @@ fn read_line() -> Option<String> {
     }
 }
 
-/// A line read with the terminal's echo off (a secret is never shown).
-fn read_hidden() -> Option<String> {
+/// A line read with the terminal's echo off (a secret is never shown), asked with `prompt`
+/// once the echo is off (what is typed after the prompt shows is never echoed). A signal that
+/// ends the command while it waits puts the echo back first.
+fn read_hidden(prompt: &str) -> Option<String> {
     #[cfg(unix)]
     {
         // SAFETY: tcgetattr/tcsetattr on stdin with a zeroed termios they fill in; the echo
@@ -452,7 +459,13 @@ fn read_hidden() -> Option<String> {
             let mut quiet = saved;
             quiet.c_lflag &= !libc::ECHO;
             unsafe { libc::tcsetattr(0, libc::TCSANOW, &quiet) };
+            // SAFETY: as above, with the attributes read before.
+            crate::signals::on_signal(move || unsafe {
+                libc::tcsetattr(0, libc::TCSANOW, &saved);
+            });
         }
+        eprint!("{prompt}");
+        let _ = std::io::stderr().flush();
         let line = read_line();
         if got {
             unsafe { libc::tcsetattr(0, libc::TCSANOW, &saved) };
@@ -462,6 +475,8 @@ fn read_hidden() -> Option<String> {
     }
     #[cfg(not(unix))]
     {
+        eprint!("{prompt}");
+        let _ = std::io::stderr().flush();
         read_line()
     }
 }
