@@ -316,9 +316,13 @@ fn what_cannot_be_run_as_a_command_says_why() {
             .unwrap_err(),
     );
     assert!(
-        bundle.contains("an MCP bundle is added from its file"),
+        bundle.contains("an MCP bundle is downloaded and opened (ServerEntry::bundle)"),
         "{bundle}"
     );
+    let bundled = entry(fixture!("docs/mcpb.json"));
+    let (url, sha256) = bundled.bundle(0).unwrap();
+    assert!(url.ends_with("/text-editor.mcpb"), "{url}");
+    assert_eq!(sha256.len(), 64);
 
     let served = config_error(
         entry(fixture!("docs/local-url-template.json"))
