@@ -13,3 +13,18 @@ pub(crate) fn clip(text: &str, max_chars: usize) -> String {
     }
     out
 }
+
+/// `text` with every control character (an escape sequence's ESC, a newline, ...) written out
+/// as an escape (`\u{1b}`, `\n`): text from elsewhere shown to a person on a terminal can
+/// neither redraw what was shown before it nor add a line of its own.
+pub(crate) fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_debug().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}

@@ -1,7 +1,8 @@
 //! Consent before anything is written or run: a [`Proposal`] is one server config to add, with
 //! where it comes from and what to warn about; the host shows its lines (the trust display's,
 //! [`approval_lines`]) and the config written is the one shown, approved in the same trust
-//! store as a project server.
+//! store as a project server. (Making a bundle's proposal asks the runtimes it needs for their
+//! version, `node --version`; nothing of the server runs before it is approved.)
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,7 @@ use crate::config::{
     validate_server_name, ConfigWriter, DiscoveryOptions, Level, ServerConfig,
 };
 use crate::error::Error;
+use crate::text::printable;
 
 /// A server to add, for the user to approve before anything is written or run: its name, the
 /// config that will be written (and run), where it comes from, and what to warn about.
@@ -110,10 +112,13 @@ impl Proposal {
     /// What to show: where it comes from (`from: ...`), then what runs, as the trust display
     /// shows a project server ([`approval_lines`]): `command: ...`, `env: NAMES (values not
     /// shown)`, `http: URL`, `headers: NAMES (values not shown)`, `sandbox: ...`.
+    ///
+    /// Every control character of them (an escape sequence a publisher wrote into a name or
+    /// an argument, a newline) is shown escaped, so that nothing redraws the display.
     pub fn lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.from.iter().map(|f| format!("from: {f}")).collect();
         lines.extend(approval_lines(&self.config));
-        lines
+        lines.iter().map(|l| printable(l)).collect()
     }
 
     /// Whether it may be run in the operating system's sandbox ([`Proposal::sandboxed`]), or
@@ -319,6 +324,15 @@ mod tests {
             Some(true)
         );
         std::fs::remove_dir_all(&root).ok();
+    }
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        let config = ServerConfig::stdio("npx", ["-y", "pkg\u{1b}[2K\rcommand: safe", "a\nb"]);
+        let lines = Proposal::new("x", config).unwrap().lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(!lines[0].chars().any(char::is_control), "{lines:?}");
+        assert!(lines[0].contains("\\u{1b}[2K\\r"), "{lines:?}");
     }
 
     #[test]

@@ -82,10 +82,11 @@ impl<'a> Walk<'a> {
     /// required one is then a problem). A variable met again (the same name in two values)
     /// is one question, secret or required if either is.
     fn fill(&mut self, asked: Asked, name: &str, input: &Input, repeated: bool) -> Option<String> {
+        let key = format!("{}:{name}", prefix(asked));
         if let Some(template) = &input.value {
+            self.publisher(&key, asked, template, !template.contains('{'));
             return self.substitute(template, &input.variables, false);
         }
-        let key = format!("{}:{name}", prefix(asked));
         match self.questions.iter_mut().find(|q| q.key == key) {
             Some(q) => {
                 q.secret |= input.is_secret;
@@ -105,12 +106,11 @@ impl<'a> Walk<'a> {
                 repeated,
             }),
         }
-        let value = self
-            .answers
-            .get(&key)
-            .filter(|v| !v.is_empty())
-            .or(input.default.as_ref())
-            .cloned();
+        let answer = self.answers.get(&key).filter(|v| !v.is_empty());
+        if let (None, Some(default)) = (answer, &input.default) {
+            self.publisher(&key, asked, default, true);
+        }
+        let value = answer.or(input.default.as_ref()).cloned();
         match value {
             Some(v) => {
                 if !is_reference(&v) {
@@ -126,6 +126,31 @@ impl<'a> Walk<'a> {
                 }
                 None
             }
+        }
+    }
+
+    /// A problem when the publisher's own text for `key` (a fixed value, a default) would make
+    /// the config run a command (`!...` in an environment value or a header), read the user's
+    /// environment (`${NAME}`, anywhere), or (`whole`: the text is all of the value) be an
+    /// environment value or header that is the name of one of the user's environment
+    /// variables, which a config reads as that variable. The user's own answers may be any of
+    /// these: they are the user's references.
+    fn publisher(&mut self, key: &str, asked: Asked, text: &str, whole: bool) {
+        let env_like = matches!(asked, Asked::Env | Asked::Header);
+        if text.contains("${") {
+            self.problems.push(format!(
+                "the entry's own value for {key} reads the user's environment (${{...}})"
+            ));
+        } else if env_like && text.starts_with('!') {
+            self.problems.push(format!(
+                "the entry's own value for {key} is a command (!...), which would run on this \
+                 machine"
+            ));
+        } else if env_like && whole && !text.is_empty() && std::env::var_os(text).is_some() {
+            self.problems.push(format!(
+                "the entry's own value for {key} is the name of one of your environment \
+                 variables, which a config reads as its value"
+            ));
         }
     }
 

@@ -477,3 +477,33 @@ fn a_way_that_cannot_run_has_no_questions() {
     let message = config_error(entry(fixture!("docs/mcpb.json")).questions(0).unwrap_err());
     assert!(message.contains("an MCP bundle"), "{message}");
 }
+
+#[test]
+fn the_publishers_own_values_may_not_run_a_command_or_read_the_environment() {
+    let with_env = |env: &str| {
+        package_entry(&format!(
+            r#"{{"registryType": "npm", "identifier": "x", "version": "1",
+                "transport": {{"type": "stdio"}}, "environmentVariables": [{env}]}}"#
+        ))
+    };
+    for (env, why) in [
+        (r#"{"name": "A", "value": "!curl x | sh"}"#, "is a command"),
+        (r#"{"name": "A", "default": "!id"}"#, "is a command"),
+        (
+            r#"{"name": "A", "value": "${AWS_SECRET_ACCESS_KEY}"}"#,
+            "reads the user's environment",
+        ),
+        (
+            r#"{"name": "A", "value": "PATH"}"#,
+            "name of one of your environment variables",
+        ),
+    ] {
+        let e = config_error(with_env(env).plan(0, &BTreeMap::new()).unwrap_err());
+        assert!(e.contains(why), "{env}: {e}");
+    }
+    // The user's own answer may be a reference or a command.
+    let answered = with_env(r#"{"name": "A", "default": "!id"}"#)
+        .plan(0, &answers(&[("env:A", "!pass show a")]))
+        .unwrap();
+    assert_eq!(answered.env["A"], "!pass show a");
+}

@@ -24,7 +24,7 @@ fn registry(url: Option<&str>) -> Result<Registry, String> {
 
 /// A failure of the registry or of the entry: one line, and the status its kind says.
 fn failed(e: &Error) -> u8 {
-    eprintln!("mcp: {e}");
+    eprintln!("mcp: {}", printable(&e.to_string()));
     crate::failure::classify(e).1
 }
 
@@ -66,8 +66,8 @@ pub fn search(
         outln!(
             "{:name_w$}  {:version_w$}  {}{mark}",
             entry.name(),
-            entry.version(),
-            entry.description()
+            printable(entry.version()),
+            printable(entry.description())
         );
     }
     if let Some(next) = next {
@@ -105,17 +105,17 @@ pub fn show(args: &Args, what: &str, url: Option<&str>) -> Result<u8, String> {
     outln!(
         "{} {} ({})",
         entry.name(),
-        entry.version(),
+        printable(entry.version()),
         status_word(entry.status())
     );
     if let Some(title) = entry.title() {
-        outln!("{title}");
+        outln!("{}", printable(title));
     }
-    outln!("{}", entry.description());
-    outln!("versions: {}", versions.join(", "));
+    outln!("{}", printable(entry.description()));
+    outln!("versions: {}", printable(&versions.join(", ")));
     outln!("ways to run it (add --way N):");
     for (number, way) in entry.ways().iter().enumerate() {
-        outln!("  {number}. {way}");
+        outln!("  {number}. {}", printable(way));
         match (entry.questions(number), entry.bundle(number)) {
             (_, Some((_, sha256))) => outln!(
                 "       a bundle: add downloads it, checks its SHA-256 ({sha256}) and asks \
@@ -161,23 +161,41 @@ fn question_line(q: &Question) -> String {
         line.push_str(": ");
         line.push_str(d);
     }
-    line
+    printable(&line)
 }
 
 fn entry_json(entry: &ServerEntry) -> Value {
     let ways: Vec<Value> = (entry.ways().iter().enumerate())
-        .map(|(number, way)| match entry.questions(number) {
-            Ok(questions) => json!({"way": way, "questions": questions.iter().map(|q| json!({
+        .map(
+            |(number, way)| match (entry.questions(number), entry.bundle(number)) {
+                (_, Some((url, sha256))) => {
+                    json!({"way": way, "bundle": {"url": url, "sha256": sha256}})
+                }
+                (Ok(questions), None) => {
+                    json!({"way": way, "questions": questions.iter().map(|q| json!({
                 "key": q.key, "name": q.name, "description": q.description,
                 "required": q.required, "secret": q.secret, "default": q.default,
                 "choices": q.choices, "format": q.format, "repeated": q.repeated,
-            })).collect::<Vec<_>>()}),
-            Err(e) => json!({"way": way, "unrunnable": e.to_string()}),
-        })
+            })).collect::<Vec<_>>()})
+                }
+                (Err(e), None) => json!({"way": way, "unrunnable": e.to_string()}),
+            },
+        )
         .collect();
     json!({"name": entry.name(), "version": entry.version(), "title": entry.title(),
            "description": entry.description(), "status": status_word(entry.status()),
            "ways": ways})
+}
+
+/// `text` with its control characters escaped: what a registry or a bundle says cannot redraw
+/// the terminal or add a line.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_debug().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// On a terminal (stdin and stderr), where questions are asked.
@@ -234,12 +252,22 @@ fn source(request: &AddRequest) -> Result<Result<Source, Error>, String> {
     let Some((url, sha256)) = entry.bundle(way) else {
         return Ok(Ok(Source::Entry(entry, way)));
     };
-    if entry.status() != Status::Active {
-        eprintln!(
+    match entry.status() {
+        Status::Active => {}
+        Status::Deprecated => eprintln!(
             "warning: {} {} is deprecated in the registry",
             entry.name(),
-            entry.version()
-        );
+            printable(entry.version())
+        ),
+        _ => {
+            return Ok(Err(Error::Config {
+                message: format!(
+                    "{} {} was deleted from the registry; it is not added",
+                    entry.name(),
+                    printable(entry.version())
+                ),
+            }))
+        }
     }
     Ok(Bundle::download(url, sha256).map(|b| Source::Bundle(Box::new(b))))
 }
@@ -290,7 +318,9 @@ pub fn add(args: &Args, project: &Path, request: &AddRequest) -> Result<u8, Stri
         Ok(p) => p,
         Err(e) => {
             let code = failed(&e);
-            if matches!(e, Error::Config { .. }) && (!interactive() || request.yes) {
+            let unanswered = matches!(&e, Error::Config { message }
+                if message.contains(" is required") || message.contains(" must be"));
+            if unanswered && (!interactive() || request.yes) {
                 eprintln!("mcp: an answer is given with --set KEY=VALUE (the keys: mcp registry show NAME)");
             }
             return Ok(code);
@@ -323,7 +353,7 @@ fn consent_and_write(
     let ask = interactive() && !request.yes;
     let mut sandbox_chosen = false;
     let written = proposal.add(project, &options, scope, |shown| {
-        show_proposal(shown, &path);
+        show_proposal(shown, &path, args.json);
         if request.yes {
             return true;
         }
@@ -359,7 +389,7 @@ fn consent_and_write(
                 .sandboxed(None)
                 .map_err(|e| e.to_string())?;
             match sandboxed.add(project, &options, scope, |shown| {
-                show_proposal(shown, &path);
+                show_proposal(shown, &path, args.json);
                 matches!(
                     answer(&format!("Add {} in the sandbox? [y/N] ", shown.name())).as_deref(),
                     Some("y" | "yes")
@@ -376,7 +406,8 @@ fn consent_and_write(
             if args.json {
                 outln!(
                     "{}",
-                    json!({"added": proposal.name(), "path": path.display().to_string()})
+                    json!({"added": proposal.name(), "path": path.display().to_string(),
+                           "lines": proposal.lines()})
                 );
             } else {
                 outln!("added to {}", path.display());
@@ -392,11 +423,17 @@ fn consent_and_write(
     }
 }
 
-/// What is shown before consent: the server, the file, what runs, the warnings.
-fn show_proposal(shown: &Proposal, path: &Path) {
-    outln!("{} (to be written to {})", shown.name(), path.display());
+/// What is shown before consent: the server, the file, what runs, the warnings (on stderr
+/// with --json, whose stdout is the result's object alone).
+fn show_proposal(shown: &Proposal, path: &Path, json: bool) {
+    let mut text = format!("{} (to be written to {})\n", shown.name(), path.display());
     for line in shown.lines() {
-        outln!("    {line}");
+        text.push_str(&format!("    {line}\n"));
+    }
+    if json {
+        eprint!("{text}");
+    } else {
+        out!("{text}");
     }
     for warning in shown.warnings() {
         eprintln!("warning: {warning}");
@@ -407,16 +444,17 @@ fn show_proposal(shown: &Proposal, path: &Path) {
 /// Asks one question on the terminal; `None` for an empty answer (the default, or nothing).
 fn ask(q: &Question) -> Result<Option<String>, String> {
     let mut prompt = question_line(q);
-    if q.secret
-        && matches!(
-            q.asked,
-            mcp_runtime::install::Asked::Env | mcp_runtime::install::Asked::Header
-        )
-    {
+    use mcp_runtime::install::Asked;
+    if q.secret && matches!(q.asked, Asked::Env | Asked::Header) {
         prompt.push_str(&format!(
             "\n  a secret: ${{{}}} (read from your environment) or !command keeps it out of the file",
             q.name
         ));
+    } else if q.secret {
+        prompt.push_str(
+            "\n  a secret: ${NAME} (read from your environment when the config is read) keeps \
+             it out of the file",
+        );
     }
     let prompt = format!("{prompt}\n> ");
     let line = if q.secret {
@@ -473,7 +511,28 @@ fn read_hidden(prompt: &str) -> Option<String> {
         }
         line
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::System::Console::{
+            GetConsoleMode, GetStdHandle, SetConsoleMode, ENABLE_ECHO_INPUT, STD_INPUT_HANDLE,
+        };
+        // SAFETY: the console's input handle and its mode, put back after the read.
+        let input = unsafe { GetStdHandle(STD_INPUT_HANDLE) };
+        let mut saved = 0;
+        let got = unsafe { GetConsoleMode(input, &mut saved) } != 0;
+        if got {
+            unsafe { SetConsoleMode(input, saved & !ENABLE_ECHO_INPUT) };
+        }
+        eprint!("{prompt}");
+        let _ = std::io::stderr().flush();
+        let line = read_line();
+        if got {
+            unsafe { SetConsoleMode(input, saved) };
+            eprintln!();
+        }
+        line
+    }
+    #[cfg(not(any(unix, windows)))]
     {
         eprint!("{prompt}");
         let _ = std::io::stderr().flush();

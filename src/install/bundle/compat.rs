@@ -111,7 +111,7 @@ pub(crate) fn satisfies(version: &[u64], range: &str) -> Option<bool> {
 }
 
 fn comparator(version: &[u64], word: &str) -> Option<bool> {
-    let (op, rest) = ["<=", ">=", "<", ">", "=", "^", "~"]
+    let (op, rest) = ["~=", "==", "!=", "<=", ">=", "<", ">", "=", "^", "~"]
         .iter()
         .find_map(|op| word.strip_prefix(op).map(|r| (*op, r)))
         .unwrap_or(("", word));
@@ -136,19 +136,31 @@ fn comparator(version: &[u64], word: &str) -> Option<bool> {
             .unwrap_or(std::cmp::Ordering::Equal)
     };
     // The versions a prefix covers: `18` is [18, 19), `3.10` is [3.10, 3.11).
-    let prefix = |upto: usize| {
-        let mut next = given[..upto].to_vec();
-        if let Some(last) = next.last_mut() {
-            *last += 1;
-        }
-        next
+    let prefix = |upto: usize| -> Option<Vec<u64>> {
+        let mut next = given.get(..upto)?.to_vec();
+        let last = next.last_mut()?;
+        *last = last.checked_add(1)?;
+        Some(next)
     };
+    let wildcard = rest.ends_with(".*") || rest.ends_with(".x") || rest.ends_with(".X");
     use std::cmp::Ordering::*;
     Some(match op {
+        // PEP 440: `==3.11` is exactly 3.11(.0), `==3.11.*` any 3.11; `!=` the opposite;
+        // `~=3.10` is >=3.10 and 3.*, `~=3.10.2` >=3.10.2 and 3.10.*.
+        "==" if wildcard => {
+            cmp(version, &given) != Less && cmp(version, &prefix(given.len())?) == Less
+        }
+        "==" => cmp(version, &given) == Equal,
+        "!=" if wildcard => {
+            !(cmp(version, &given) != Less && cmp(version, &prefix(given.len())?) == Less)
+        }
+        "!=" => cmp(version, &given) != Equal,
+        "~=" if given.len() < 2 => return None,
+        "~=" => cmp(version, &given) != Less && cmp(version, &prefix(given.len() - 1)?) == Less,
         ">=" => cmp(version, &given) != Less,
-        ">" if given.len() < 3 => cmp(version, &prefix(given.len())) != Less,
+        ">" if given.len() < 3 => cmp(version, &prefix(given.len())?) != Less,
         ">" => cmp(version, &given) == Greater,
-        "<=" if given.len() < 3 => cmp(version, &prefix(given.len())) == Less,
+        "<=" if given.len() < 3 => cmp(version, &prefix(given.len())?) == Less,
         "<=" => cmp(version, &given) != Greater,
         "<" => cmp(version, &given) == Less,
         "^" => {
@@ -156,14 +168,14 @@ fn comparator(version: &[u64], word: &str) -> Option<bool> {
                 .iter()
                 .position(|&p| p != 0)
                 .unwrap_or(given.len() - 1);
-            cmp(version, &given) != Less && cmp(version, &prefix(first + 1)) == Less
+            cmp(version, &given) != Less && cmp(version, &prefix(first + 1)?) == Less
         }
         "~" => {
             let upto = if given.len() > 1 { 2 } else { 1 };
-            cmp(version, &given) != Less && cmp(version, &prefix(upto)) == Less
+            cmp(version, &given) != Less && cmp(version, &prefix(upto)?) == Less
         }
         // `=`, or a bare version: exactly, or within its prefix.
-        _ => cmp(version, &given) != Less && cmp(version, &prefix(given.len())) == Less,
+        _ => cmp(version, &given) != Less && cmp(version, &prefix(given.len())?) == Less,
     })
 }
 
@@ -194,6 +206,15 @@ mod tests {
             ("3.10.0", ">3.9", true),
             ("3.9.9", ">3.9", false),
             ("22.0.0", "*", true),
+            ("3.11.0", "==3.11", true),
+            ("3.11.4", "==3.11", false),
+            ("3.11.4", "==3.11.*", true),
+            ("3.12.0", "!=3.11.*", true),
+            ("3.11.2", "!=3.11.*", false),
+            ("3.12.1", "~=3.10", true),
+            ("4.0.0", "~=3.10", false),
+            ("3.10.9", "~=3.10.2", true),
+            ("3.11.0", "~=3.10.2", false),
         ] {
             assert_eq!(
                 satisfies(&v(version), range),
@@ -203,5 +224,7 @@ mod tests {
         }
         assert_eq!(satisfies(&v("1.0.0"), ">=banana"), None);
         assert_eq!(satisfies(&v("1.0.0"), ""), None);
+        assert_eq!(satisfies(&v("1.0.0"), ">18446744073709551615"), None);
+        assert_eq!(satisfies(&v("1.0.0"), "~=3"), None);
     }
 }

