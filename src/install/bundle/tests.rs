@@ -53,6 +53,15 @@ impl Place {
         };
         Place { root, options }
     }
+    /// The host's user file, and the directory bundles are unpacked in (beside it).
+    fn user_file(&self) -> PathBuf {
+        crate::config::ConfigWriter::new(&self.root.join("project"), &self.options)
+            .path(Level::User)
+            .to_path_buf()
+    }
+    fn bundles(&self) -> PathBuf {
+        self.user_file().parent().unwrap().join("bundles")
+    }
     fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
         let path = self.root.join(name);
         std::fs::write(&path, bytes).unwrap();
@@ -102,7 +111,7 @@ fn a_bundle_is_proposed_then_unpacked_and_written_once_approved() {
 
     let answers = BTreeMap::from([("user_config:key".to_owned(), "${HELLO_KEY}".to_owned())]);
     let proposal = bundle.propose(&answers, &project, &place.options).unwrap();
-    let dir = place.root.join("home/.mcp-runtime/bundles/hello-1.0.0");
+    let dir = place.bundles().join("hello-1.0.0");
     let lines = proposal.lines();
     assert!(
         lines[0].starts_with("from: bundle hello 1.0.0 by Someone"),
@@ -155,7 +164,7 @@ fn an_update_replaces_the_directory_at_once() {
     let project = place.root.join("project");
     let answers = BTreeMap::from([("user_config:key".to_owned(), "k".to_owned())]);
     let first = Bundle::open(&place.write("a.mcpb", &bundle_bytes()), None).unwrap();
-    let dir = place.root.join("home/.mcp-runtime/bundles/hello-1.0.0");
+    let dir = place.bundles().join("hello-1.0.0");
     let unpack = |b: &Bundle| Unpack {
         bundle: b.clone(),
         dir: dir.clone(),
@@ -207,11 +216,8 @@ fn a_changed_byte_an_escape_and_a_link_are_refused_with_nothing_written() {
         .add(&project, &place.options, Level::User, |_| true)
         .unwrap_err();
     assert!(e.to_string().contains("CRC-32"), "{e}");
-    assert!(!place.root.join("home/.mcp-runtime/mcp.json").exists());
-    assert!(!place
-        .root
-        .join("home/.mcp-runtime/bundles/hello-1.0.0")
-        .exists());
+    assert!(!place.user_file().exists());
+    assert!(!place.bundles().join("hello-1.0.0").exists());
     Bundle::open(&place.write("good.mcpb", &good), Some(&sha.to_uppercase())).unwrap();
 
     for (name, mode) in [("../outside.txt", 0o100_644), ("server/link", 0o120_777)] {
