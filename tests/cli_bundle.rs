@@ -22,10 +22,13 @@ fn text(o: &[u8]) -> String {
 }
 
 fn sha256(path: &Path) -> String {
+    use std::fmt::Write;
     Sha256::digest(std::fs::read(path).unwrap())
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+        .fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
 }
 
 /// Every file under `dir`, relative.

@@ -374,7 +374,7 @@ fn on_a_terminal(place: &Place, args: &str, dialogue: &[(&str, &str)]) -> Option
         let mut buf = [0u8; 4096];
         while let Ok(n) = stdout.read(&mut buf) {
             if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                return;
+                break;
             }
         }
     });
@@ -387,6 +387,7 @@ fn on_a_terminal(place: &Place, args: &str, dialogue: &[(&str, &str)]) -> Option
                 Ok(bytes) => seen.push_str(&String::from_utf8_lossy(&bytes)),
                 Err(_) => {
                     let _ = child.kill();
+                    let _ = child.wait();
                     panic!("no {prompt:?} within a minute: {seen}");
                 }
             }
@@ -402,6 +403,7 @@ fn on_a_terminal(place: &Place, args: &str, dialogue: &[(&str, &str)]) -> Option
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
             Err(_) => {
                 let _ = child.kill();
+                let _ = child.wait();
                 panic!("the command did not end within a minute: {seen}");
             }
         }
